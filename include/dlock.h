@@ -1,0 +1,256 @@
+/*
+ * dlock: distributed locks on Redis.
+ *
+ * This header is the whole public API of libdlock.
+ *
+ * Threads: a dlock_client, and every dlock_lock taken through it, may be used
+ * by one thread at a time (like a hiredis context). Use one client per thread,
+ * or serialise access yourself. Functions that are safe from any thread say
+ * so. The library never prints, never exits, never installs signal handlers
+ * and never raises SIGPIPE.
+ *
+ * Errors: functions return 0 on success or a negative DLOCK_E... code.
+ * dlock_strerror() describes a code; dlock_client_errmsg() gives the detail of
+ * the client's last failure (which server, what it replied, errno).
+ *
+ * Time: every duration is in milliseconds (suffix _ms).
+ *
+ * Ownership: pointers passed in are borrowed for the duration of the call
+ * unless a comment says otherwise. What comes back through an `out`
+ * parameter belongs to the caller and has a matching free function, which
+ * accepts NULL. `*out` is written only on success.
+ */
+#ifndef DLOCK_H
+#define DLOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DLOCK_VERSION_MAJOR 0
+#define DLOCK_VERSION_MINOR 1
+#define DLOCK_VERSION_PATCH 0
+#define DLOCK_VERSION_STRING "0.1.0"
+
+#if defined(DLOCK_BUILDING_LIBRARY) && defined(__GNUC__)
+#define DLOCK_EXTERN __attribute__((visibility("default")))
+#else
+#define DLOCK_EXTERN
+#endif
+
+/* The library's version string at run time, e.g. "0.1.0". Thread-safe. */
+DLOCK_EXTERN const char *dlock_version(void);
+
+/*
+ * Error codes. One table: the enum, dlock_strerror() and dlock_err_name()
+ * are all generated from it.
+ */
+#define DLOCK_ERROR_MAP(XX)                                                    \
+    XX(EINVAL, -1, "invalid argument")                                         \
+    XX(ENOMEM, -2, "out of memory")                                            \
+    XX(EBUSY, -3, "lock is held by another owner")                             \
+    XX(ETIMEDOUT, -4, "server did not answer in time")                         \
+    XX(ENOTOWNER, -5, "not the owner of the lock, or the lock is gone")        \
+    XX(ELOST, -6, "lock was lost")                                             \
+    XX(ENOQUORUM, -7, "no majority of servers answered")                       \
+    XX(ECONN, -8, "cannot connect to server, or connection broken")            \
+    XX(EPROTO, -9, "protocol error: the server's reply made no sense")         \
+    XX(ESERVER, -10, "server replied with an error")                           \
+    XX(EAUTH, -11, "authentication or permission failure")                     \
+    XX(ETLS, -12, "TLS failure")                                               \
+    XX(ECANCELED, -13, "operation canceled")                                   \
+    XX(EWRONGTYPE, -14, "lock key holds a value of another type")              \
+    XX(ESYSTEM, -15, "system call failed")
+
+typedef enum dlock_error {
+    DLOCK_OK = 0,
+#define DLOCK_XX_ENUM(name, value, text) DLOCK_##name = (value),
+    DLOCK_ERROR_MAP(DLOCK_XX_ENUM)
+#undef DLOCK_XX_ENUM
+} dlock_error;
+
+/* A static description of `code` ("unknown error" for codes not in the
+ * table). Never NULL. Thread-safe. */
+DLOCK_EXTERN const char *dlock_strerror(int code);
+
+/* The code's name, e.g. "DLOCK_EBUSY" ("DLOCK_UNKNOWN" for codes not in the
+ * table). Never NULL. Thread-safe. */
+DLOCK_EXTERN const char *dlock_err_name(int code);
+
+/* Limits. */
+#define DLOCK_NAME_MAX 1024            /* bytes in a lock name */
+#define DLOCK_TTL_MAX_MS 2147483647LL  /* about 24.8 days */
+#define DLOCK_TOKEN_LEN 32             /* hex characters in an owner token */
+
+/* ------------------------------------------------------------------ */
+/* Client                                                              */
+/* ------------------------------------------------------------------ */
+
+typedef struct dlock_client dlock_client;
+
+#define DLOCK_CLIENT_OPTIONS_VERSION 1
+
+/*
+ * Options of a client. Initialise with DLOCK_CLIENT_OPTIONS_INIT or
+ * dlock_client_options_init(), then set what you need. A zero in a numeric
+ * field means "the default".
+ */
+typedef struct dlock_client_options {
+    unsigned version; /* DLOCK_CLIENT_OPTIONS_VERSION */
+
+    /* Server URLs, borrowed during dlock_client_open() only:
+     *   redis://[[user]:password@]host[:port][/db]     (IPv6: [::1])
+     *   unix:///path/to/socket[?db=N]
+     * Percent-escapes (%40 for '@') are decoded in user and password.
+     * This version takes exactly one URL. */
+    const char *const *urls;
+    size_t n_urls;
+
+    /* Credentials that override the URL's, or NULL. Copied at open; the
+     * client wipes its copy from memory when it closes. */
+    const char *user;
+    const char *password;
+
+    int connect_timeout_ms; /* TCP connect + AUTH/SELECT; default 2000 */
+    int command_timeout_ms; /* one command; default 1000 */
+
+    /* Deadline of one node's reply within an acquire, release or extend;
+     * default max(5, ttl/20), capped by command_timeout_ms. */
+    int node_timeout_ms;
+
+    /* Lifetime of a lock name's fencing counter, refreshed on every
+     * acquisition; default one day. */
+    int64_t fence_ttl_ms;
+
+    /* Clock drift allowance as a fraction of the TTL; default 0.01. The
+     * validity of a lock is ttl - elapsed - (ttl * drift_factor + 2 ms). */
+    double drift_factor;
+} dlock_client_options;
+
+#define DLOCK_CLIENT_OPTIONS_INIT { DLOCK_CLIENT_OPTIONS_VERSION, NULL, 0, NULL, NULL, 0, 0, 0, 0, 0.0 }
+
+/* Fills *opts with defaults. Returns DLOCK_EINVAL for an unknown version. */
+DLOCK_EXTERN int dlock_client_options_init(dlock_client_options *opts, unsigned version);
+
+/*
+ * Opens a client. `opts` NULL means defaults (redis://127.0.0.1:6379).
+ * Checks the options and resolves host names; connections are made on first
+ * use. On success *out is the caller's: close it with dlock_client_close().
+ * On failure, if `why` is not NULL, a reason (never containing a password)
+ * is written there, truncated to `why_len` bytes.
+ * Returns 0, DLOCK_EINVAL (bad option or URL), DLOCK_ECONN (a host name
+ * does not resolve), DLOCK_ENOMEM.
+ */
+DLOCK_EXTERN int dlock_client_open(dlock_client **out, const dlock_client_options *opts,
+                                   char *why, size_t why_len);
+
+/* Closes connections, frees the client and wipes its credentials. Locks
+ * still held are not released (they expire after their TTL) and their
+ * handles must be freed before the client is closed. NULL is ignored. */
+DLOCK_EXTERN void dlock_client_close(dlock_client *client);
+
+/*
+ * Detail of the last failed call made with this client, e.g.
+ * "127.0.0.1:6379: WRONGPASS invalid username-password pair". Empty after a
+ * call that succeeded. Owned by the client, valid until the next call that
+ * uses the client. Never contains a password. Never NULL.
+ */
+DLOCK_EXTERN const char *dlock_client_errmsg(const dlock_client *client);
+
+/* ------------------------------------------------------------------ */
+/* Locks                                                               */
+/* ------------------------------------------------------------------ */
+
+typedef struct dlock_lock dlock_lock;
+
+/*
+ * Lock names are byte strings of 1..DLOCK_NAME_MAX bytes (any byte but NUL).
+ * The lock key is the name itself, so other clients that SET the same key
+ * exclude us and we exclude them. Auxiliary keys sit in the same Redis
+ * Cluster slot:
+ *   - a name with a valid hash tag (a '{' followed later by a '}' with at
+ *     least one byte between) uses NAME:fence, NAME:owner and the channel
+ *     NAME:released;
+ *   - a name without any brace uses {NAME}:fence, {NAME}:owner,
+ *     {NAME}:released;
+ *   - any other name with a brace is refused, and so are names ending in
+ *     ":fence", ":owner" or ":released".
+ */
+
+/*
+ * Tries once to take the lock `name` for `ttl_ms` (1..DLOCK_TTL_MAX_MS).
+ * On success *out is a handle owned by the caller (free it with
+ * dlock_lock_free() before closing the client); the lock is held for at most
+ * dlock_lock_validity_ms().
+ * Returns 0; DLOCK_EBUSY (held by another owner); DLOCK_EWRONGTYPE (the
+ * key holds a list, hash...; nothing was written); DLOCK_EINVAL (bad name or
+ * TTL); DLOCK_ETIMEDOUT, DLOCK_ECONN, DLOCK_EAUTH, DLOCK_ESERVER,
+ * DLOCK_EPROTO, DLOCK_ENOMEM, DLOCK_ESYSTEM (no random bytes).
+ */
+DLOCK_EXTERN int dlock_lock_acquire(dlock_lock **out, dlock_client *client,
+                                    const char *name, int64_t ttl_ms);
+
+/*
+ * A handle for a lock taken earlier, maybe by another process, from its name
+ * and owner token (DLOCK_TOKEN_LEN lower-case hex characters). Nothing is sent
+ * to the server: the handle's validity is 0 and its fence 0 until an extend
+ * succeeds. Use it to release or extend. Returns 0, DLOCK_EINVAL, DLOCK_ENOMEM.
+ */
+DLOCK_EXTERN int dlock_lock_adopt(dlock_lock **out, dlock_client *client,
+                                  const char *name, const char *token);
+
+/*
+ * Releases the lock if this handle's token still owns it: an atomic
+ * compare-and-delete, never a bare DEL, which wakes waiters on the release
+ * channel. The handle stays valid (and no longer held) until freed.
+ * Returns 0; DLOCK_ENOTOWNER (someone else holds it, or it is gone);
+ * DLOCK_ETIMEDOUT, DLOCK_ECONN, DLOCK_EAUTH, DLOCK_ESERVER, DLOCK_EPROTO,
+ * DLOCK_EWRONGTYPE, DLOCK_ENOMEM.
+ */
+DLOCK_EXTERN int dlock_lock_release(dlock_lock *lock);
+
+/*
+ * Sets the lock's TTL to `ttl_ms` (1..DLOCK_TTL_MAX_MS) from now, if this
+ * handle's token still owns it (atomic compare-and-expire). The validity is
+ * measured again from the start of this call.
+ * Returns 0; DLOCK_ENOTOWNER (someone else holds it, or it expired: the lock
+ * is lost and is never silently re-taken); DLOCK_EINVAL and the I/O codes of
+ * dlock_lock_release().
+ */
+DLOCK_EXTERN int dlock_lock_extend(dlock_lock *lock, int64_t ttl_ms);
+
+/*
+ * Milliseconds the lock is still certainly held: ttl - elapsed - drift,
+ * measured on CLOCK_BOOTTIME from the start of the acquire or extend that
+ * set it (so it keeps running while the machine is suspended). 0 or less
+ * once it ran out, after a release, and for an adopted handle. No round trip.
+ */
+DLOCK_EXTERN int64_t dlock_lock_validity_ms(const dlock_lock *lock);
+
+/* The owner token: DLOCK_TOKEN_LEN lower-case hex characters, owned by the
+ * handle, valid until dlock_lock_free(). */
+DLOCK_EXTERN const char *dlock_lock_token(const dlock_lock *lock);
+
+/* The name, owned by the handle, valid until dlock_lock_free(). */
+DLOCK_EXTERN const char *dlock_lock_name(const dlock_lock *lock);
+
+/*
+ * The fencing token of this acquisition: a number that grows with every
+ * acquisition of the same name, max(previous + 1, server time in
+ * microseconds). Pass it to the protected resource and let it refuse
+ * anything older than the largest it has seen. 0 for an adopted handle.
+ */
+DLOCK_EXTERN uint64_t dlock_lock_fence(const dlock_lock *lock);
+
+/* Frees the handle. Does not release the lock: a lock that is not released
+ * expires after its TTL. NULL is ignored. */
+DLOCK_EXTERN void dlock_lock_free(dlock_lock *lock);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DLOCK_H */

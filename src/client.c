@@ -1,0 +1,202 @@
+/* Client: options, endpoints, connections, error messages. */
+#include "client.h"
+
+#include "clock.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define DEFAULT_URL "redis://127.0.0.1:6379"
+#define DEFAULT_CONNECT_TIMEOUT_MS 2000
+#define DEFAULT_COMMAND_TIMEOUT_MS 1000
+#define DEFAULT_FENCE_TTL_MS (24LL * 3600 * 1000)
+#define DEFAULT_DRIFT_FACTOR 0.01
+#define MIN_NODE_TIMEOUT_MS 5
+
+const char *dlock_version(void)
+{
+    return DLOCK_VERSION_STRING;
+}
+
+int dlock_client_options_init(dlock_client_options *opts, unsigned version)
+{
+    if (!opts || version != DLOCK_CLIENT_OPTIONS_VERSION)
+        return DLOCK_EINVAL;
+    memset(opts, 0, sizeof(*opts));
+    opts->version = version;
+    return 0;
+}
+
+static int refuse(char *why, size_t why_len, const char *text)
+{
+    if (why && why_len)
+        snprintf(why, why_len, "%s", text);
+    return DLOCK_EINVAL;
+}
+
+static int nomem(char *why, size_t why_len)
+{
+    if (why && why_len)
+        snprintf(why, why_len, "out of memory");
+    return DLOCK_ENOMEM;
+}
+
+static int check_options(const dlock_client_options *o, char *why, size_t why_len)
+{
+    if (o->version != DLOCK_CLIENT_OPTIONS_VERSION)
+        return refuse(why, why_len, "unknown options version");
+    if (o->n_urls > 1)
+        return refuse(why, why_len, "this version of dlock takes one server URL");
+    if (o->n_urls == 1 && !o->urls)
+        return refuse(why, why_len, "n_urls is 1 but urls is NULL");
+    if (o->connect_timeout_ms < 0 || o->command_timeout_ms < 0 || o->node_timeout_ms < 0 ||
+        o->fence_ttl_ms < 0 || o->fence_ttl_ms > DLOCK_TTL_MAX_MS)
+        return refuse(why, why_len, "timeouts and TTLs must not be negative or too large");
+    if (isnan(o->drift_factor) || o->drift_factor < 0 || o->drift_factor >= 0.5)
+        return refuse(why, why_len, "drift_factor must be at least 0 and below 0.5");
+    if (o->user && !o->password)
+        return refuse(why, why_len, "a user needs a password");
+    return 0;
+}
+
+static int replace_secret(char **field, const char *value)
+{
+    char *copy;
+    if (!value)
+        return 0;
+    copy = strdup(value);
+    if (!copy)
+        return DLOCK_ENOMEM;
+    if (*field) {
+        dlock__wipe(*field, strlen(*field));
+        free(*field);
+    }
+    *field = copy;
+    return 0;
+}
+
+static int add_endpoint(dlock_client *c, const char *url, const dlock_client_options *o,
+                        int connect_timeout_ms, char *why, size_t why_len)
+{
+    dlock__endpoint *ep = &c->endpoints[c->n];
+    char reason[256];
+    int rc = dlock__url_parse(ep, url, reason, sizeof(reason));
+    if (rc < 0) {
+        if (why && why_len)
+            snprintf(why, why_len, "bad server URL: %s", reason);
+        return rc;
+    }
+    c->n++;
+    if (replace_secret(&ep->user, o->user) < 0 || replace_secret(&ep->password, o->password) < 0)
+        return nomem(why, why_len);
+    rc = dlock__conn_init(&c->conns[c->n - 1], ep, connect_timeout_ms);
+    if (rc < 0 && why && why_len)
+        snprintf(why, why_len, "%s", c->conns[c->n - 1].err);
+    return rc;
+}
+
+int dlock_client_open(dlock_client **out, const dlock_client_options *opts, char *why,
+                      size_t why_len)
+{
+    static const dlock_client_options defaults = DLOCK_CLIENT_OPTIONS_INIT;
+    const dlock_client_options *o = opts ? opts : &defaults;
+    const char *url;
+    dlock_client *c;
+    int rc;
+
+    if (why && why_len)
+        why[0] = '\0';
+    if (!out)
+        return refuse(why, why_len, "out is NULL");
+    rc = check_options(o, why, why_len);
+    if (rc < 0)
+        return rc;
+    c = calloc(1, sizeof(*c));
+    if (!c)
+        return nomem(why, why_len);
+    c->command_timeout_ms = o->command_timeout_ms ? o->command_timeout_ms
+                                                  : DEFAULT_COMMAND_TIMEOUT_MS;
+    c->node_timeout_ms = o->node_timeout_ms;
+    c->fence_ttl_ms = o->fence_ttl_ms ? o->fence_ttl_ms : DEFAULT_FENCE_TTL_MS;
+    c->drift_factor = o->drift_factor > 0 ? o->drift_factor : DEFAULT_DRIFT_FACTOR;
+    if (gethostname(c->host, sizeof(c->host) - 1) < 0)
+        snprintf(c->host, sizeof(c->host), "unknown");
+    url = o->n_urls ? o->urls[0] : DEFAULT_URL;
+    rc = add_endpoint(c, url, o,
+                      o->connect_timeout_ms ? o->connect_timeout_ms : DEFAULT_CONNECT_TIMEOUT_MS,
+                      why, why_len);
+    if (rc < 0) {
+        dlock_client_close(c);
+        return rc;
+    }
+    *out = c;
+    return 0;
+}
+
+void dlock_client_close(dlock_client *c)
+{
+    if (!c)
+        return;
+    for (size_t i = 0; i < c->n; i++) {
+        dlock__conn_destroy(&c->conns[i]);
+        dlock__endpoint_clear(&c->endpoints[i]);
+    }
+    free(c);
+}
+
+const char *dlock_client_errmsg(const dlock_client *c)
+{
+    return c ? c->errmsg : "no client";
+}
+
+size_t dlock__quorum(const dlock_client *c)
+{
+    return c->n / 2 + 1;
+}
+
+int64_t dlock__node_deadline(const dlock_client *c, int64_t ttl_ms, int64_t now_ns)
+{
+    int64_t ms = c->node_timeout_ms;
+    if (ms == 0)
+        ms = ttl_ms / 20 > MIN_NODE_TIMEOUT_MS ? ttl_ms / 20 : MIN_NODE_TIMEOUT_MS;
+    if (ms > c->command_timeout_ms || ttl_ms == 0)
+        ms = c->command_timeout_ms;
+    return now_ns + ms * DLOCK__NS_PER_MS;
+}
+
+void dlock__set_error(dlock_client *c, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->errmsg, sizeof(c->errmsg), fmt, ap);
+    va_end(ap);
+}
+
+static void append(dlock_client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void append(dlock_client *c, const char *fmt, ...)
+{
+    size_t used = strlen(c->errmsg);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->errmsg + used, sizeof(c->errmsg) - used, fmt, ap);
+    va_end(ap);
+}
+
+void dlock__append_node_errors(dlock_client *c, const dlock__node_result *results)
+{
+    for (size_t i = 0; i < c->n; i++) {
+        const dlock__node_result *r = &results[i];
+        const dlock__conn *conn = &c->conns[i];
+        if (r->status < 0 && conn->err[0])
+            append(c, "; %s", conn->err);
+        else if (r->status < 0)
+            append(c, "; %s: %s", conn->ep->label, dlock_strerror(r->status));
+        else if (r->reply && r->reply->type == DLOCK__REPLY_ERROR)
+            append(c, "; %s: %.300s", conn->ep->label, r->reply->str);
+    }
+}

@@ -1,0 +1,398 @@
+/* One connection to one Redis server. See conn.h. */
+#include "conn.h"
+
+#include "clock.h"
+#include "dlock.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define OUT_INITIAL_CAP 4096
+#define READ_CHUNK 16384
+#define STALE_MAX 16 /* past this many unanswered calls, start afresh */
+
+static int fail(dlock__conn *c, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void clear_output(dlock__conn *c)
+{
+    /* The output may hold an AUTH command: do not leave the password behind. */
+    if (c->out)
+        dlock__wipe(c->out, c->out_len);
+    c->out_len = c->out_sent = c->call_start = 0;
+}
+
+void dlock__conn_close(dlock__conn *c)
+{
+    if (c->fd >= 0)
+        close(c->fd);
+    c->fd = -1;
+    c->state = DLOCK__CONN_CLOSED;
+    c->trying = NULL;
+    c->handshake_owed = c->stale_owed = 0;
+    clear_output(c);
+    dlock__reader_free(c->reader);
+    c->reader = NULL;
+}
+
+static int fail(dlock__conn *c, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->err, sizeof(c->err), fmt, ap);
+    va_end(ap);
+    dlock__conn_close(c);
+    return code;
+}
+
+int dlock__conn_init(dlock__conn *c, const dlock__endpoint *ep, int connect_timeout_ms)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+    int rc;
+
+    memset(c, 0, sizeof(*c));
+    c->fd = -1;
+    c->ep = ep;
+    c->connect_timeout_ms = connect_timeout_ms;
+    c->out = malloc(OUT_INITIAL_CAP);
+    if (!c->out)
+        return DLOCK_ENOMEM;
+    c->out_cap = OUT_INITIAL_CAP;
+    if (ep->transport == DLOCK__UNIX)
+        return 0;
+    rc = getaddrinfo(ep->host, ep->port, &hints, &c->addrs);
+    if (rc != 0) {
+        snprintf(c->err, sizeof(c->err), "cannot resolve %s: %s", ep->host, gai_strerror(rc));
+        return rc == EAI_MEMORY ? DLOCK_ENOMEM : DLOCK_ECONN;
+    }
+    return 0;
+}
+
+void dlock__conn_destroy(dlock__conn *c)
+{
+    dlock__conn_close(c);
+    if (c->addrs)
+        freeaddrinfo(c->addrs);
+    free(c->out);
+    memset(c, 0, sizeof(*c));
+    c->fd = -1;
+}
+
+static int append(dlock__conn *c, const char *bytes, size_t len)
+{
+    if (c->out_len + len > c->out_cap) {
+        size_t cap = c->out_cap;
+        char *bigger;
+        while (cap < c->out_len + len)
+            cap *= 2;
+        /* Not realloc: the old block may hold a password to wipe first. */
+        bigger = malloc(cap);
+        if (!bigger)
+            return DLOCK_ENOMEM;
+        memcpy(bigger, c->out, c->out_len);
+        dlock__wipe(c->out, c->out_cap);
+        free(c->out);
+        c->out = bigger;
+        c->out_cap = cap;
+    }
+    memcpy(c->out + c->out_len, bytes, len);
+    c->out_len += len;
+    return 0;
+}
+
+static int append_command(dlock__conn *c, int argc, const char **argv)
+{
+    size_t lens[3];
+    char *cmd;
+    long long len;
+    int rc;
+
+    for (int i = 0; i < argc; i++)
+        lens[i] = strlen(argv[i]);
+    len = dlock__command_format(&cmd, argc, argv, lens);
+    if (len < 0)
+        return (int)len;
+    rc = append(c, cmd, (size_t)len);
+    dlock__wipe(cmd, (size_t)len);
+    dlock__command_free(cmd);
+    return rc;
+}
+
+/* AUTH and SELECT go out in front of the first command, in one write. */
+static int queue_handshake(dlock__conn *c)
+{
+    const dlock__endpoint *ep = c->ep;
+    char db[16];
+    int rc = 0;
+
+    if (ep->password) {
+        const char *auth_user[] = {"AUTH", ep->user, ep->password};
+        const char *auth[] = {"AUTH", ep->password};
+        rc = ep->user ? append_command(c, 3, auth_user) : append_command(c, 2, auth);
+        c->handshake_owed++;
+    }
+    if (rc == 0 && ep->db != 0) {
+        const char *select[] = {"SELECT", db};
+        snprintf(db, sizeof(db), "%d", ep->db);
+        rc = append_command(c, 2, select);
+        c->handshake_owed++;
+    }
+    return rc;
+}
+
+static int make_unix_address(dlock__conn *c, struct sockaddr_un *sun)
+{
+    memset(sun, 0, sizeof(*sun));
+    sun->sun_family = AF_UNIX;
+    memcpy(sun->sun_path, c->ep->path, strlen(c->ep->path) + 1);
+    return AF_UNIX;
+}
+
+/* Starts connecting to `ai` (or the Unix socket when ai is NULL). Returns 1
+ * when connected or in progress, 0 when this address failed at once. */
+static int connect_one(dlock__conn *c, const struct addrinfo *ai)
+{
+    struct sockaddr_un sun;
+    const struct sockaddr *addr = ai ? ai->ai_addr : (const struct sockaddr *)&sun;
+    socklen_t addr_len = ai ? ai->ai_addrlen : (socklen_t)sizeof(sun);
+    int family = ai ? ai->ai_family : make_unix_address(c, &sun);
+    int one = 1;
+
+    c->fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (c->fd < 0) {
+        snprintf(c->err, sizeof(c->err), "%s: socket: %s", c->ep->label, strerror(errno));
+        return 0;
+    }
+    if (family != AF_UNIX)
+        setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    if (connect(c->fd, addr, addr_len) == 0) {
+        c->state = DLOCK__CONN_READY;
+        return 1;
+    }
+    if (errno == EINPROGRESS) {
+        c->state = DLOCK__CONN_CONNECTING;
+        return 1;
+    }
+    snprintf(c->err, sizeof(c->err), "%s: connect: %s", c->ep->label, strerror(errno));
+    close(c->fd);
+    c->fd = -1;
+    return 0;
+}
+
+/* Tries the addresses from `ai` on until one connects or is in progress. */
+static int connect_from(dlock__conn *c, struct addrinfo *ai)
+{
+    if (c->ep->transport == DLOCK__UNIX)
+        return connect_one(c, NULL) ? 0 : DLOCK_ECONN;
+    for (; ai; ai = ai->ai_next) {
+        c->trying = ai;
+        if (connect_one(c, ai))
+            return 0;
+    }
+    return DLOCK_ECONN;
+}
+
+static int open_connection(dlock__conn *c, int64_t now_ns)
+{
+    int rc;
+    c->reader = dlock__reader_new();
+    if (!c->reader)
+        return fail(c, DLOCK_ENOMEM, "out of memory");
+    c->connect_deadline_ns = now_ns + c->connect_timeout_ms * DLOCK__NS_PER_MS;
+    rc = queue_handshake(c);
+    if (rc < 0)
+        return fail(c, rc, "cannot encode AUTH/SELECT");
+    rc = connect_from(c, c->addrs);
+    if (rc < 0) {
+        char why[sizeof(c->err)];
+        memcpy(why, c->err, sizeof(why));
+        return fail(c, rc, "%s", why);
+    }
+    return 0;
+}
+
+/* An idle connection that is readable was closed by the server (or sent
+ * something nobody asked for): either way, start afresh. */
+static void drop_if_dead(dlock__conn *c)
+{
+    struct pollfd p = {.fd = c->fd, .events = POLLIN};
+    if (c->handshake_owed || c->stale_owed || c->out_sent < c->out_len)
+        return;
+    if (poll(&p, 1, 0) != 0)
+        dlock__conn_close(c);
+}
+
+int dlock__conn_begin(dlock__conn *c, const char *cmd, size_t len, int64_t now_ns)
+{
+    int rc;
+    c->err[0] = '\0';
+    if (c->state == DLOCK__CONN_READY)
+        drop_if_dead(c);
+    if (c->state == DLOCK__CONN_CONNECTING && now_ns > c->connect_deadline_ns)
+        dlock__conn_close(c);
+    if (c->state == DLOCK__CONN_CLOSED) {
+        rc = open_connection(c, now_ns);
+        if (rc < 0)
+            return rc;
+    }
+    if (c->out_sent == c->out_len)
+        c->out_sent = c->out_len = 0;
+    c->call_start = c->out_len;
+    rc = append(c, cmd, len);
+    return rc < 0 ? fail(c, rc, "out of memory") : 0;
+}
+
+short dlock__conn_events(const dlock__conn *c)
+{
+    switch (c->state) {
+    case DLOCK__CONN_CONNECTING:
+        return POLLOUT;
+    case DLOCK__CONN_READY:
+        return (short)(POLLIN | (c->out_sent < c->out_len ? POLLOUT : 0));
+    default:
+        return 0;
+    }
+}
+
+static int finish_connect(dlock__conn *c)
+{
+    int err = 0;
+    socklen_t len = sizeof(err);
+    if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+        err = errno;
+    if (err == 0) {
+        c->state = DLOCK__CONN_READY;
+        return 0;
+    }
+    snprintf(c->err, sizeof(c->err), "%s: connect: %s", c->ep->label, strerror(err));
+    close(c->fd);
+    c->fd = -1;
+    c->state = DLOCK__CONN_CLOSED;
+    if (c->trying && c->trying->ai_next && connect_from(c, c->trying->ai_next) == 0)
+        return 0;
+    {
+        char why[sizeof(c->err)];
+        memcpy(why, c->err, sizeof(why));
+        return fail(c, DLOCK_ECONN, "%s", why);
+    }
+}
+
+static int flush_output(dlock__conn *c)
+{
+    while (c->out_sent < c->out_len) {
+        ssize_t n = send(c->fd, c->out + c->out_sent, c->out_len - c->out_sent, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return 0;
+        if (n < 0)
+            return fail(c, DLOCK_ECONN, "%s: send: %s", c->ep->label, strerror(errno));
+        c->out_sent += (size_t)n;
+    }
+    return 0;
+}
+
+static int classify_handshake_error(const dlock__reply *r)
+{
+    /* Any refusal of AUTH is an authentication failure; SELECT of a database
+     * that does not exist is a server error. */
+    return strncmp(r->str, "ERR DB index", 12) == 0 ? DLOCK_ESERVER : DLOCK_EAUTH;
+}
+
+/* Sorts complete replies: handshake replies are checked, stale ones are
+ * dropped, the first other one answers the current call. */
+static int take_replies(dlock__conn *c, dlock__reply **reply)
+{
+    dlock__reply *r;
+    int rc;
+    while ((rc = dlock__reader_next(c->reader, &r)) == 1) {
+        if (c->handshake_owed) {
+            c->handshake_owed--;
+            if (r->type == DLOCK__REPLY_ERROR) {
+                int code = classify_handshake_error(r);
+                rc = fail(c, code, "%s: %.200s", c->ep->label, r->str);
+                dlock__reply_free(r);
+                return rc;
+            }
+            dlock__reply_free(r);
+        } else if (c->stale_owed) {
+            c->stale_owed--;
+            dlock__reply_free(r);
+        } else {
+            *reply = r;
+            return 1;
+        }
+    }
+    if (rc < 0)
+        return fail(c, DLOCK_EPROTO, "%s: malformed reply", c->ep->label);
+    return 0;
+}
+
+static int read_input(dlock__conn *c, dlock__reply **reply)
+{
+    char buf[READ_CHUNK];
+    ssize_t n;
+    int rc;
+
+    do
+        n = recv(c->fd, buf, sizeof(buf), 0);
+    while (n < 0 && errno == EINTR);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        return 0;
+    if (n < 0)
+        return fail(c, DLOCK_ECONN, "%s: recv: %s", c->ep->label, strerror(errno));
+    if (n == 0)
+        return fail(c, DLOCK_ECONN, "%s: connection closed by the server", c->ep->label);
+    if (dlock__reader_feed(c->reader, buf, (size_t)n) < 0)
+        return fail(c, DLOCK_EPROTO, "%s: reply too large", c->ep->label);
+    rc = take_replies(c, reply);
+    return rc;
+}
+
+int dlock__conn_progress(dlock__conn *c, short revents, dlock__reply **reply)
+{
+    int rc;
+    if (c->state == DLOCK__CONN_CONNECTING) {
+        if (!(revents & (POLLOUT | POLLERR | POLLHUP)))
+            return 0;
+        rc = finish_connect(c);
+        if (rc < 0 || c->state != DLOCK__CONN_READY)
+            return rc;
+        revents = POLLOUT;
+    }
+    if (c->state != DLOCK__CONN_READY)
+        return 0;
+    if (revents & POLLOUT) {
+        rc = flush_output(c);
+        if (rc < 0)
+            return rc;
+    }
+    if (revents & (POLLIN | POLLHUP | POLLERR))
+        return read_input(c, reply);
+    return 0;
+}
+
+void dlock__conn_abandon(dlock__conn *c)
+{
+    if (c->state == DLOCK__CONN_CLOSED)
+        return;
+    if (c->out_sent <= c->call_start) {
+        /* Not a byte of the call went out: forget it, keep the connection
+         * (a connect in progress goes on and serves the next call). */
+        c->out_len = c->call_start;
+    } else if (c->out_sent < c->out_len) {
+        dlock__conn_close(c); /* half a command on the wire */
+    } else if (++c->stale_owed > STALE_MAX) {
+        dlock__conn_close(c);
+    }
+}

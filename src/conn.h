@@ -1,0 +1,55 @@
+/* One connection to one Redis server: a non-blocking socket with a small
+ * state machine, driven by the fan-out's poll loop. It connects on demand
+ * (trying every resolved address), pipelines AUTH and SELECT in front of the
+ * first command, and discards replies owed to calls that were abandoned, so
+ * a late reply is never read as the answer to a newer command. */
+#ifndef DLOCK_CONN_H
+#define DLOCK_CONN_H
+
+#include "resp.h"
+#include "url.h"
+
+#include <stdint.h>
+
+struct addrinfo;
+
+enum dlock__conn_state { DLOCK__CONN_CLOSED, DLOCK__CONN_CONNECTING, DLOCK__CONN_READY };
+
+typedef struct dlock__conn {
+    const dlock__endpoint *ep; /* borrowed from the client */
+    struct addrinfo *addrs;    /* owned; for Unix sockets a single entry */
+    struct addrinfo *trying;   /* the address being connected to */
+    enum dlock__conn_state state;
+    int fd;
+    int64_t connect_deadline_ns;
+    int connect_timeout_ms;
+    dlock__reader *reader;
+    char *out; /* pending output */
+    size_t out_len, out_sent, out_cap;
+    size_t call_start;        /* offset in `out` of the current call's bytes */
+    unsigned handshake_owed;  /* AUTH/SELECT replies still to come */
+    unsigned stale_owed;      /* replies of abandoned calls, to discard */
+    char err[256];            /* detail of the last failure, no secrets */
+} dlock__conn;
+
+/* Resolves the endpoint's addresses. Returns 0, DLOCK_ECONN, DLOCK_ENOMEM. */
+int dlock__conn_init(dlock__conn *c, const dlock__endpoint *ep, int connect_timeout_ms);
+void dlock__conn_destroy(dlock__conn *c);
+void dlock__conn_close(dlock__conn *c);
+
+/* Starts a call: makes sure a connection exists or is being made, and
+ * queues `cmd`. Returns 0 or a negative code (c->err says why). */
+int dlock__conn_begin(dlock__conn *c, const char *cmd, size_t len, int64_t now_ns);
+
+/* The poll() events the connection waits for. */
+short dlock__conn_events(const dlock__conn *c);
+
+/* Makes progress after poll() reported `revents`. Returns 1 with the call's
+ * reply in *reply (the caller frees it), 0 when nothing is complete yet, or
+ * a negative code; on failure the connection is closed. */
+int dlock__conn_progress(dlock__conn *c, short revents, dlock__reply **reply);
+
+/* The current call's deadline passed: its reply, if it comes, is discarded. */
+void dlock__conn_abandon(dlock__conn *c);
+
+#endif

@@ -1,0 +1,417 @@
+/* Acquire, release, extend: one path for one node and for a quorum. */
+#include "client.h"
+#include "clock.h"
+#include "names.h"
+#include "scripts.h"
+#include "token.h"
+
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define OWNER_RECORD_MAX (DLOCK__HOST_MAX * 6 + 128)
+
+struct dlock_lock {
+    dlock_client *client;
+    dlock__keys keys;
+    char token[DLOCK_TOKEN_LEN + 1];
+    uint64_t fence;
+    int64_t ttl_ms;         /* of the last acquire or extend; 0 when adopted */
+    int64_t valid_until_ns; /* 0: not held */
+};
+
+/* Tally of one fan-out: who confirmed, who refused, who failed. */
+struct tally {
+    size_t quorum;
+    size_t confirmed; /* acquire: granted; release/extend: 1 */
+    size_t refused;   /* acquire: held by another; release/extend: 0 */
+    uint64_t fence;   /* acquire: the largest fence granted */
+    int64_t pttl;     /* acquire: the smallest PTTL of the refusals */
+};
+
+static int64_t drift_ns(const dlock_client *c, int64_t ttl_ms)
+{
+    return (int64_t)((double)ttl_ms * c->drift_factor * DLOCK__NS_PER_MS) + 2 * DLOCK__NS_PER_MS;
+}
+
+static int check_ttl(dlock_client *c, int64_t ttl_ms)
+{
+    if (ttl_ms >= 1 && ttl_ms <= DLOCK_TTL_MAX_MS)
+        return 0;
+    dlock__set_error(c, "TTL must be from 1 to %lld ms, not %" PRId64, DLOCK_TTL_MAX_MS, ttl_ms);
+    return DLOCK_EINVAL;
+}
+
+enum { VOTE_NO = 0, VOTE_YES = 1, VOTE_UNKNOWN = 2 };
+
+/* A node's answer: VOTE_YES (granted, or 1 from release/extend), VOTE_NO
+ * (held by another, or 0), VOTE_UNKNOWN (not waited for) or its error code.
+ * `fence` and `pttl` are set for acquire replies. */
+static int vote_of(const dlock__node_result *r, bool acquire, uint64_t *fence, int64_t *pttl)
+{
+    const dlock__reply *a = r->reply;
+    if (r->status == DLOCK__PENDING)
+        return VOTE_UNKNOWN;
+    if (r->status != DLOCK__REPLIED)
+        return r->status;
+    if (a->type == DLOCK__REPLY_ERROR)
+        return dlock__server_error_code(a);
+    if (!acquire)
+        return a->type == DLOCK__REPLY_INTEGER && (a->integer == 0 || a->integer == 1)
+                   ? (int)a->integer
+                   : DLOCK_EPROTO;
+    if (a->type != DLOCK__REPLY_ARRAY || a->elements != 2 ||
+        a->element[0]->type != DLOCK__REPLY_INTEGER)
+        return DLOCK_EPROTO;
+    if (a->element[0]->integer == 0 && a->element[1]->type == DLOCK__REPLY_INTEGER) {
+        *pttl = a->element[1]->integer;
+        return VOTE_NO;
+    }
+    if (a->element[0]->integer == 1 && a->element[1]->type == DLOCK__REPLY_STRING) {
+        char *end;
+        *fence = strtoull(a->element[1]->str, &end, 10);
+        return *end == '\0' && *fence > 0 ? VOTE_YES : DLOCK_EPROTO;
+    }
+    return DLOCK_EPROTO;
+}
+
+static size_t count(struct tally *t, const dlock__node_result *results, size_t n, bool acquire)
+{
+    size_t failed = 0;
+    t->confirmed = t->refused = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t fence = 0;
+        int64_t pttl = 0;
+        int vote = vote_of(&results[i], acquire, &fence, &pttl);
+        if (vote == VOTE_YES) {
+            t->confirmed++;
+            t->fence = fence > t->fence ? fence : t->fence;
+        } else if (vote == VOTE_NO) {
+            t->refused++;
+            t->pttl = t->refused == 1 || pttl < t->pttl ? pttl : t->pttl;
+        } else if (vote < 0) {
+            failed++;
+        }
+    }
+    return failed;
+}
+
+static bool acquire_decided(const dlock__node_result *results, size_t n, void *ctx)
+{
+    struct tally *t = ctx;
+    size_t failed = count(t, results, n, true);
+    return t->confirmed >= t->quorum || n - t->refused - failed < t->quorum;
+}
+
+/* The one code every failing node agrees on, else DLOCK_ENOQUORUM. */
+static int common_failure(const dlock__node_result *results, size_t n, bool acquire)
+{
+    int code = 0;
+    for (size_t i = 0; i < n; i++) {
+        int vote = vote_of(&results[i], acquire, &(uint64_t){0}, &(int64_t){0});
+        if (vote == VOTE_YES || vote == VOTE_NO)
+            continue;
+        if (vote == VOTE_UNKNOWN)
+            vote = DLOCK_ETIMEDOUT;
+        if (code != 0 && code != vote)
+            return DLOCK_ENOQUORUM;
+        code = vote;
+    }
+    return code ? code : DLOCK_ENOQUORUM;
+}
+
+/* Could this node hold our key after the attempt? */
+static bool may_hold_our_key(const dlock__node_result *r)
+{
+    int vote = vote_of(r, true, &(uint64_t){0}, &(int64_t){0});
+    return vote == VOTE_YES || vote == VOTE_UNKNOWN || vote == DLOCK_ETIMEDOUT ||
+           vote == DLOCK_ECONN || vote == DLOCK_EPROTO;
+}
+
+static void json_escape(char *out, size_t out_len, const char *s)
+{
+    size_t j = 0;
+    for (; *s && j + 7 < out_len; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            j += (size_t)snprintf(out + j, out_len - j, "\\%c", ch);
+        else if (ch < 0x20)
+            j += (size_t)snprintf(out + j, out_len - j, "\\u%04x", ch);
+        else
+            out[j++] = (char)ch;
+    }
+    out[j] = '\0';
+}
+
+static void owner_record(const dlock_lock *lock, char *out, size_t out_len)
+{
+    char host[DLOCK__HOST_MAX * 6];
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    json_escape(host, sizeof(host), lock->client->host);
+    snprintf(out, out_len, "{\"host\":\"%s\",\"pid\":%ld,\"since\":%lld,\"token\":\"%s\"}", host,
+             (long)getpid(), (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000, lock->token);
+}
+
+/* Sends a cleanup release (no PUBLISH: it must not wake waiters) to every
+ * node after a failed attempt whose SET may have landed somewhere. */
+static void clean_up_attempt(dlock_lock *lock, const dlock__node_result *results, int64_t ttl_ms)
+{
+    dlock_client *c = lock->client;
+    dlock__node_result cleanup[DLOCK__NODES_MAX];
+    const char *keys[] = {lock->keys.lock, lock->keys.owner};
+    const char *args[] = {lock->token, lock->keys.channel, "0"};
+    dlock__call call;
+    bool needed = false;
+
+    for (size_t i = 0; i < c->n; i++)
+        needed |= may_hold_our_key(&results[i]);
+    if (!needed || dlock__script_call(&call, DLOCK__SCRIPT_RELEASE, 2, keys, 3, args) < 0)
+        return;
+    dlock__fanout(c->conns, c->n, &call, dlock__node_deadline(c, ttl_ms, dlock__now_ns()), cleanup,
+                  NULL, NULL);
+    dlock__results_clear(cleanup, c->n);
+    dlock__script_call_free(&call);
+}
+
+static int acquire_failed(dlock_lock *lock, const struct tally *t,
+                          const dlock__node_result *results, int64_t ttl_ms)
+{
+    dlock_client *c = lock->client;
+    int rc;
+    if (t->confirmed >= t->quorum) {
+        rc = DLOCK_ETIMEDOUT;
+        dlock__set_error(c, "acquiring took longer than the TTL of %" PRId64 " ms", ttl_ms);
+    } else if (t->confirmed + t->refused >= t->quorum) {
+        rc = DLOCK_EBUSY;
+        dlock__set_error(c, "lock is held by another owner (expires in %" PRId64 " ms)", t->pttl);
+    } else {
+        rc = common_failure(results, c->n, true);
+        dlock__set_error(c, "cannot acquire the lock: %s", dlock_strerror(rc));
+    }
+    dlock__append_node_errors(c, results);
+    clean_up_attempt(lock, results, ttl_ms);
+    return rc;
+}
+
+static int try_acquire(dlock_lock *lock, int64_t ttl_ms)
+{
+    dlock_client *c = lock->client;
+    dlock__node_result results[DLOCK__NODES_MAX];
+    char ttl[24], fence_ttl[24], owner[OWNER_RECORD_MAX];
+    const char *keys[] = {lock->keys.lock, lock->keys.fence, lock->keys.owner};
+    const char *args[] = {lock->token, ttl, fence_ttl, owner};
+    struct tally t = {.quorum = dlock__quorum(c)};
+    int64_t start, validity_ns;
+    dlock__call call;
+    int rc;
+
+    snprintf(ttl, sizeof(ttl), "%" PRId64, ttl_ms);
+    snprintf(fence_ttl, sizeof(fence_ttl), "%" PRId64, c->fence_ttl_ms);
+    owner_record(lock, owner, sizeof(owner));
+    rc = dlock__script_call(&call, DLOCK__SCRIPT_ACQUIRE, 3, keys, 4, args);
+    if (rc < 0) {
+        dlock__set_error(c, "cannot encode the acquire command");
+        return rc;
+    }
+    start = dlock__now_ns();
+    dlock__fanout(c->conns, c->n, &call, dlock__node_deadline(c, ttl_ms, start), results,
+                  acquire_decided, &t);
+    validity_ns = ttl_ms * DLOCK__NS_PER_MS - (dlock__now_ns() - start) - drift_ns(c, ttl_ms);
+    count(&t, results, c->n, true);
+    if (t.confirmed >= t.quorum && validity_ns > 0) {
+        lock->fence = t.fence;
+        lock->ttl_ms = ttl_ms;
+        lock->valid_until_ns = start + ttl_ms * DLOCK__NS_PER_MS - drift_ns(c, ttl_ms);
+        rc = 0;
+    } else {
+        rc = acquire_failed(lock, &t, results, ttl_ms);
+    }
+    dlock__results_clear(results, c->n);
+    dlock__script_call_free(&call);
+    return rc;
+}
+
+static int new_lock(dlock_lock **out, dlock_client *c, const char *name)
+{
+    char why[256];
+    dlock_lock *lock = calloc(1, sizeof(*lock));
+    int rc;
+    if (!lock) {
+        dlock__set_error(c, "out of memory");
+        return DLOCK_ENOMEM;
+    }
+    lock->client = c;
+    rc = dlock__keys_make(&lock->keys, name, why, sizeof(why));
+    if (rc < 0) {
+        dlock__set_error(c, "%s", why);
+        free(lock);
+        return rc;
+    }
+    *out = lock;
+    return 0;
+}
+
+int dlock_lock_acquire(dlock_lock **out, dlock_client *c, const char *name, int64_t ttl_ms)
+{
+    dlock_lock *lock;
+    int rc;
+    if (!c)
+        return DLOCK_EINVAL;
+    c->errmsg[0] = '\0';
+    if (!out) {
+        dlock__set_error(c, "out is NULL");
+        return DLOCK_EINVAL;
+    }
+    rc = check_ttl(c, ttl_ms);
+    if (rc == 0)
+        rc = new_lock(&lock, c, name);
+    if (rc < 0)
+        return rc;
+    rc = dlock__token_new(lock->token);
+    if (rc < 0)
+        dlock__set_error(c, "getrandom() gave no random bytes for the owner token");
+    else
+        rc = try_acquire(lock, ttl_ms);
+    if (rc < 0) {
+        dlock_lock_free(lock);
+        return rc;
+    }
+    *out = lock;
+    return 0;
+}
+
+int dlock_lock_adopt(dlock_lock **out, dlock_client *c, const char *name, const char *token)
+{
+    dlock_lock *lock;
+    int rc;
+    if (!c)
+        return DLOCK_EINVAL;
+    c->errmsg[0] = '\0';
+    if (!out || !dlock__token_valid(token)) {
+        dlock__set_error(c, "a token is %d lower-case hex characters", DLOCK_TOKEN_LEN);
+        return DLOCK_EINVAL;
+    }
+    rc = new_lock(&lock, c, name);
+    if (rc < 0)
+        return rc;
+    memcpy(lock->token, token, DLOCK_TOKEN_LEN + 1);
+    *out = lock;
+    return 0;
+}
+
+/* Runs the release or extend script on every node and tallies the 1s and
+ * 0s. Returns 0 (a majority confirmed), DLOCK_ENOTOWNER (too many refused)
+ * or the nodes' failure. */
+static int compare_and_act(dlock_lock *lock, enum dlock__script_id id, const char *arg,
+                           int64_t ttl_ms, int64_t start)
+{
+    dlock_client *c = lock->client;
+    dlock__node_result results[DLOCK__NODES_MAX];
+    const char *keys[] = {lock->keys.lock, lock->keys.owner};
+    const char *args[] = {lock->token, arg, "1"};
+    int nargs = id == DLOCK__SCRIPT_RELEASE ? 3 : 2;
+    struct tally t = {.quorum = dlock__quorum(c)};
+    dlock__call call;
+    int rc = dlock__script_call(&call, id, 2, keys, nargs, args);
+    if (rc < 0) {
+        dlock__set_error(c, "cannot encode the command");
+        return rc;
+    }
+    dlock__fanout(c->conns, c->n, &call, dlock__node_deadline(c, ttl_ms, start), results, NULL,
+                  NULL);
+    count(&t, results, c->n, false);
+    if (t.confirmed >= t.quorum) {
+        rc = 0;
+    } else if (t.confirmed + t.refused >= t.quorum) {
+        rc = DLOCK_ENOTOWNER;
+        dlock__set_error(c, "the lock is not ours: another owner holds it, or it expired");
+    } else {
+        rc = common_failure(results, c->n, false);
+        dlock__set_error(c, "%s", dlock_strerror(rc));
+        dlock__append_node_errors(c, results);
+    }
+    dlock__results_clear(results, c->n);
+    dlock__script_call_free(&call);
+    return rc;
+}
+
+int dlock_lock_release(dlock_lock *lock)
+{
+    int rc;
+    if (!lock)
+        return DLOCK_EINVAL;
+    lock->client->errmsg[0] = '\0';
+    rc = compare_and_act(lock, DLOCK__SCRIPT_RELEASE, lock->keys.channel, lock->ttl_ms,
+                         dlock__now_ns());
+    if (rc == 0 || rc == DLOCK_ENOTOWNER)
+        lock->valid_until_ns = 0;
+    return rc;
+}
+
+int dlock_lock_extend(dlock_lock *lock, int64_t ttl_ms)
+{
+    dlock_client *c;
+    char ttl[24];
+    int64_t start, valid_until;
+    int rc;
+    if (!lock)
+        return DLOCK_EINVAL;
+    c = lock->client;
+    c->errmsg[0] = '\0';
+    rc = check_ttl(c, ttl_ms);
+    if (rc < 0)
+        return rc;
+    snprintf(ttl, sizeof(ttl), "%" PRId64, ttl_ms);
+    start = dlock__now_ns();
+    rc = compare_and_act(lock, DLOCK__SCRIPT_EXTEND, ttl, ttl_ms, start);
+    if (rc == DLOCK_ENOTOWNER)
+        lock->valid_until_ns = 0;
+    if (rc < 0)
+        return rc;
+    valid_until = start + ttl_ms * DLOCK__NS_PER_MS - drift_ns(c, ttl_ms);
+    if (valid_until <= dlock__now_ns()) {
+        dlock__set_error(c, "extending took longer than the TTL of %" PRId64 " ms", ttl_ms);
+        return DLOCK_ETIMEDOUT;
+    }
+    lock->ttl_ms = ttl_ms;
+    lock->valid_until_ns = valid_until;
+    return 0;
+}
+
+int64_t dlock_lock_validity_ms(const dlock_lock *lock)
+{
+    int64_t left;
+    if (!lock || lock->valid_until_ns == 0)
+        return 0;
+    left = lock->valid_until_ns - dlock__now_ns();
+    return left > 0 ? left / DLOCK__NS_PER_MS : 0;
+}
+
+const char *dlock_lock_token(const dlock_lock *lock)
+{
+    return lock ? lock->token : "";
+}
+
+const char *dlock_lock_name(const dlock_lock *lock)
+{
+    return lock ? lock->keys.lock : "";
+}
+
+uint64_t dlock_lock_fence(const dlock_lock *lock)
+{
+    return lock ? lock->fence : 0;
+}
+
+void dlock_lock_free(dlock_lock *lock)
+{
+    if (!lock)
+        return;
+    dlock__keys_clear(&lock->keys);
+    dlock__wipe(lock->token, sizeof(lock->token));
+    free(lock);
+}

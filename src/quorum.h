@@ -1,0 +1,45 @@
+/* Fan-out: one call to N connections at once, replies collected with poll()
+ * until each answered, its deadline passed, or the caller has enough. N = 1
+ * is the single-instance case: one code path for one node and for Redlock. */
+#ifndef DLOCK_QUORUM_H
+#define DLOCK_QUORUM_H
+
+#include "conn.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define DLOCK__NODES_MAX 15
+
+typedef struct dlock__call {
+    char *cmd; /* usually EVALSHA */
+    size_t len;
+    char *fallback; /* sent once if `cmd` gets NOSCRIPT (EVAL), or NULL */
+    size_t fallback_len;
+} dlock__call;
+
+enum { DLOCK__PENDING = 0, DLOCK__REPLIED = 1 };
+
+typedef struct dlock__node_result {
+    int status;          /* DLOCK__REPLIED, DLOCK__PENDING (not waited for) or a code */
+    dlock__reply *reply; /* owned when REPLIED; may be an error reply */
+} dlock__node_result;
+
+/* Returns true once the results so far decide the outcome. */
+typedef bool (*dlock__enough_fn)(const dlock__node_result *results, size_t n, void *ctx);
+
+/* Sends `call` to every connection and fills results[0..n). Nodes that did
+ * not answer by `deadline_ns` get DLOCK_ETIMEDOUT (their late replies will
+ * be discarded). `enough` may be NULL: then every node is waited for.
+ * Free the replies with dlock__results_clear(). */
+void dlock__fanout(dlock__conn *conns, size_t n, const dlock__call *call, int64_t deadline_ns,
+                   dlock__node_result *results, dlock__enough_fn enough, void *ctx);
+
+void dlock__results_clear(dlock__node_result *results, size_t n);
+
+/* The error code for a server's error reply: DLOCK_EAUTH, DLOCK_EWRONGTYPE
+ * or DLOCK_ESERVER. */
+int dlock__server_error_code(const dlock__reply *r);
+
+#endif

@@ -1,0 +1,164 @@
+/* The only file that includes hiredis. hiredis 0.14 (Debian 12) is used as a
+ * codec: its formatter and its reader do no I/O. Note that hiredis aborts
+ * when its own allocations fail; our reply objects are allocated here and
+ * fail cleanly. */
+#include "resp.h"
+
+#include "dlock.h"
+
+#include <hiredis/hiredis.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct dlock__reader {
+    redisReader *hiredis;
+};
+
+static void *attach(const redisReadTask *task, dlock__reply *r)
+{
+    if (task->parent) {
+        dlock__reply *parent = task->parent->obj;
+        parent->element[task->idx] = r;
+    }
+    return r;
+}
+
+static dlock__reply *new_reply(enum dlock__reply_type type)
+{
+    dlock__reply *r = calloc(1, sizeof(*r));
+    if (r)
+        r->type = type;
+    return r;
+}
+
+static void *create_string(const redisReadTask *task, char *str, size_t len)
+{
+    enum dlock__reply_type type = task->type == REDIS_REPLY_ERROR    ? DLOCK__REPLY_ERROR
+                                  : task->type == REDIS_REPLY_STATUS ? DLOCK__REPLY_STATUS
+                                                                     : DLOCK__REPLY_STRING;
+    dlock__reply *r = new_reply(type);
+    if (!r)
+        return NULL;
+    r->str = malloc(len + 1);
+    if (!r->str) {
+        free(r);
+        return NULL;
+    }
+    memcpy(r->str, str, len);
+    r->str[len] = '\0';
+    r->len = len;
+    return attach(task, r);
+}
+
+static void *create_array(const redisReadTask *task, int elements)
+{
+    dlock__reply *r;
+    /* Refusing here makes the reader fail, which we report as EPROTO. */
+    if (elements < 0 || elements > DLOCK__REPLY_ARRAY_MAX)
+        return NULL;
+    r = new_reply(DLOCK__REPLY_ARRAY);
+    if (!r)
+        return NULL;
+    if (elements > 0) {
+        r->element = calloc((size_t)elements, sizeof(*r->element));
+        if (!r->element) {
+            free(r);
+            return NULL;
+        }
+    }
+    r->elements = (size_t)elements;
+    return attach(task, r);
+}
+
+static void *create_integer(const redisReadTask *task, long long value)
+{
+    dlock__reply *r = new_reply(DLOCK__REPLY_INTEGER);
+    if (!r)
+        return NULL;
+    r->integer = value;
+    return attach(task, r);
+}
+
+static void *create_nil(const redisReadTask *task)
+{
+    dlock__reply *r = new_reply(DLOCK__REPLY_NIL);
+    return r ? attach(task, r) : NULL;
+}
+
+static void free_object(void *obj)
+{
+    dlock__reply_free(obj);
+}
+
+static redisReplyObjectFunctions reply_functions = {
+    create_string, create_array, create_integer, create_nil, free_object,
+};
+
+dlock__reader *dlock__reader_new(void)
+{
+    dlock__reader *r = calloc(1, sizeof(*r));
+    if (!r)
+        return NULL;
+    r->hiredis = redisReaderCreateWithFunctions(&reply_functions);
+    if (!r->hiredis) {
+        free(r);
+        return NULL;
+    }
+    return r;
+}
+
+void dlock__reader_free(dlock__reader *r)
+{
+    if (!r)
+        return;
+    redisReaderFree(r->hiredis);
+    free(r);
+}
+
+int dlock__reader_feed(dlock__reader *r, const char *buf, size_t len)
+{
+    redisReader *h = r->hiredis;
+    /* Replies to lock commands are small: a large backlog of unparsed bytes
+     * means a broken or hostile peer, not a reply worth waiting for. */
+    if (h->len - h->pos + len > DLOCK__REPLY_BYTES_MAX)
+        return DLOCK_EPROTO;
+    return redisReaderFeed(h, buf, len) == REDIS_OK ? 0 : DLOCK_EPROTO;
+}
+
+int dlock__reader_next(dlock__reader *r, dlock__reply **out)
+{
+    void *reply = NULL;
+    if (redisReaderGetReply(r->hiredis, &reply) != REDIS_OK)
+        return DLOCK_EPROTO;
+    if (!reply)
+        return 0;
+    *out = reply;
+    return 1;
+}
+
+void dlock__reply_free(dlock__reply *reply)
+{
+    if (!reply)
+        return;
+    for (size_t i = 0; i < reply->elements; i++)
+        dlock__reply_free(reply->element[i]);
+    free(reply->element);
+    free(reply->str);
+    free(reply);
+}
+
+long long dlock__command_format(char **out, int argc, const char **argv, const size_t *argvlen)
+{
+    char *cmd = NULL;
+    /* int in hiredis 0.14, long long in 1.x: the one line to change. */
+    long long len = redisFormatCommandArgv(&cmd, argc, argv, argvlen);
+    if (len < 0 || !cmd)
+        return DLOCK_EINVAL;
+    *out = cmd;
+    return len;
+}
+
+void dlock__command_free(char *cmd)
+{
+    redisFreeCommand(cmd);
+}

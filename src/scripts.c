@@ -1,0 +1,142 @@
+/* The Lua scripts. Redis does not roll back a script's earlier writes when a
+ * later command fails, so each script does every read and check (types,
+ * TIME) before its first write, and PUBLISH goes through redis.pcall. */
+#include "scripts.h"
+
+#include "dlock.h"
+#include "resp.h"
+
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_WORDS 12
+
+static const char acquire_lua[] =
+    "for i = 1, 2 do\n"
+    "  local t = redis.call('TYPE', KEYS[i])['ok']\n"
+    "  if t ~= 'none' and t ~= 'string' then\n"
+    "    return redis.error_reply('WRONGTYPE ' .. KEYS[i] .. ' holds a ' .. t .. ', not a lock')\n"
+    "  end\n"
+    "end\n"
+    "local current = redis.call('GET', KEYS[1])\n"
+    "if current and current ~= ARGV[1] then\n"
+    "  return {0, redis.call('PTTL', KEYS[1])}\n"
+    "end\n"
+    "local stored = redis.call('GET', KEYS[2])\n"
+    "local last = 0\n"
+    "if stored then\n"
+    "  last = tonumber(stored)\n"
+    "  if not last then\n"
+    "    return redis.error_reply('ERR ' .. KEYS[2] .. ' does not hold a number')\n"
+    "  end\n"
+    "end\n"
+    "local now = redis.call('TIME')\n"
+    "local fence = math.max(last + 1, tonumber(now[1]) * 1000000 + tonumber(now[2]))\n"
+    "if current and last > 0 then\n"
+    "  fence = last -- a retry of our own call keeps its token\n"
+    "end\n"
+    "local f = string.format('%d', fence)\n"
+    "redis.call('SET', KEYS[1], ARGV[1], current and 'XX' or 'NX', 'PX', ARGV[2])\n"
+    "redis.call('SET', KEYS[2], f, 'PX', ARGV[3])\n"
+    "redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[2])\n"
+    "return {1, f}\n";
+
+static const char release_lua[] =
+    "if redis.call('GET', KEYS[1]) ~= ARGV[1] then\n"
+    "  return 0\n"
+    "end\n"
+    "redis.call('DEL', KEYS[1], KEYS[2])\n"
+    "if ARGV[3] == '1' then\n"
+    "  redis.pcall('PUBLISH', ARGV[2], ARGV[1])\n"
+    "end\n"
+    "return 1\n";
+
+static const char extend_lua[] =
+    "if redis.call('GET', KEYS[1]) ~= ARGV[1] then\n"
+    "  return 0\n"
+    "end\n"
+    "redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
+    "redis.call('PEXPIRE', KEYS[2], ARGV[2])\n"
+    "return 1\n";
+
+static const char *const sources[DLOCK__SCRIPT_COUNT] = {acquire_lua, release_lua, extend_lua};
+static char shas[DLOCK__SCRIPT_COUNT][41];
+static pthread_once_t shas_once = PTHREAD_ONCE_INIT;
+
+static void compute_shas(void)
+{
+    for (int i = 0; i < DLOCK__SCRIPT_COUNT; i++) {
+        unsigned char md[EVP_MAX_MD_SIZE];
+        unsigned int len = 0;
+        if (!EVP_Digest(sources[i], strlen(sources[i]), md, &len, EVP_sha1(), NULL))
+            len = 0; /* an empty SHA only costs a NOSCRIPT and the EVAL fallback */
+        for (unsigned int j = 0; j < len && j < 20; j++)
+            snprintf(&shas[i][2 * j], 3, "%02x", md[j]);
+    }
+}
+
+const char *dlock__script_source(enum dlock__script_id id)
+{
+    return sources[id];
+}
+
+const char *dlock__script_sha(enum dlock__script_id id)
+{
+    pthread_once(&shas_once, compute_shas);
+    return shas[id];
+}
+
+static long long encode(char **out, const char *verb, const char *body, int nkeys,
+                        const char **keys, int nargs, const char **args)
+{
+    const char *argv[MAX_WORDS];
+    size_t lens[MAX_WORDS];
+    char numkeys[12];
+    int argc = 0;
+
+    if (3 + nkeys + nargs > MAX_WORDS)
+        return DLOCK_EINVAL;
+    snprintf(numkeys, sizeof(numkeys), "%d", nkeys);
+    argv[argc++] = verb;
+    argv[argc++] = body;
+    argv[argc++] = numkeys;
+    for (int i = 0; i < nkeys; i++)
+        argv[argc++] = keys[i];
+    for (int i = 0; i < nargs; i++)
+        argv[argc++] = args[i];
+    for (int i = 0; i < argc; i++)
+        lens[i] = strlen(argv[i]);
+    return dlock__command_format(out, argc, argv, lens);
+}
+
+int dlock__script_call(dlock__call *call, enum dlock__script_id id, int nkeys,
+                       const char **keys, int nargs, const char **args)
+{
+    char *cmd = NULL, *fallback = NULL;
+    long long len, fallback_len;
+
+    memset(call, 0, sizeof(*call));
+    len = encode(&cmd, "EVALSHA", dlock__script_sha(id), nkeys, keys, nargs, args);
+    if (len < 0)
+        return (int)len;
+    fallback_len = encode(&fallback, "EVAL", sources[id], nkeys, keys, nargs, args);
+    if (fallback_len < 0) {
+        dlock__command_free(cmd);
+        return (int)fallback_len;
+    }
+    call->cmd = cmd;
+    call->len = (size_t)len;
+    call->fallback = fallback;
+    call->fallback_len = (size_t)fallback_len;
+    return 0;
+}
+
+void dlock__script_call_free(dlock__call *call)
+{
+    dlock__command_free(call->cmd);
+    dlock__command_free(call->fallback);
+    memset(call, 0, sizeof(*call));
+}

@@ -1,0 +1,30 @@
+/* The Lua scripts of the wire contract, sent as EVALSHA with EVAL as the
+ * NOSCRIPT fallback. KEYS and ARGV are always passed, never spliced in. */
+#ifndef DLOCK_SCRIPTS_H
+#define DLOCK_SCRIPTS_H
+
+#include "quorum.h"
+
+enum dlock__script_id {
+    /* KEYS lock, fence, owner; ARGV token, ttl_ms, fence_ttl_ms, owner record.
+     * Returns {1, fence} (granted) or {0, PTTL of the lock}. */
+    DLOCK__SCRIPT_ACQUIRE,
+    /* KEYS lock, owner; ARGV token, channel, "1" to publish or "0".
+     * Returns 1 (released) or 0 (not ours). */
+    DLOCK__SCRIPT_RELEASE,
+    /* KEYS lock, owner; ARGV token, ttl_ms. Returns 1 (extended) or 0. */
+    DLOCK__SCRIPT_EXTEND,
+    DLOCK__SCRIPT_COUNT
+};
+
+/* Encodes script `id` with its keys and arguments into *call (EVALSHA and the
+ * EVAL fallback). Returns 0, DLOCK_ENOMEM or DLOCK_EINVAL. */
+int dlock__script_call(dlock__call *call, enum dlock__script_id id, int nkeys,
+                       const char **keys, int nargs, const char **args);
+void dlock__script_call_free(dlock__call *call);
+
+/* The script's source and SHA1 (hex), for tests. */
+const char *dlock__script_source(enum dlock__script_id id);
+const char *dlock__script_sha(enum dlock__script_id id);
+
+#endif
