@@ -248,6 +248,7 @@ int dlock__conn_begin(dlock__conn *c, const char *cmd, size_t len, int64_t now_n
     if (c->out_sent == c->out_len)
         c->out_sent = c->out_len = 0;
     c->call_start = c->out_len;
+    c->call_sent = false;
     rc = append(c, cmd, len);
     return rc < 0 ? fail(c, rc, "out of memory") : 0;
 }
@@ -298,6 +299,7 @@ static int flush_output(dlock__conn *c)
         if (n < 0)
             return fail(c, DLOCK_ECONN, "%s: send: %s", c->ep->label, strerror(errno));
         c->out_sent += (size_t)n;
+        c->call_sent |= c->out_sent > c->call_start;
     }
     return 0;
 }

@@ -9,6 +9,7 @@
 #include "resp.h"
 #include "url.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct addrinfo;
@@ -29,6 +30,7 @@ typedef struct dlock__conn {
     size_t call_start;        /* offset in `out` of the current call's bytes */
     unsigned handshake_owed;  /* AUTH/SELECT replies still to come */
     unsigned stale_owed;      /* replies of abandoned calls, to discard */
+    bool call_sent;           /* bytes of the current call reached the socket */
     char err[256];            /* detail of the last failure, no secrets */
 } dlock__conn;
 

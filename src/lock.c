@@ -124,12 +124,14 @@ static int common_failure(const dlock__node_result *results, size_t n, bool acqu
     return code ? code : DLOCK_ENOQUORUM;
 }
 
-/* Could this node hold our key after the attempt? */
+/* Could this node hold our key after the attempt? Yes if it granted, or if
+ * the command went out and no verdict came back (it may have run). */
 static bool may_hold_our_key(const dlock__node_result *r)
 {
     int vote = vote_of(r, true, &(uint64_t){0}, &(int64_t){0});
-    return vote == VOTE_YES || vote == VOTE_UNKNOWN || vote == DLOCK_ETIMEDOUT ||
-           vote == DLOCK_ECONN || vote == DLOCK_EPROTO;
+    if (vote == VOTE_YES)
+        return true;
+    return r->sent && r->status != DLOCK__REPLIED;
 }
 
 static void json_escape(char *out, size_t out_len, const char *s)

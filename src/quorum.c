@@ -93,6 +93,7 @@ void dlock__fanout(dlock__conn *conns, size_t n, const dlock__call *call, int64_
         int rc = dlock__conn_begin(&conns[i], call->cmd, call->len, now);
         results[i].status = rc < 0 ? rc : DLOCK__PENDING;
         results[i].reply = NULL;
+        results[i].sent = false;
     }
     while ((pending = poll_pending(conns, n, results, fds, index)) > 0) {
         int timeout = dlock__ms_until(deadline_ns, now);
@@ -111,6 +112,7 @@ void dlock__fanout(dlock__conn *conns, size_t n, const dlock__call *call, int64_
             if (!fds[k].revents)
                 continue;
             rc = dlock__conn_progress(&conns[i], fds[k].revents, &reply);
+            results[i].sent |= conns[i].call_sent;
             if (rc == 1)
                 on_reply(&conns[i], call, &results[i], &fallback_sent[i], reply, now);
             else if (rc < 0)

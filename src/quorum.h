@@ -24,6 +24,7 @@ enum { DLOCK__PENDING = 0, DLOCK__REPLIED = 1 };
 typedef struct dlock__node_result {
     int status;          /* DLOCK__REPLIED, DLOCK__PENDING (not waited for) or a code */
     dlock__reply *reply; /* owned when REPLIED; may be an error reply */
+    bool sent;           /* the call reached the node's socket: it may have run */
 } dlock__node_result;
 
 /* Returns true once the results so far decide the outcome. */

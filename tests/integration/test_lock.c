@@ -1,0 +1,413 @@
+/* The lock against a real redis-server: the classic sequence, TTLs, expiry,
+ * extend, interop with plain SET, NOSCRIPT recovery and bad input. */
+#include "helpers.h"
+
+#include <dlock.h>
+
+#include <inttypes.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#define TOKEN_OF_NOBODY "0123456789abcdef0123456789abcdef"
+
+static test_redis server;
+
+struct fixture {
+    dlock_client *a, *b;
+    redisContext *redis;
+};
+
+static int group_setup(void **state)
+{
+    (void)state;
+    return test_redis_start(&server, NULL);
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    test_redis_stop(&server);
+    return 0;
+}
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof(*f));
+    f->a = open_client(server.url, 0, 0);
+    f->b = open_client(server.url, 0, 0);
+    f->redis = test_redis_connect(&server, NULL);
+    assert_non_null(f->redis);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    dlock_client_close(f->a);
+    dlock_client_close(f->b);
+    redisFree(f->redis);
+    free(f);
+    return 0;
+}
+
+static dlock_lock *must_acquire(dlock_client *c, const char *name, int64_t ttl_ms)
+{
+    dlock_lock *lock = NULL;
+    int rc = dlock_lock_acquire(&lock, c, name, ttl_ms);
+    if (rc != 0)
+        fail_msg("acquire %s: %s: %s", name, dlock_err_name(rc), dlock_client_errmsg(c));
+    return lock;
+}
+
+static void assert_key_holds(redisContext *redis, const char *key, const char *value)
+{
+    char *v = get_string(redis, key);
+    assert_non_null(v);
+    assert_string_equal(v, value);
+    free(v);
+}
+
+static void test_lock_classic_sequence(void **state)
+{
+    struct fixture *f = *state;
+    dlock_lock *a = must_acquire(f->a, "lock:order", 30000);
+    dlock_lock *b = NULL, *b_own = NULL;
+
+    assert_int_equal(dlock_lock_acquire(&b, f->b, "lock:order", 30000), DLOCK_EBUSY);
+    assert_null(b);
+    assert_non_null(strstr(dlock_client_errmsg(f->b), "held by another owner"));
+
+    assert_int_equal(dlock_lock_adopt(&b_own, f->b, "lock:order", TOKEN_OF_NOBODY), 0);
+    assert_int_equal(dlock_lock_release(b_own), DLOCK_ENOTOWNER);
+    assert_key_holds(f->redis, "lock:order", dlock_lock_token(a));
+    assert_true(pttl_of(f->redis, "lock:order") > 0);
+
+    assert_int_equal(dlock_lock_release(a), 0);
+    assert_false(key_exists(f->redis, "lock:order"));
+    assert_false(key_exists(f->redis, "{lock:order}:owner"));
+    assert_int_equal(dlock_lock_validity_ms(a), 0);
+    /* A second release finds nothing of ours. */
+    assert_int_equal(dlock_lock_release(a), DLOCK_ENOTOWNER);
+    dlock_lock_free(b_own);
+    dlock_lock_free(a);
+}
+
+static void test_lock_key_has_ttl_and_token(void **state)
+{
+    struct fixture *f = *state;
+    dlock_lock *a = must_acquire(f->a, "lock:ttl", 30000);
+    char *owner;
+    char pid[32];
+    long long pttl = pttl_of(f->redis, "lock:ttl");
+
+    assert_true(pttl > 0 && pttl <= 30000);
+    assert_int_equal(strlen(dlock_lock_token(a)), DLOCK_TOKEN_LEN);
+    assert_int_equal(strspn(dlock_lock_token(a), "0123456789abcdef"), DLOCK_TOKEN_LEN);
+    assert_key_holds(f->redis, "lock:ttl", dlock_lock_token(a));
+    assert_string_equal(dlock_lock_name(a), "lock:ttl");
+
+    /* The owner record: host, pid, since, token; it expires with the lock. */
+    owner = get_string(f->redis, "{lock:ttl}:owner");
+    assert_non_null(owner);
+    snprintf(pid, sizeof(pid), "\"pid\":%ld", (long)getpid());
+    assert_non_null(strstr(owner, pid));
+    assert_non_null(strstr(owner, dlock_lock_token(a)));
+    assert_non_null(strstr(owner, "\"host\":"));
+    assert_non_null(strstr(owner, "\"since\":"));
+    free(owner);
+    pttl = pttl_of(f->redis, "{lock:ttl}:owner");
+    assert_true(pttl > 0 && pttl <= 30000);
+
+    /* The fence counter lives a day by default, not forever. */
+    pttl = pttl_of(f->redis, "{lock:ttl}:fence");
+    assert_true(pttl > 30000 && pttl <= 24LL * 3600 * 1000);
+
+    /* Two acquisitions never share a token. */
+    assert_int_equal(dlock_lock_release(a), 0);
+    {
+        dlock_lock *again = must_acquire(f->a, "lock:ttl", 30000);
+        assert_string_not_equal(dlock_lock_token(again), dlock_lock_token(a));
+        assert_int_equal(dlock_lock_release(again), 0);
+        dlock_lock_free(again);
+    }
+    dlock_lock_free(a);
+}
+
+static void test_lock_validity_is_conservative(void **state)
+{
+    struct fixture *f = *state;
+    dlock_lock *a = must_acquire(f->a, "lock:validity", 10000);
+    int64_t v = dlock_lock_validity_ms(a);
+    /* ttl - elapsed - (ttl * 0.01 + 2 ms) */
+    assert_true(v > 0);
+    assert_true(v <= 10000 - 100 - 2);
+    assert_int_equal(dlock_lock_release(a), 0);
+    dlock_lock_free(a);
+}
+
+static void test_lock_expired_can_be_taken_by_another(void **state)
+{
+    struct fixture *f = *state;
+    dlock_lock *a = must_acquire(f->a, "lock:expiry", 100);
+    dlock_lock *b;
+    usleep(250 * 1000);
+    assert_false(key_exists(f->redis, "lock:expiry"));
+    assert_int_equal(dlock_lock_validity_ms(a), 0);
+
+    b = must_acquire(f->b, "lock:expiry", 30000);
+    assert_true(dlock_lock_fence(b) > dlock_lock_fence(a));
+    assert_int_equal(dlock_lock_release(a), DLOCK_ENOTOWNER);
+    assert_int_equal(dlock_lock_extend(a, 30000), DLOCK_ENOTOWNER);
+    assert_int_equal(dlock_lock_validity_ms(a), 0);
+    assert_key_holds(f->redis, "lock:expiry", dlock_lock_token(b));
+    assert_true(pttl_of(f->redis, "lock:expiry") > 20000);
+
+    assert_int_equal(dlock_lock_release(b), 0);
+    dlock_lock_free(a);
+    dlock_lock_free(b);
+}
+
+static void test_lock_extend_only_for_the_owner(void **state)
+{
+    struct fixture *f = *state;
+    dlock_lock *a = must_acquire(f->a, "lock:extend", 1000);
+    dlock_lock *stranger;
+    long long pttl;
+
+    assert_true(dlock_lock_validity_ms(a) <= 1000);
+    assert_int_equal(dlock_lock_extend(a, 60000), 0);
+    pttl = pttl_of(f->redis, "lock:extend");
+    assert_true(pttl > 50000 && pttl <= 60000);
+    assert_true(pttl_of(f->redis, "{lock:extend}:owner") > 50000);
+    assert_true(dlock_lock_validity_ms(a) > 50000);
+    assert_true(dlock_lock_validity_ms(a) <= 60000 - 600 - 2);
+
+    assert_int_equal(dlock_lock_adopt(&stranger, f->b, "lock:extend", TOKEN_OF_NOBODY), 0);
+    assert_int_equal(dlock_lock_extend(stranger, 120000), DLOCK_ENOTOWNER);
+    assert_true(pttl_of(f->redis, "lock:extend") <= 60000);
+    assert_key_holds(f->redis, "lock:extend", dlock_lock_token(a));
+
+    /* Shorter is allowed too: validity follows. */
+    assert_int_equal(dlock_lock_extend(a, 2000), 0);
+    assert_true(pttl_of(f->redis, "lock:extend") <= 2000);
+    assert_true(dlock_lock_validity_ms(a) <= 2000);
+
+    assert_int_equal(dlock_lock_release(a), 0);
+    dlock_lock_free(stranger);
+    dlock_lock_free(a);
+}
+
+static void test_lock_adopted_token_releases(void **state)
+{
+    struct fixture *f = *state;
+    dlock_lock *a = must_acquire(f->a, "lock:adopt", 30000);
+    dlock_lock *later;
+    assert_int_equal(dlock_lock_adopt(&later, f->b, "lock:adopt", dlock_lock_token(a)), 0);
+    assert_int_equal(dlock_lock_validity_ms(later), 0);
+    assert_int_equal(dlock_lock_fence(later), 0);
+    assert_int_equal(dlock_lock_extend(later, 40000), 0);
+    assert_true(dlock_lock_validity_ms(later) > 30000);
+    assert_int_equal(dlock_lock_release(later), 0);
+    assert_false(key_exists(f->redis, "lock:adopt"));
+    dlock_lock_free(later);
+    dlock_lock_free(a);
+}
+
+static void test_lock_adopt_refuses_bad_tokens(void **state)
+{
+    struct fixture *f = *state;
+    static const char *const bad[] = {"", "abc", "0123456789ABCDEF0123456789ABCDEF",
+                                      "0123456789abcdef0123456789abcdeg",
+                                      "0123456789abcdef0123456789abcdef0"};
+    dlock_lock *lock = NULL;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_int_equal(dlock_lock_adopt(&lock, f->a, "lock:x", bad[i]), DLOCK_EINVAL);
+    assert_int_equal(dlock_lock_adopt(&lock, f->a, "lock:x", NULL), DLOCK_EINVAL);
+    assert_int_equal(dlock_lock_adopt(&lock, f->a, "x:fence", TOKEN_OF_NOBODY), DLOCK_EINVAL);
+    assert_null(lock);
+}
+
+static void test_lock_plain_set_makes_acquire_busy(void **state)
+{
+    struct fixture *f = *state;
+    dlock_lock *a = NULL;
+    freeReplyObject(run(f->redis, "SET lock:interop x NX PX 5000"));
+    assert_int_equal(dlock_lock_acquire(&a, f->a, "lock:interop", 30000), DLOCK_EBUSY);
+    assert_null(a);
+    assert_key_holds(f->redis, "lock:interop", "x");
+    assert_true(pttl_of(f->redis, "lock:interop") <= 5000);
+    /* A key without a TTL (set by someone else) is busy too. */
+    freeReplyObject(run(f->redis, "SET lock:interop2 y"));
+    assert_int_equal(dlock_lock_acquire(&a, f->a, "lock:interop2", 30000), DLOCK_EBUSY);
+    assert_int_equal(pttl_of(f->redis, "lock:interop2"), -1);
+    assert_key_holds(f->redis, "lock:interop2", "y");
+}
+
+static void test_lock_release_survives_script_flush(void **state)
+{
+    struct fixture *f = *state;
+    dlock_lock *a = must_acquire(f->a, "lock:noscript", 30000);
+    freeReplyObject(run(f->redis, "SCRIPT FLUSH"));
+    assert_int_equal(dlock_lock_release(a), 0);
+    assert_false(key_exists(f->redis, "lock:noscript"));
+    freeReplyObject(run(f->redis, "SCRIPT FLUSH"));
+    dlock_lock_free(a);
+    a = must_acquire(f->a, "lock:noscript", 30000);
+    freeReplyObject(run(f->redis, "SCRIPT FLUSH"));
+    assert_int_equal(dlock_lock_extend(a, 30000), 0);
+    assert_int_equal(dlock_lock_release(a), 0);
+    dlock_lock_free(a);
+}
+
+static void test_lock_wrong_type_is_not_busy(void **state)
+{
+    struct fixture *f = *state;
+    dlock_lock *a = NULL;
+    redisReply *r;
+    freeReplyObject(run(f->redis, "RPUSH lock:list item"));
+    assert_int_equal(dlock_lock_acquire(&a, f->a, "lock:list", 30000), DLOCK_EWRONGTYPE);
+    assert_null(a);
+    assert_non_null(strstr(dlock_client_errmsg(f->a), "WRONGTYPE"));
+    r = run(f->redis, "LLEN lock:list");
+    assert_int_equal(r->integer, 1);
+    freeReplyObject(r);
+    assert_false(key_exists(f->redis, "{lock:list}:fence"));
+    assert_false(key_exists(f->redis, "{lock:list}:owner"));
+    /* A fence key of another type: refused before any write. */
+    freeReplyObject(run(f->redis, "HSET {lock:wf}:fence a b"));
+    assert_int_equal(dlock_lock_acquire(&a, f->a, "lock:wf", 30000), DLOCK_EWRONGTYPE);
+    assert_false(key_exists(f->redis, "lock:wf"));
+}
+
+static void test_lock_binary_name_works(void **state)
+{
+    struct fixture *f = *state;
+    const char name[] = "bin:\x01\x7f\xff\xfe name";
+    dlock_lock *a = must_acquire(f->a, name, 30000);
+    redisReply *r = run(f->redis, "GET %b", name, sizeof(name) - 1);
+    assert_int_equal(r->type, REDIS_REPLY_STRING);
+    assert_string_equal(r->str, dlock_lock_token(a));
+    freeReplyObject(r);
+    assert_string_equal(dlock_lock_name(a), name);
+    assert_int_equal(dlock_lock_release(a), 0);
+    dlock_lock_free(a);
+}
+
+static void test_lock_name_limits(void **state)
+{
+    struct fixture *f = *state;
+    static const char *const refused[] = {"", "{x", "x}", "}x{", "{}x", "a{}b{c}",
+                                          "lock:fence", "x:owner", "x:released"};
+    char *name = malloc(DLOCK_NAME_MAX + 2);
+    dlock_lock *lock = NULL;
+
+    memset(name, 'n', DLOCK_NAME_MAX);
+    name[DLOCK_NAME_MAX] = '\0';
+    lock = must_acquire(f->a, name, 30000);
+    assert_int_equal(dlock_lock_release(lock), 0);
+    dlock_lock_free(lock);
+    lock = NULL;
+    name[DLOCK_NAME_MAX] = 'n';
+    name[DLOCK_NAME_MAX + 1] = '\0';
+    assert_int_equal(dlock_lock_acquire(&lock, f->a, name, 30000), DLOCK_EINVAL);
+    assert_non_null(strstr(dlock_client_errmsg(f->a), "1 to 1024 bytes"));
+    free(name);
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        int rc = dlock_lock_acquire(&lock, f->a, refused[i], 30000);
+        if (rc != DLOCK_EINVAL)
+            fail_msg("name \"%s\": %s", refused[i], dlock_err_name(rc));
+        assert_true(strlen(dlock_client_errmsg(f->a)) > 0);
+    }
+    assert_null(lock);
+    /* A valid hash tag keeps the name as the prefix of its auxiliary keys. */
+    lock = must_acquire(f->a, "{user:7}:lock", 30000);
+    assert_true(key_exists(f->redis, "{user:7}:lock:owner"));
+    assert_true(key_exists(f->redis, "{user:7}:lock:fence"));
+    assert_int_equal(dlock_lock_release(lock), 0);
+    dlock_lock_free(lock);
+}
+
+static void test_lock_bad_ttl_refused(void **state)
+{
+    struct fixture *f = *state;
+    static const int64_t bad[] = {0, -1, -30000, DLOCK_TTL_MAX_MS + 1, INT64_MAX, INT64_MIN};
+    dlock_lock *lock = NULL;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(dlock_lock_acquire(&lock, f->a, "lock:ttlbad", bad[i]), DLOCK_EINVAL);
+        assert_non_null(strstr(dlock_client_errmsg(f->a), "TTL"));
+    }
+    assert_null(lock);
+    assert_false(key_exists(f->redis, "lock:ttlbad"));
+    lock = must_acquire(f->a, "lock:ttlbad", 30000);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_int_equal(dlock_lock_extend(lock, bad[i]), DLOCK_EINVAL);
+    /* Nothing was sent: the key keeps its TTL (PEXPIRE 0 would delete it). */
+    assert_true(pttl_of(f->redis, "lock:ttlbad") > 20000);
+    assert_int_equal(dlock_lock_release(lock), 0);
+    dlock_lock_free(lock);
+}
+
+static void test_lock_null_arguments(void **state)
+{
+    struct fixture *f = *state;
+    dlock_lock *lock = NULL;
+    assert_int_equal(dlock_lock_acquire(NULL, f->a, "lock:null", 1000), DLOCK_EINVAL);
+    assert_int_equal(dlock_lock_acquire(&lock, NULL, "lock:null", 1000), DLOCK_EINVAL);
+    assert_int_equal(dlock_lock_acquire(&lock, f->a, NULL, 1000), DLOCK_EINVAL);
+    assert_int_equal(dlock_lock_adopt(NULL, f->a, "lock:null", TOKEN_OF_NOBODY), DLOCK_EINVAL);
+    assert_int_equal(dlock_lock_adopt(&lock, NULL, "lock:null", TOKEN_OF_NOBODY), DLOCK_EINVAL);
+    assert_null(lock);
+    assert_int_equal(dlock_lock_release(NULL), DLOCK_EINVAL);
+    assert_int_equal(dlock_lock_extend(NULL, 1000), DLOCK_EINVAL);
+    assert_int_equal(dlock_lock_validity_ms(NULL), 0);
+    assert_int_equal(dlock_lock_fence(NULL), 0);
+    assert_string_equal(dlock_lock_token(NULL), "");
+    assert_string_equal(dlock_lock_name(NULL), "");
+    assert_non_null(dlock_client_errmsg(NULL));
+    dlock_lock_free(NULL);
+    dlock_client_close(NULL);
+    assert_false(key_exists(f->redis, "lock:null"));
+}
+
+static void test_lock_errmsg_cleared_on_success(void **state)
+{
+    struct fixture *f = *state;
+    dlock_lock *lock = NULL;
+    assert_int_equal(dlock_lock_acquire(&lock, f->a, "", 1000), DLOCK_EINVAL);
+    assert_true(strlen(dlock_client_errmsg(f->a)) > 0);
+    lock = must_acquire(f->a, "lock:errmsg", 1000);
+    assert_string_equal(dlock_client_errmsg(f->a), "");
+    assert_int_equal(dlock_lock_release(lock), 0);
+    dlock_lock_free(lock);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_lock_classic_sequence, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lock_key_has_ttl_and_token, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lock_validity_is_conservative, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lock_expired_can_be_taken_by_another, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_lock_extend_only_for_the_owner, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lock_adopted_token_releases, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lock_adopt_refuses_bad_tokens, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lock_plain_set_makes_acquire_busy, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lock_release_survives_script_flush, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_lock_wrong_type_is_not_busy, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lock_binary_name_works, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lock_name_limits, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lock_bad_ttl_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lock_null_arguments, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lock_errmsg_cleared_on_success, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

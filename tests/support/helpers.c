@@ -1,0 +1,63 @@
+/* Small helpers shared by the integration tests. See helpers.h. */
+#include "helpers.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+dlock_client *open_client(const char *url, int connect_timeout_ms, int command_timeout_ms)
+{
+    dlock_client_options opts = DLOCK_CLIENT_OPTIONS_INIT;
+    dlock_client *client = NULL;
+    char why[256];
+    int rc;
+    opts.urls = &url;
+    opts.n_urls = 1;
+    opts.connect_timeout_ms = connect_timeout_ms;
+    opts.command_timeout_ms = command_timeout_ms;
+    rc = dlock_client_open(&client, &opts, why, sizeof(why));
+    if (rc != 0)
+        fail_msg("dlock_client_open(%s): %s: %s", url, dlock_strerror(rc), why);
+    return client;
+}
+
+redisReply *run(redisContext *c, const char *fmt, ...)
+{
+    va_list ap;
+    redisReply *reply;
+    va_start(ap, fmt);
+    reply = redisvCommand(c, fmt, ap);
+    va_end(ap);
+    if (!reply)
+        fail_msg("redis command '%s' failed: %s", fmt, c->errstr);
+    return reply;
+}
+
+char *get_string(redisContext *c, const char *key)
+{
+    redisReply *r = run(c, "GET %s", key);
+    char *s = r->type == REDIS_REPLY_STRING ? strdup(r->str) : NULL;
+    freeReplyObject(r);
+    return s;
+}
+
+long long pttl_of(redisContext *c, const char *key)
+{
+    redisReply *r = run(c, "PTTL %s", key);
+    long long v = r->integer;
+    freeReplyObject(r);
+    return v;
+}
+
+int key_exists(redisContext *c, const char *key)
+{
+    redisReply *r = run(c, "EXISTS %s", key);
+    int v = (int)r->integer;
+    freeReplyObject(r);
+    return v;
+}

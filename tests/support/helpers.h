@@ -1,0 +1,28 @@
+/* Small helpers shared by the integration tests. */
+#ifndef TEST_HELPERS_H
+#define TEST_HELPERS_H
+
+#include "redis_server.h"
+
+#include <dlock.h>
+#include <hiredis/hiredis.h>
+#include <stdint.h>
+
+/* Opens a client on `url` with the given timeouts (0: defaults); fails the
+ * test on error. */
+dlock_client *open_client(const char *url, int connect_timeout_ms, int command_timeout_ms);
+
+/* Runs a command on a plain hiredis connection and returns the reply
+ * (caller frees); fails the test if there is no reply. */
+redisReply *run(redisContext *c, const char *fmt, ...);
+
+/* The string value of `key`, or NULL; caller frees. */
+char *get_string(redisContext *c, const char *key);
+
+/* PTTL of `key`. */
+long long pttl_of(redisContext *c, const char *key);
+
+/* 1 if `key` exists. */
+int key_exists(redisContext *c, const char *key);
+
+#endif

@@ -1,0 +1,119 @@
+/* The RESP reader: normal replies, and limits against broken servers. */
+#include "resp.h"
+
+#include <dlock.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+/* Feeds `bytes` and returns what dlock__reader_next says. */
+static int feed(dlock__reader *r, const char *bytes, size_t len, dlock__reply **out)
+{
+    int rc = dlock__reader_feed(r, bytes, len);
+    return rc < 0 ? rc : dlock__reader_next(r, out);
+}
+
+static void test_resp_nested_reply(void **state)
+{
+    static const char wire[] = "*2\r\n:1\r\n$3\r\nabc\r\n";
+    dlock__reader *r = dlock__reader_new();
+    dlock__reply *reply = NULL;
+    (void)state;
+    /* Byte by byte: a reply split anywhere is reassembled. */
+    for (size_t i = 0; i + 1 < sizeof(wire) - 1; i++)
+        assert_int_equal(feed(r, wire + i, 1, &reply), 0);
+    assert_int_equal(feed(r, wire + sizeof(wire) - 2, 1, &reply), 1);
+    assert_int_equal(reply->type, DLOCK__REPLY_ARRAY);
+    assert_int_equal(reply->elements, 2);
+    assert_int_equal(reply->element[0]->type, DLOCK__REPLY_INTEGER);
+    assert_int_equal(reply->element[0]->integer, 1);
+    assert_int_equal(reply->element[1]->type, DLOCK__REPLY_STRING);
+    assert_string_equal(reply->element[1]->str, "abc");
+    dlock__reply_free(reply);
+    dlock__reader_free(r);
+}
+
+static void test_resp_simple_types(void **state)
+{
+    dlock__reader *r = dlock__reader_new();
+    dlock__reply *reply = NULL;
+    (void)state;
+    assert_int_equal(feed(r, "+OK\r\n", 5, &reply), 1);
+    assert_int_equal(reply->type, DLOCK__REPLY_STATUS);
+    dlock__reply_free(reply);
+    assert_int_equal(feed(r, "-NOSCRIPT x\r\n", 13, &reply), 1);
+    assert_int_equal(reply->type, DLOCK__REPLY_ERROR);
+    assert_string_equal(reply->str, "NOSCRIPT x");
+    dlock__reply_free(reply);
+    assert_int_equal(feed(r, "$-1\r\n", 5, &reply), 1);
+    assert_int_equal(reply->type, DLOCK__REPLY_NIL);
+    dlock__reply_free(reply);
+    dlock__reader_free(r);
+}
+
+static void test_resp_long_array_refused(void **state)
+{
+    dlock__reader *r = dlock__reader_new();
+    dlock__reply *reply = NULL;
+    (void)state;
+    assert_int_equal(feed(r, "*100000000\r\n", 12, &reply), DLOCK_EPROTO);
+    dlock__reader_free(r);
+}
+
+static void test_resp_huge_bulk_refused(void **state)
+{
+    dlock__reader *r = dlock__reader_new();
+    dlock__reply *reply = NULL;
+    char *chunk = malloc(65536);
+    int rc = 0;
+    (void)state;
+    memset(chunk, 'x', 65536);
+    assert_int_equal(feed(r, "$2000000000\r\n", 13, &reply), 0);
+    /* Keep sending: the reader refuses before it buffers much more than
+     * its limit. */
+    for (size_t sent = 0; rc == 0 && sent < 4 * DLOCK__REPLY_BYTES_MAX; sent += 65536)
+        rc = feed(r, chunk, 65536, &reply);
+    assert_int_equal(rc, DLOCK_EPROTO);
+    free(chunk);
+    dlock__reader_free(r);
+}
+
+static void test_resp_garbage_refused(void **state)
+{
+    dlock__reader *r = dlock__reader_new();
+    dlock__reply *reply = NULL;
+    (void)state;
+    assert_int_equal(feed(r, "HTTP/1.1 400\r\n", 14, &reply), DLOCK_EPROTO);
+    dlock__reader_free(r);
+}
+
+static void test_resp_command_format(void **state)
+{
+    const char *argv[] = {"SET", "k", "a b"};
+    const size_t lens[] = {3, 1, 3};
+    char *cmd = NULL;
+    long long len;
+    (void)state;
+    len = dlock__command_format(&cmd, 3, argv, lens);
+    assert_int_equal(len, (long long)strlen("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$3\r\na b\r\n"));
+    assert_memory_equal(cmd, "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$3\r\na b\r\n", (size_t)len);
+    dlock__command_free(cmd);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_resp_nested_reply),
+        cmocka_unit_test(test_resp_simple_types),
+        cmocka_unit_test(test_resp_long_array_refused),
+        cmocka_unit_test(test_resp_huge_bulk_refused),
+        cmocka_unit_test(test_resp_garbage_refused),
+        cmocka_unit_test(test_resp_command_format),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,158 @@
+/* URL parsing: what is accepted, and a table of what is refused. */
+#include "url.h"
+
+#include <dlock.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+static void test_url_tcp_forms(void **state)
+{
+    static const struct {
+        const char *url, *host, *port, *user, *password, *label;
+        int db;
+    } cases[] = {
+        {"redis://localhost", "localhost", "6379", NULL, NULL, "localhost:6379", 0},
+        {"redis://127.0.0.1:7000", "127.0.0.1", "7000", NULL, NULL, "127.0.0.1:7000", 0},
+        {"redis://127.0.0.1:7000/", "127.0.0.1", "7000", NULL, NULL, "127.0.0.1:7000", 0},
+        {"redis://h:1/15", "h", "1", NULL, NULL, "h:1", 15},
+        {"REDIS://h", "h", "6379", NULL, NULL, "h:6379", 0},
+        {"redis://:s3cret@h", "h", "6379", NULL, "s3cret", "h:6379", 0},
+        {"redis://alice:pw@h:6380/2", "h", "6380", "alice", "pw", "h:6380", 2},
+        {"redis://al%40ce:p%3Aw%2F@h", "h", "6379", "al@ce", "p:w/", "h:6379", 0},
+        {"redis://[::1]", "::1", "6379", NULL, NULL, "[::1]:6379", 0},
+        {"redis://[::1]:6390/3", "::1", "6390", NULL, NULL, "[::1]:6390", 3},
+        {"redis://u:p@[fe80::1]:1", "fe80::1", "1", "u", "p", "[fe80::1]:1", 0},
+        {"redis://my-host.example_1.com:65535", "my-host.example_1.com", "65535", NULL, NULL,
+         "my-host.example_1.com:65535", 0},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        dlock__endpoint ep;
+        char why[128] = "";
+        int rc = dlock__url_parse(&ep, cases[i].url, why, sizeof(why));
+        if (rc != 0)
+            fail_msg("%s: %s", cases[i].url, why);
+        assert_int_equal(ep.transport, DLOCK__TCP);
+        assert_string_equal(ep.host, cases[i].host);
+        assert_string_equal(ep.port, cases[i].port);
+        assert_string_equal(ep.label, cases[i].label);
+        assert_int_equal(ep.db, cases[i].db);
+        if (cases[i].user)
+            assert_string_equal(ep.user, cases[i].user);
+        else
+            assert_null(ep.user);
+        if (cases[i].password)
+            assert_string_equal(ep.password, cases[i].password);
+        else
+            assert_null(ep.password);
+        dlock__endpoint_clear(&ep);
+    }
+}
+
+static void test_url_unix_forms(void **state)
+{
+    dlock__endpoint ep;
+    char why[128];
+    (void)state;
+    assert_int_equal(dlock__url_parse(&ep, "unix:///run/redis.sock", why, sizeof(why)), 0);
+    assert_int_equal(ep.transport, DLOCK__UNIX);
+    assert_string_equal(ep.path, "/run/redis.sock");
+    assert_string_equal(ep.label, "/run/redis.sock");
+    assert_int_equal(ep.db, 0);
+    dlock__endpoint_clear(&ep);
+    assert_int_equal(dlock__url_parse(&ep, "unix:///tmp/r.sock?db=4", why, sizeof(why)), 0);
+    assert_string_equal(ep.path, "/tmp/r.sock");
+    assert_int_equal(ep.db, 4);
+    dlock__endpoint_clear(&ep);
+}
+
+static void test_url_malformed_refused(void **state)
+{
+    static const char *const bad[] = {
+        "",
+        "localhost:6379",
+        "http://localhost",
+        "redis://",
+        "redis://:6379",
+        "redis://host:",
+        "redis://host:0",
+        "redis://host:65536",
+        "redis://host:99999999",
+        "redis://host:12ab",
+        "redis://host:-1",
+        "redis://host/abc",
+        "redis://host/1/2",
+        "redis://host/-1",
+        "redis://host/1234567890",
+        "redis://host?timeout=1",
+        "redis://host#frag",
+        "redis://ho st",
+        "redis://host\n",
+        "redis://[::1",
+        "redis://[::1]x",
+        "redis://[not-v6]",
+        "redis://[]",
+        "redis://user@host",
+        "redis://user:@host",
+        "redis://:p%zzw@host",
+        "redis://:p%00w@host",
+        "redis://:p%4@host",
+        "redis://h\xc3\xa9st",
+        "redis://bad!host",
+        "unix://",
+        "unix://relative/path",
+        "unix:///tmp/x.sock?timeout=3",
+        "unix:///tmp/x.sock?db=x",
+        "unix:///tmp/x.sock#x",
+        "unix:///tmp/"
+        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.sock",
+        "rediss://host",
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        dlock__endpoint ep;
+        char why[128] = "";
+        int rc = dlock__url_parse(&ep, bad[i], why, sizeof(why));
+        if (rc != DLOCK_EINVAL)
+            fail_msg("accepted or wrong code (%d) for \"%s\"", rc, bad[i]);
+        assert_true(strlen(why) > 0);
+        assert_null(ep.host);
+        assert_null(ep.password);
+    }
+}
+
+static void test_url_null_refused(void **state)
+{
+    dlock__endpoint ep;
+    char why[64];
+    (void)state;
+    assert_int_equal(dlock__url_parse(&ep, NULL, why, sizeof(why)), DLOCK_EINVAL);
+}
+
+static void test_url_error_hides_password(void **state)
+{
+    dlock__endpoint ep;
+    char why[256] = "";
+    (void)state;
+    assert_int_equal(dlock__url_parse(&ep, "redis://:hunter2@host:99999", why, sizeof(why)),
+                     DLOCK_EINVAL);
+    assert_null(strstr(why, "hunter2"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_url_tcp_forms),
+        cmocka_unit_test(test_url_unix_forms),
+        cmocka_unit_test(test_url_malformed_refused),
+        cmocka_unit_test(test_url_null_refused),
+        cmocka_unit_test(test_url_error_hides_password),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
