@@ -2,11 +2,13 @@
 #include "redis_server.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -48,7 +50,7 @@ static void exec_server(const test_redis *r)
 {
     char port[16], sock[160], log[160];
     const char *argv[24 + TEST_REDIS_MAX_ARGS];
-    int n = 0;
+    int n = 0, devnull;
     snprintf(port, sizeof(port), "%d", r->port);
     snprintf(sock, sizeof(sock), "%s/redis.sock", r->dir);
     snprintf(log, sizeof(log), "%s/redis.log", r->dir);
@@ -61,6 +63,13 @@ static void exec_server(const test_redis *r)
     for (int i = 0; i < TEST_REDIS_MAX_ARGS && r->extra[i]; i++)
         argv[n++] = r->extra[i];
     argv[n] = NULL;
+    /* A test that dies must not leave its server behind, nor let the server
+     * hold the test's output pipe open. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+    dup2(devnull, STDIN_FILENO);
+    dup2(devnull, STDOUT_FILENO);
+    dup2(devnull, STDERR_FILENO);
     execvp("redis-server", (char *const *)argv);
     _exit(127);
 }

@@ -1,0 +1,68 @@
+/* A scripted TCP server on loopback. See fake_server.h. */
+#include "fake_server.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static void serve_connection(fake_server *s, int fd)
+{
+    char buf[65536];
+    for (;;) {
+        struct pollfd p[2] = {{fd, POLLIN, 0}, {s->listen_fd, POLLIN, 0}};
+        ssize_t n;
+        if (poll(p, 2, 5000) <= 0 || (p[1].revents & (POLLHUP | POLLERR | POLLNVAL)))
+            return;
+        if (!(p[0].revents & POLLIN))
+            return; /* a new connection is waiting: this client is done */
+        n = recv(fd, buf, sizeof(buf), 0);
+        if (n <= 0)
+            return;
+        if (send(fd, s->reply, s->reply_len, MSG_NOSIGNAL) < 0 || s->close_after_reply)
+            return;
+    }
+}
+
+static void *serve(void *arg)
+{
+    fake_server *s = arg;
+    for (;;) {
+        int fd = accept(s->listen_fd, NULL, NULL);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED)
+                continue;
+            return NULL; /* listening socket shut down */
+        }
+        serve_connection(s, fd);
+        close(fd);
+    }
+}
+
+int fake_server_start(fake_server *s, const char *reply, size_t len, bool close_after_reply)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t alen = sizeof(a);
+    memset(s, 0, sizeof(*s));
+    s->reply = reply;
+    s->reply_len = len;
+    s->close_after_reply = close_after_reply;
+    s->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s->listen_fd < 0 || bind(s->listen_fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+        listen(s->listen_fd, 16) < 0 ||
+        getsockname(s->listen_fd, (struct sockaddr *)&a, &alen) < 0)
+        return -1;
+    s->port = ntohs(a.sin_port);
+    snprintf(s->url, sizeof(s->url), "redis://127.0.0.1:%d", s->port);
+    return pthread_create(&s->thread, NULL, serve, s) == 0 ? 0 : -1;
+}
+
+void fake_server_stop(fake_server *s)
+{
+    shutdown(s->listen_fd, SHUT_RDWR);
+    pthread_join(s->thread, NULL);
+    close(s->listen_fd);
+}
