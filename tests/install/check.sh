@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs the build into a temporary prefix and builds a consumer against it,
+# once with pkg-config and once with find_package(dlock).
+set -euo pipefail
+build=$1 src=$2
+prefix=$(mktemp -d /tmp/dlock-install-XXXXXX)
+trap 'rm -rf "$prefix"' EXIT
+
+"$CMAKE" --install "$build" --prefix "$prefix" >/dev/null
+test -f "$prefix/include/dlock.h"
+libdir=$(dirname "$(find "$prefix" -name 'libdlock.so.0' | head -1)")
+test -L "$libdir/libdlock.so"
+test -f "$libdir/libdlock.a"
+objdump -p "$libdir/libdlock.so.0" | grep -q 'SONAME *libdlock.so.0'
+
+# Only dlock_* symbols are exported.
+if nm -D --defined-only "$libdir/libdlock.so.0" | awk '$2 ~ /[TDB]/ {print $3}' | grep -v '^dlock_'; then
+  echo "unexpected exported symbols above" >&2
+  exit 1
+fi
+
+export PKG_CONFIG_PATH="$libdir/pkgconfig"
+cc -o "$prefix/consumer-pc" "$src/examples/contend.c" $(pkg-config --cflags --libs dlock)
+# It runs against the installed library (and, without arguments, says how to use it).
+out=$(LD_LIBRARY_PATH="$libdir" "$prefix/consumer-pc" 2>&1) && exit 1
+grep -q usage <<<"$out"
+
+mkdir -p "$prefix/consumer"
+cat > "$prefix/consumer/CMakeLists.txt" <<CMAKE
+cmake_minimum_required(VERSION 3.18)
+project(consumer C)
+find_package(dlock REQUIRED)
+add_executable(consumer $src/examples/contend.c)
+target_link_libraries(consumer PRIVATE dlock::dlock)
+CMAKE
+"$CMAKE" -S "$prefix/consumer" -B "$prefix/consumer/build" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+"$CMAKE" --build "$prefix/consumer/build" >/dev/null
+test -x "$prefix/consumer/build/consumer"
+echo "install ok: pkg-config and find_package(dlock) consumers built"
