@@ -132,7 +132,6 @@ static int append_command(dlock__conn *c, int argc, const char **argv)
 static int queue_handshake(dlock__conn *c)
 {
     const dlock__endpoint *ep = c->ep;
-    char db[16];
     int rc = 0;
 
     if (ep->password) {
@@ -142,6 +141,7 @@ static int queue_handshake(dlock__conn *c)
         c->handshake_owed++;
     }
     if (rc == 0 && ep->db != 0) {
+        char db[16];
         const char *select[] = {"SELECT", db};
         snprintf(db, sizeof(db), "%d", ep->db);
         rc = append_command(c, 2, select);
@@ -392,9 +392,7 @@ void dlock__conn_abandon(dlock__conn *c)
         /* Not a byte of the call went out: forget it, keep the connection
          * (a connect in progress goes on and serves the next call). */
         c->out_len = c->call_start;
-    } else if (c->out_sent < c->out_len) {
-        dlock__conn_close(c); /* half a command on the wire */
-    } else if (++c->stale_owed > STALE_MAX) {
-        dlock__conn_close(c);
+    } else if (c->out_sent < c->out_len || ++c->stale_owed > STALE_MAX) {
+        dlock__conn_close(c); /* half a command on the wire, or too far behind */
     }
 }

@@ -22,8 +22,8 @@ typedef struct dlock__call {
 enum { DLOCK__PENDING = 0, DLOCK__REPLIED = 1 };
 
 typedef struct dlock__node_result {
-    int status;          /* DLOCK__REPLIED, DLOCK__PENDING (not waited for) or a code */
     dlock__reply *reply; /* owned when REPLIED; may be an error reply */
+    int status;          /* DLOCK__REPLIED, DLOCK__PENDING (not waited for) or a code */
     bool sent;           /* the call reached the node's socket: it may have run */
 } dlock__node_result;
 

@@ -74,7 +74,7 @@ static void compute_shas(void)
         if (!EVP_Digest(sources[i], strlen(sources[i]), md, &len, EVP_sha1(), NULL))
             len = 0; /* an empty SHA only costs a NOSCRIPT and the EVAL fallback */
         for (unsigned int j = 0; j < len && j < 20; j++)
-            snprintf(&shas[i][2 * j], 3, "%02x", md[j]);
+            snprintf(&shas[i][(size_t)j * 2], 3, "%02x", md[j]);
     }
 }
 

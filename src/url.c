@@ -16,6 +16,7 @@
 
 #define DB_DIGITS_MAX 9
 #define PORT_DIGITS_MAX 5
+#define URL_MAX 4096
 
 void dlock__wipe(void *p, size_t len)
 {
@@ -61,8 +62,11 @@ static int hex_value(char c)
  * malformed escape or an escaped NUL. */
 static int percent_decode(char **out, const char *s, size_t len)
 {
-    char *d = malloc(len + 1);
+    char *d;
     size_t j = 0;
+    if (len > URL_MAX)
+        return DLOCK_EINVAL;
+    d = malloc(len + 1);
     if (!d)
         return DLOCK_ENOMEM;
     for (size_t i = 0; i < len; i++) {
@@ -148,12 +152,12 @@ static int parse_hostport(dlock__endpoint *ep, const char *s, size_t len, char *
 {
     const char *host = s, *port = NULL;
     size_t host_len = len, port_len = 0;
-    char v6[INET6_ADDRSTRLEN];
-    unsigned char addr[sizeof(struct in6_addr)];
     long port_num;
 
     if (len > 0 && s[0] == '[') {
         const char *close = memchr(s, ']', len);
+        char v6[INET6_ADDRSTRLEN];
+        unsigned char addr[sizeof(struct in6_addr)];
         if (!close)
             return fail(why, why_len, "IPv6 address without closing ']'");
         host = s + 1;
@@ -267,6 +271,8 @@ int dlock__url_parse(dlock__endpoint *ep, const char *url, char *why, size_t why
     memcpy(ep->port, "6379", 5);
     if (!url || !*url)
         return fail(why, why_len, "empty URL");
+    if (strlen(url) > URL_MAX)
+        return fail(why, why_len, "URL longer than %d bytes", URL_MAX);
     if (!has_only_printable(url))
         return fail(why, why_len, "URL contains spaces or control characters");
     if (strncasecmp(url, "redis://", 8) == 0) {
