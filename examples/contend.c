@@ -21,7 +21,7 @@ static void sleep_ms(long ms)
 static int take(dlock_client *client, const char *name, dlock_lock **lock)
 {
     int rc;
-    while ((rc = dlock_lock_acquire(lock, client, name, 10000)) == DLOCK_EBUSY)
+    while ((rc = dlock_lock_acquire(lock, client, name, 10000, NULL)) == DLOCK_EBUSY)
         sleep_ms(20);
     return rc;
 }

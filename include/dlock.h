@@ -6,8 +6,10 @@
  * Threads: a dlock_client, and every dlock_lock taken through it, may be used
  * by one thread at a time (like a hiredis context). Use one client per thread,
  * or serialise access yourself. Functions that are safe from any thread say
- * so. The library never prints, never exits, never installs signal handlers
- * and never raises SIGPIPE.
+ * so. A client that holds auto-renewed locks runs one renewal thread of its
+ * own, with its own connections and all signals blocked; lock-loss callbacks
+ * run there. The library never prints, never exits, never installs signal
+ * handlers and never raises SIGPIPE.
  *
  * Errors: functions return 0 on success or a negative DLOCK_E... code.
  * dlock_strerror() describes a code; dlock_client_errmsg() gives the detail of
@@ -180,18 +182,76 @@ typedef struct dlock_lock dlock_lock;
  *     ":fence", ":owner" or ":released".
  */
 
+#define DLOCK_WAIT_FOREVER (-1)
+
 /*
- * Tries once to take the lock `name` for `ttl_ms` (1..DLOCK_TTL_MAX_MS).
- * On success *out is a handle owned by the caller (free it with
- * dlock_lock_free() before closing the client); the lock is held for at most
- * dlock_lock_validity_ms().
- * Returns 0; DLOCK_EBUSY (held by another owner); DLOCK_EWRONGTYPE (the
- * key holds a list, hash...; nothing was written); DLOCK_EINVAL (bad name or
- * TTL); DLOCK_ETIMEDOUT, DLOCK_ECONN, DLOCK_EAUTH, DLOCK_ESERVER,
- * DLOCK_EPROTO, DLOCK_ENOMEM, DLOCK_ESYSTEM (no random bytes).
+ * Called once, on the client's renewal thread, when an auto-renewed lock is
+ * lost. `reason`: DLOCK_ENOTOWNER (another owner holds it, or the key is
+ * gone), DLOCK_ELOST (max_hold_ms was reached), or the error that kept every
+ * renewal from succeeding before the validity ran out (DLOCK_ETIMEDOUT,
+ * DLOCK_ECONN, ...). Keep it short; it may call the thread-safe getters of
+ * `lock` (dlock_lock_held, _name, _token, _fence, _validity_ms) and nothing
+ * else of dlock.
  */
-DLOCK_EXTERN int dlock_lock_acquire(dlock_lock **out, dlock_client *client,
-                                    const char *name, int64_t ttl_ms);
+typedef void (*dlock_lost_fn)(dlock_lock *lock, int reason, void *arg);
+
+#define DLOCK_ACQUIRE_OPTIONS_VERSION 1
+
+/* Options of one acquisition. Initialise with DLOCK_ACQUIRE_OPTIONS_INIT or
+ * dlock_acquire_options_init(). NULL options: try once, no renewal. */
+typedef struct dlock_acquire_options {
+    unsigned version; /* DLOCK_ACQUIRE_OPTIONS_VERSION */
+
+    /* 0: try once. > 0: wait up to this long for a busy lock.
+     * DLOCK_WAIT_FOREVER: wait until it is ours or the wait is canceled.
+     * A waiter sleeps until the holder's release is published on the lock's
+     * channel, the holder's TTL runs out, or a jittered backoff passes. */
+    int64_t wait_ms;
+
+    /* Longest sleep between two attempts; default 1000. */
+    int backoff_max_ms;
+
+    /* Nonzero: the client's renewal thread extends the lock at ttl/3 until
+     * it is released, freed or lost. */
+    int auto_renew;
+
+    /* With auto_renew: the lock is held at most this long from the
+     * acquisition (renewals never extend it past that); 0: no limit. */
+    int64_t max_hold_ms;
+
+    /* With auto_renew: called once if the lock is lost; may be NULL. */
+    dlock_lost_fn on_lost;
+    void *on_lost_arg;
+} dlock_acquire_options;
+
+#define DLOCK_ACQUIRE_OPTIONS_INIT { DLOCK_ACQUIRE_OPTIONS_VERSION, 0, 0, 0, 0, NULL, NULL }
+
+/* Fills *opts with defaults. Returns DLOCK_EINVAL for an unknown version. */
+DLOCK_EXTERN int dlock_acquire_options_init(dlock_acquire_options *opts, unsigned version);
+
+/*
+ * Takes the lock `name` for `ttl_ms` (1..DLOCK_TTL_MAX_MS), trying once or
+ * waiting as `opts` says (NULL: try once). On success *out is a handle owned
+ * by the caller (free it with dlock_lock_free() before closing the client);
+ * the lock is held for at most dlock_lock_validity_ms().
+ * A wait returns at most one command timeout after its deadline.
+ * Returns 0; DLOCK_EBUSY (held by another owner, and the wait, if any, ran
+ * out while it stayed held); DLOCK_ECANCELED (dlock_client_cancel());
+ * DLOCK_EWRONGTYPE (the key holds a list, hash...; nothing was written);
+ * DLOCK_EINVAL (bad name, TTL or options); DLOCK_ETIMEDOUT, DLOCK_ECONN,
+ * DLOCK_EAUTH, DLOCK_ESERVER, DLOCK_EPROTO (the last cause, when a wait ran
+ * out while the server failed), DLOCK_ENOMEM, DLOCK_ESYSTEM (no random
+ * bytes, or no renewal thread).
+ */
+DLOCK_EXTERN int dlock_lock_acquire(dlock_lock **out, dlock_client *client, const char *name,
+                                    int64_t ttl_ms, const dlock_acquire_options *opts);
+
+/*
+ * Cancels the waiting acquire in progress on this client, which returns
+ * DLOCK_ECANCELED; if none is waiting, the next waiting acquire returns
+ * DLOCK_ECANCELED at once. Safe from any thread and from a signal handler.
+ */
+DLOCK_EXTERN void dlock_client_cancel(dlock_client *client);
 
 /*
  * A handle for a lock taken earlier, maybe by another process, from its name
@@ -205,8 +265,11 @@ DLOCK_EXTERN int dlock_lock_adopt(dlock_lock **out, dlock_client *client,
 /*
  * Releases the lock if this handle's token still owns it: an atomic
  * compare-and-delete, never a bare DEL, which wakes waiters on the release
- * channel. The handle stays valid (and no longer held) until freed.
+ * channel. An auto-renewed lock first leaves the renewal set (waiting for a
+ * renewal in flight), so no renewal follows the release. The handle stays
+ * valid (and no longer held) until freed.
  * Returns 0; DLOCK_ENOTOWNER (someone else holds it, or it is gone);
+ * DLOCK_ELOST (the renewal thread found it lost: nothing was sent);
  * DLOCK_ETIMEDOUT, DLOCK_ECONN, DLOCK_EAUTH, DLOCK_ESERVER, DLOCK_EPROTO,
  * DLOCK_EWRONGTYPE, DLOCK_ENOMEM.
  */
@@ -217,24 +280,37 @@ DLOCK_EXTERN int dlock_lock_release(dlock_lock *lock);
  * handle's token still owns it (atomic compare-and-expire). The validity is
  * measured again from the start of this call.
  * Returns 0; DLOCK_ENOTOWNER (someone else holds it, or it expired: the lock
- * is lost and is never silently re-taken); DLOCK_EINVAL and the I/O codes of
- * dlock_lock_release().
+ * is lost and is never silently re-taken); DLOCK_EINVAL (bad TTL, or the
+ * lock is renewed automatically) and the I/O codes of dlock_lock_release().
  */
 DLOCK_EXTERN int dlock_lock_extend(dlock_lock *lock, int64_t ttl_ms);
 
 /*
  * Milliseconds the lock is still certainly held: ttl - elapsed - drift,
  * measured on CLOCK_BOOTTIME from the start of the acquire or extend that
- * set it (so it keeps running while the machine is suspended). 0 or less
- * once it ran out, after a release, and for an adopted handle. No round trip.
+ * set it (so it keeps running while the machine is suspended). 0 once it ran
+ * out, after a release or a loss, and for an adopted handle. No round trip.
+ * Safe from any thread while the handle exists.
  */
 DLOCK_EXTERN int64_t dlock_lock_validity_ms(const dlock_lock *lock);
 
+/*
+ * 1 while the lock is certainly held: not lost, not released, and the
+ * validity has not run out (so it turns 0 by itself when the process was
+ * paused past it). No round trip. Safe from any thread while the handle
+ * exists.
+ */
+DLOCK_EXTERN int dlock_lock_held(const dlock_lock *lock);
+
+/* How many attempts the acquisition took (1 when the lock was free). */
+DLOCK_EXTERN unsigned dlock_lock_attempts(const dlock_lock *lock);
+
 /* The owner token: DLOCK_TOKEN_LEN lower-case hex characters, owned by the
- * handle, valid until dlock_lock_free(). */
+ * handle, valid until dlock_lock_free(). Safe from any thread. */
 DLOCK_EXTERN const char *dlock_lock_token(const dlock_lock *lock);
 
-/* The name, owned by the handle, valid until dlock_lock_free(). */
+/* The name, owned by the handle, valid until dlock_lock_free(). Safe from
+ * any thread. */
 DLOCK_EXTERN const char *dlock_lock_name(const dlock_lock *lock);
 
 /*
@@ -242,11 +318,13 @@ DLOCK_EXTERN const char *dlock_lock_name(const dlock_lock *lock);
  * acquisition of the same name, max(previous + 1, server time in
  * microseconds). Pass it to the protected resource and let it refuse
  * anything older than the largest it has seen. 0 for an adopted handle.
+ * Safe from any thread.
  */
 DLOCK_EXTERN uint64_t dlock_lock_fence(const dlock_lock *lock);
 
-/* Frees the handle. Does not release the lock: a lock that is not released
- * expires after its TTL. NULL is ignored. */
+/* Frees the handle, taking it out of the renewal set first. Does not
+ * release the lock: a lock that is not released expires after its TTL.
+ * NULL is ignored. */
 DLOCK_EXTERN void dlock_lock_free(dlock_lock *lock);
 
 #ifdef __cplusplus

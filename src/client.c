@@ -2,12 +2,17 @@
 #include "client.h"
 
 #include "clock.h"
+#include "renew.h"
 
+#include <errno.h>
 #include <math.h>
+#include <netdb.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #define DEFAULT_URL "redis://127.0.0.1:6379"
@@ -79,8 +84,23 @@ static int replace_secret(char **field, const char *value)
     return 0;
 }
 
+int dlock__lane_init(dlock_client *c, dlock__lane *lane)
+{
+    for (size_t i = 0; i < c->n; i++)
+        if (dlock__conn_init(&lane->conns[i], &c->endpoints[i], c->addrs[i],
+                             c->connect_timeout_ms) < 0)
+            return DLOCK_ENOMEM;
+    return 0;
+}
+
+void dlock__lane_destroy(dlock_client *c, dlock__lane *lane)
+{
+    for (size_t i = 0; i < c->n; i++)
+        dlock__conn_destroy(&lane->conns[i]);
+}
+
 static int add_endpoint(dlock_client *c, const char *url, const dlock_client_options *o,
-                        int connect_timeout_ms, char *why, size_t why_len)
+                        char *why, size_t why_len)
 {
     dlock__endpoint *ep = &c->endpoints[c->n];
     char reason[256];
@@ -93,10 +113,33 @@ static int add_endpoint(dlock_client *c, const char *url, const dlock_client_opt
     c->n++;
     if (replace_secret(&ep->user, o->user) < 0 || replace_secret(&ep->password, o->password) < 0)
         return nomem(why, why_len);
-    rc = dlock__conn_init(&c->conns[c->n - 1], ep, connect_timeout_ms);
+    rc = dlock__resolve(ep, &c->addrs[c->n - 1], reason, sizeof(reason));
     if (rc < 0 && why && why_len)
-        snprintf(why, why_len, "%s", c->conns[c->n - 1].err);
+        snprintf(why, why_len, "%s", reason);
     return rc;
+}
+
+static int open_connections(dlock_client *c, char *why, size_t why_len)
+{
+    uint64_t seed = 0;
+    if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) != (ssize_t)sizeof(seed))
+        seed = (uint64_t)dlock__now_ns() ^ (uint64_t)getpid();
+    c->rng = seed | 1;
+    c->cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (c->cancel_fd < 0) {
+        if (why && why_len)
+            snprintf(why, why_len, "eventfd: %s", strerror(errno));
+        return DLOCK_ESYSTEM;
+    }
+    if (dlock__lane_init(c, &c->main) < 0)
+        return nomem(why, why_len);
+    for (size_t i = 0; i < c->n; i++) {
+        if (dlock__conn_init(&c->subs[i], &c->endpoints[i], c->addrs[i],
+                             c->connect_timeout_ms) < 0)
+            return nomem(why, why_len);
+        c->subs[i].push_mode = true;
+    }
+    return 0;
 }
 
 int dlock_client_open(dlock_client **out, const dlock_client_options *opts, char *why,
@@ -118,6 +161,9 @@ int dlock_client_open(dlock_client **out, const dlock_client_options *opts, char
     c = calloc(1, sizeof(*c));
     if (!c)
         return nomem(why, why_len);
+    c->cancel_fd = -1;
+    c->connect_timeout_ms = o->connect_timeout_ms ? o->connect_timeout_ms
+                                                  : DEFAULT_CONNECT_TIMEOUT_MS;
     c->command_timeout_ms = o->command_timeout_ms ? o->command_timeout_ms
                                                   : DEFAULT_COMMAND_TIMEOUT_MS;
     c->node_timeout_ms = o->node_timeout_ms;
@@ -126,9 +172,9 @@ int dlock_client_open(dlock_client **out, const dlock_client_options *opts, char
     if (gethostname(c->host, sizeof(c->host) - 1) < 0)
         snprintf(c->host, sizeof(c->host), "unknown");
     url = o->n_urls ? o->urls[0] : DEFAULT_URL;
-    rc = add_endpoint(c, url, o,
-                      o->connect_timeout_ms ? o->connect_timeout_ms : DEFAULT_CONNECT_TIMEOUT_MS,
-                      why, why_len);
+    rc = add_endpoint(c, url, o, why, why_len);
+    if (rc == 0)
+        rc = open_connections(c, why, why_len);
     if (rc < 0) {
         dlock_client_close(c);
         return rc;
@@ -141,16 +187,22 @@ void dlock_client_close(dlock_client *c)
 {
     if (!c)
         return;
+    dlock__renew_stop(c);
+    dlock__lane_destroy(c, &c->main);
     for (size_t i = 0; i < c->n; i++) {
-        dlock__conn_destroy(&c->conns[i]);
+        dlock__conn_destroy(&c->subs[i]);
+        if (c->addrs[i])
+            freeaddrinfo(c->addrs[i]);
         dlock__endpoint_clear(&c->endpoints[i]);
     }
+    if (c->cancel_fd >= 0)
+        close(c->cancel_fd);
     free(c);
 }
 
 const char *dlock_client_errmsg(const dlock_client *c)
 {
-    return c ? c->errmsg : "no client";
+    return c ? c->main.errmsg : "no client";
 }
 
 size_t dlock__quorum(const dlock_client *c)
@@ -168,35 +220,45 @@ int64_t dlock__node_deadline(const dlock_client *c, int64_t ttl_ms, int64_t now_
     return now_ns + ms * DLOCK__NS_PER_MS;
 }
 
-void dlock__set_error(dlock_client *c, const char *fmt, ...)
+void dlock__set_error(dlock__lane *lane, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(c->errmsg, sizeof(c->errmsg), fmt, ap);
+    vsnprintf(lane->errmsg, sizeof(lane->errmsg), fmt, ap);
     va_end(ap);
 }
 
-static void append(dlock_client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void append(dlock__lane *lane, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-static void append(dlock_client *c, const char *fmt, ...)
+static void append(dlock__lane *lane, const char *fmt, ...)
 {
-    size_t used = strlen(c->errmsg);
+    size_t used = strlen(lane->errmsg);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(c->errmsg + used, sizeof(c->errmsg) - used, fmt, ap);
+    vsnprintf(lane->errmsg + used, sizeof(lane->errmsg) - used, fmt, ap);
     va_end(ap);
 }
 
-void dlock__append_node_errors(dlock_client *c, const dlock__node_result *results)
+void dlock__append_node_errors(const dlock_client *c, dlock__lane *lane,
+                               const dlock__node_result *results)
 {
     for (size_t i = 0; i < c->n; i++) {
         const dlock__node_result *r = &results[i];
-        const dlock__conn *conn = &c->conns[i];
+        const dlock__conn *conn = &lane->conns[i];
         if (r->status < 0 && conn->err[0])
-            append(c, "; %s", conn->err);
+            append(lane, "; %s", conn->err);
         else if (r->status < 0)
-            append(c, "; %s: %s", conn->ep->label, dlock_strerror(r->status));
+            append(lane, "; %s: %s", conn->ep->label, dlock_strerror(r->status));
         else if (r->reply && r->reply->type == DLOCK__REPLY_ERROR)
-            append(c, "; %s: %.300s", conn->ep->label, r->reply->str);
+            append(lane, "; %s: %.300s", conn->ep->label, r->reply->str);
     }
+}
+
+uint64_t dlock__random_below(dlock_client *c, uint64_t bound)
+{
+    /* xorshift64: jitter only needs to differ between processes. */
+    c->rng ^= c->rng << 13;
+    c->rng ^= c->rng >> 7;
+    c->rng ^= c->rng << 17;
+    return bound ? c->rng % bound : 0;
 }

@@ -7,22 +7,45 @@
 #include "quorum.h"
 #include "url.h"
 
+#include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define DLOCK__ERRMSG_MAX 1024
 #define DLOCK__HOST_MAX 256
 
+struct addrinfo;
+struct dlock__renewer;
+
+/* The connections one thread uses, one per node, and its last failure. */
+typedef struct dlock__lane {
+    dlock__conn conns[DLOCK__NODES_MAX];
+    char errmsg[DLOCK__ERRMSG_MAX];
+} dlock__lane;
+
 struct dlock_client {
     size_t n; /* nodes */
     dlock__endpoint endpoints[DLOCK__NODES_MAX];
-    dlock__conn conns[DLOCK__NODES_MAX];
+    struct addrinfo *addrs[DLOCK__NODES_MAX]; /* resolved once, at open */
+    int connect_timeout_ms;
     int command_timeout_ms;
     int node_timeout_ms; /* 0: derived from each call's TTL */
     int64_t fence_ttl_ms;
     double drift_factor;
     char host[DLOCK__HOST_MAX]; /* for owner records */
-    char errmsg[DLOCK__ERRMSG_MAX];
+
+    dlock__lane main;                     /* the caller's thread */
+    dlock__conn subs[DLOCK__NODES_MAX];   /* subscribers, for waiting */
+    struct dlock__renewer *renewer;       /* started with the first auto-renewed lock */
+    int cancel_fd;                        /* eventfd that dlock_client_cancel() writes */
+    atomic_bool cancel_requested;
+    uint64_t rng;                         /* jitter, not secrets */
 };
+
+/* Prepares a lane with one closed connection per node. Returns 0 or
+ * DLOCK_ENOMEM. */
+int dlock__lane_init(dlock_client *c, dlock__lane *lane);
+void dlock__lane_destroy(dlock_client *c, dlock__lane *lane);
 
 /* Majority of the client's nodes. */
 size_t dlock__quorum(const dlock_client *c);
@@ -31,9 +54,13 @@ size_t dlock__quorum(const dlock_client *c);
  * unknown): max(5 ms, ttl/20) unless set, capped by the command timeout. */
 int64_t dlock__node_deadline(const dlock_client *c, int64_t ttl_ms, int64_t now_ns);
 
-void dlock__set_error(dlock_client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void dlock__set_error(dlock__lane *lane, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Appends "; " and the details of every failed node to the message. */
-void dlock__append_node_errors(dlock_client *c, const dlock__node_result *results);
+/* Appends "; " and the details of every failed node to the lane's message. */
+void dlock__append_node_errors(const dlock_client *c, dlock__lane *lane,
+                               const dlock__node_result *results);
+
+/* A random number in [0, bound), for jitter. */
+uint64_t dlock__random_below(dlock_client *c, uint64_t bound);
 
 #endif

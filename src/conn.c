@@ -55,34 +55,39 @@ static int fail(dlock__conn *c, int code, const char *fmt, ...)
     return code;
 }
 
-int dlock__conn_init(dlock__conn *c, const dlock__endpoint *ep, int connect_timeout_ms)
+int dlock__resolve(const dlock__endpoint *ep, struct addrinfo **out, char *why, size_t why_len)
 {
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
     int rc;
+    *out = NULL;
+    if (ep->transport == DLOCK__UNIX)
+        return 0;
+    rc = getaddrinfo(ep->host, ep->port, &hints, out);
+    if (rc != 0) {
+        snprintf(why, why_len, "cannot resolve %s: %s", ep->host, gai_strerror(rc));
+        return rc == EAI_MEMORY ? DLOCK_ENOMEM : DLOCK_ECONN;
+    }
+    return 0;
+}
 
+int dlock__conn_init(dlock__conn *c, const dlock__endpoint *ep, const struct addrinfo *addrs,
+                     int connect_timeout_ms)
+{
     memset(c, 0, sizeof(*c));
     c->fd = -1;
     c->ep = ep;
+    c->addrs = addrs;
     c->connect_timeout_ms = connect_timeout_ms;
     c->out = malloc(OUT_INITIAL_CAP);
     if (!c->out)
         return DLOCK_ENOMEM;
     c->out_cap = OUT_INITIAL_CAP;
-    if (ep->transport == DLOCK__UNIX)
-        return 0;
-    rc = getaddrinfo(ep->host, ep->port, &hints, &c->addrs);
-    if (rc != 0) {
-        snprintf(c->err, sizeof(c->err), "cannot resolve %s: %s", ep->host, gai_strerror(rc));
-        return rc == EAI_MEMORY ? DLOCK_ENOMEM : DLOCK_ECONN;
-    }
     return 0;
 }
 
 void dlock__conn_destroy(dlock__conn *c)
 {
     dlock__conn_close(c);
-    if (c->addrs)
-        freeaddrinfo(c->addrs);
     free(c->out);
     memset(c, 0, sizeof(*c));
     c->fd = -1;
@@ -190,7 +195,7 @@ static int connect_one(dlock__conn *c, const struct addrinfo *ai)
 }
 
 /* Tries the addresses from `ai` on until one connects or is in progress. */
-static int connect_from(dlock__conn *c, struct addrinfo *ai)
+static int connect_from(dlock__conn *c, const struct addrinfo *ai)
 {
     if (c->ep->transport == DLOCK__UNIX)
         return connect_one(c, NULL) ? 0 : DLOCK_ECONN;
@@ -226,7 +231,7 @@ static int open_connection(dlock__conn *c, int64_t now_ns)
 static void drop_if_dead(dlock__conn *c)
 {
     struct pollfd p = {.fd = c->fd, .events = POLLIN};
-    if (c->handshake_owed || c->stale_owed || c->out_sent < c->out_len)
+    if (c->push_mode || c->handshake_owed || c->stale_owed || c->out_sent < c->out_len)
         return;
     if (poll(&p, 1, 0) != 0)
         dlock__conn_close(c);
@@ -379,6 +384,10 @@ int dlock__conn_progress(dlock__conn *c, short revents, dlock__reply **reply)
         if (rc < 0)
             return rc;
     }
+    /* One read can bring several pushes: hand out what is parsed first. */
+    rc = take_replies(c, reply);
+    if (rc != 0)
+        return rc;
     if (revents & (POLLIN | POLLHUP | POLLERR))
         return read_input(c, reply);
     return 0;

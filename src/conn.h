@@ -18,8 +18,8 @@ enum dlock__conn_state { DLOCK__CONN_CLOSED, DLOCK__CONN_CONNECTING, DLOCK__CONN
 
 typedef struct dlock__conn {
     const dlock__endpoint *ep; /* borrowed from the client */
-    struct addrinfo *addrs;    /* owned; for Unix sockets a single entry */
-    struct addrinfo *trying;   /* the address being connected to */
+    const struct addrinfo *addrs;  /* borrowed from the client; NULL for Unix sockets */
+    const struct addrinfo *trying; /* the address being connected to */
     enum dlock__conn_state state;
     int fd;
     int64_t connect_deadline_ns;
@@ -31,11 +31,19 @@ typedef struct dlock__conn {
     unsigned handshake_owed;  /* AUTH/SELECT replies still to come */
     unsigned stale_owed;      /* replies of abandoned calls, to discard */
     bool call_sent;           /* bytes of the current call reached the socket */
+    bool push_mode;           /* a subscriber: replies are pushes, none is owed */
     char err[256];            /* detail of the last failure, no secrets */
 } dlock__conn;
 
-/* Resolves the endpoint's addresses. Returns 0, DLOCK_ECONN, DLOCK_ENOMEM. */
-int dlock__conn_init(dlock__conn *c, const dlock__endpoint *ep, int connect_timeout_ms);
+/* Resolves a TCP endpoint's addresses into *out (free with freeaddrinfo);
+ * NULL for a Unix socket. Returns 0, DLOCK_ECONN or DLOCK_ENOMEM, with the
+ * reason in `why`. Host names are resolved once, when a client opens. */
+int dlock__resolve(const dlock__endpoint *ep, struct addrinfo **out, char *why, size_t why_len);
+
+/* Prepares a closed connection; `addrs` is borrowed. Returns 0 or
+ * DLOCK_ENOMEM. */
+int dlock__conn_init(dlock__conn *c, const dlock__endpoint *ep, const struct addrinfo *addrs,
+                     int connect_timeout_ms);
 void dlock__conn_destroy(dlock__conn *c);
 void dlock__conn_close(dlock__conn *c);
 
@@ -46,9 +54,10 @@ int dlock__conn_begin(dlock__conn *c, const char *cmd, size_t len, int64_t now_n
 /* The poll() events the connection waits for. */
 short dlock__conn_events(const dlock__conn *c);
 
-/* Makes progress after poll() reported `revents`. Returns 1 with the call's
- * reply in *reply (the caller frees it), 0 when nothing is complete yet, or
- * a negative code; on failure the connection is closed. */
+/* Makes progress after poll() reported `revents` (0: only hand out replies
+ * already received). Returns 1 with the call's reply in *reply (the caller
+ * frees it), 0 when nothing is complete yet, or a negative code; on failure
+ * the connection is closed. */
 int dlock__conn_progress(dlock__conn *c, short revents, dlock__reply **reply);
 
 /* The current call's deadline passed: its reply, if it comes, is discarded. */

@@ -1,9 +1,11 @@
 /* Acquire, release, extend: one path for one node and for a quorum. */
-#include "client.h"
+#include "lock.h"
+
 #include "clock.h"
-#include "names.h"
+#include "renew.h"
 #include "scripts.h"
 #include "token.h"
+#include "wait.h"
 
 #include <inttypes.h>
 #include <stdbool.h>
@@ -14,15 +16,7 @@
 #include <unistd.h>
 
 #define OWNER_RECORD_MAX (DLOCK__HOST_MAX * 6 + 128)
-
-struct dlock_lock {
-    dlock_client *client;
-    dlock__keys keys;
-    char token[DLOCK_TOKEN_LEN + 1];
-    uint64_t fence;
-    int64_t ttl_ms;         /* of the last acquire or extend; 0 when adopted */
-    int64_t valid_until_ns; /* 0: not held */
-};
+#define DEFAULT_BACKOFF_MAX_MS 1000
 
 /* Tally of one fan-out: who confirmed, who refused, who failed. */
 struct tally {
@@ -38,11 +32,11 @@ static int64_t drift_ns(const dlock_client *c, int64_t ttl_ms)
     return (int64_t)((double)ttl_ms * c->drift_factor * DLOCK__NS_PER_MS) + 2 * DLOCK__NS_PER_MS;
 }
 
-static int check_ttl(dlock_client *c, int64_t ttl_ms)
+static int check_ttl(dlock__lane *lane, int64_t ttl_ms)
 {
     if (ttl_ms >= 1 && ttl_ms <= DLOCK_TTL_MAX_MS)
         return 0;
-    dlock__set_error(c, "TTL must be from 1 to %lld ms, not %" PRId64, DLOCK_TTL_MAX_MS, ttl_ms);
+    dlock__set_error(lane, "TTL must be from 1 to %lld ms, not %" PRId64, DLOCK_TTL_MAX_MS, ttl_ms);
     return DLOCK_EINVAL;
 }
 
@@ -161,7 +155,8 @@ static void owner_record(const dlock_lock *lock, char *out, size_t out_len)
 
 /* Sends a cleanup release (no PUBLISH: it must not wake waiters) to every
  * node after a failed attempt whose SET may have landed somewhere. */
-static void clean_up_attempt(dlock_lock *lock, const dlock__node_result *results, int64_t ttl_ms)
+static void clean_up_attempt(dlock_lock *lock, dlock__lane *lane,
+                             const dlock__node_result *results, int64_t ttl_ms)
 {
     dlock_client *c = lock->client;
     dlock__node_result cleanup[DLOCK__NODES_MAX];
@@ -174,33 +169,35 @@ static void clean_up_attempt(dlock_lock *lock, const dlock__node_result *results
         needed |= may_hold_our_key(&results[i]);
     if (!needed || dlock__script_call(&call, DLOCK__SCRIPT_RELEASE, 2, keys, 3, args) < 0)
         return;
-    dlock__fanout(c->conns, c->n, &call, dlock__node_deadline(c, ttl_ms, dlock__now_ns()), cleanup,
-                  NULL, NULL);
+    dlock__fanout(lane->conns, c->n, &call, dlock__node_deadline(c, ttl_ms, dlock__now_ns()),
+                  cleanup, NULL, NULL);
     dlock__results_clear(cleanup, c->n);
     dlock__script_call_free(&call);
 }
 
-static int acquire_failed(dlock_lock *lock, const struct tally *t,
+static int acquire_failed(dlock_lock *lock, dlock__lane *lane, const struct tally *t,
                           const dlock__node_result *results, int64_t ttl_ms)
 {
     dlock_client *c = lock->client;
     int rc;
     if (t->confirmed >= t->quorum) {
         rc = DLOCK_ETIMEDOUT;
-        dlock__set_error(c, "acquiring took longer than the TTL of %" PRId64 " ms", ttl_ms);
+        dlock__set_error(lane, "acquiring took longer than the TTL of %" PRId64 " ms", ttl_ms);
     } else if (t->confirmed + t->refused >= t->quorum) {
         rc = DLOCK_EBUSY;
-        dlock__set_error(c, "lock is held by another owner (expires in %" PRId64 " ms)", t->pttl);
+        lock->last_pttl_ms = t->pttl;
+        dlock__set_error(lane, "lock is held by another owner (expires in %" PRId64 " ms)",
+                         t->pttl);
     } else {
         rc = common_failure(results, c->n, true);
-        dlock__set_error(c, "cannot acquire the lock: %s", dlock_strerror(rc));
+        dlock__set_error(lane, "cannot acquire the lock: %s", dlock_strerror(rc));
     }
-    dlock__append_node_errors(c, results);
-    clean_up_attempt(lock, results, ttl_ms);
+    dlock__append_node_errors(c, lane, results);
+    clean_up_attempt(lock, lane, results, ttl_ms);
     return rc;
 }
 
-static int try_acquire(dlock_lock *lock, int64_t ttl_ms)
+int dlock__lock_try(dlock_lock *lock, dlock__lane *lane, int64_t ttl_ms)
 {
     dlock_client *c = lock->client;
     dlock__node_result results[DLOCK__NODES_MAX];
@@ -215,23 +212,25 @@ static int try_acquire(dlock_lock *lock, int64_t ttl_ms)
     snprintf(ttl, sizeof(ttl), "%" PRId64, ttl_ms);
     snprintf(fence_ttl, sizeof(fence_ttl), "%" PRId64, c->fence_ttl_ms);
     owner_record(lock, owner, sizeof(owner));
+    lock->attempts++;
     rc = dlock__script_call(&call, DLOCK__SCRIPT_ACQUIRE, 3, keys, 4, args);
     if (rc < 0) {
-        dlock__set_error(c, "cannot encode the acquire command");
+        dlock__set_error(lane, "cannot encode the acquire command");
         return rc;
     }
     start = dlock__now_ns();
-    dlock__fanout(c->conns, c->n, &call, dlock__node_deadline(c, ttl_ms, start), results,
+    dlock__fanout(lane->conns, c->n, &call, dlock__node_deadline(c, ttl_ms, start), results,
                   acquire_decided, &t);
     validity_ns = ttl_ms * DLOCK__NS_PER_MS - (dlock__now_ns() - start) - drift_ns(c, ttl_ms);
     count(&t, results, c->n, true);
     if (t.confirmed >= t.quorum && validity_ns > 0) {
         lock->fence = t.fence;
         lock->ttl_ms = ttl_ms;
+        lock->acquired_ns = start;
         lock->valid_until_ns = start + ttl_ms * DLOCK__NS_PER_MS - drift_ns(c, ttl_ms);
         rc = 0;
     } else {
-        rc = acquire_failed(lock, &t, results, ttl_ms);
+        rc = acquire_failed(lock, lane, &t, results, ttl_ms);
     }
     dlock__results_clear(results, c->n);
     dlock__script_call_free(&call);
@@ -244,13 +243,14 @@ static int new_lock(dlock_lock **out, dlock_client *c, const char *name)
     dlock_lock *lock = calloc(1, sizeof(*lock));
     int rc;
     if (!lock) {
-        dlock__set_error(c, "out of memory");
+        dlock__set_error(&c->main, "out of memory");
         return DLOCK_ENOMEM;
     }
     lock->client = c;
+    lock->hold_until_ns = INT64_MAX;
     rc = dlock__keys_make(&lock->keys, name, why, sizeof(why));
     if (rc < 0) {
-        dlock__set_error(c, "%s", why);
+        dlock__set_error(&c->main, "%s", why);
         free(lock);
         return rc;
     }
@@ -258,27 +258,82 @@ static int new_lock(dlock_lock **out, dlock_client *c, const char *name)
     return 0;
 }
 
-int dlock_lock_acquire(dlock_lock **out, dlock_client *c, const char *name, int64_t ttl_ms)
+int dlock_acquire_options_init(dlock_acquire_options *opts, unsigned version)
 {
+    if (!opts || version != DLOCK_ACQUIRE_OPTIONS_VERSION)
+        return DLOCK_EINVAL;
+    memset(opts, 0, sizeof(*opts));
+    opts->version = version;
+    return 0;
+}
+
+static int check_acquire_options(dlock__lane *lane, const dlock_acquire_options *o)
+{
+    const char *why = NULL;
+    if (o->version != DLOCK_ACQUIRE_OPTIONS_VERSION)
+        why = "unknown acquire options version";
+    else if (o->wait_ms < 0 && o->wait_ms != DLOCK_WAIT_FOREVER)
+        why = "wait_ms must be 0, positive or DLOCK_WAIT_FOREVER";
+    else if (o->backoff_max_ms < 0 || o->max_hold_ms < 0)
+        why = "backoff_max_ms and max_hold_ms must not be negative";
+    else if (!o->auto_renew && (o->max_hold_ms || o->on_lost))
+        why = "max_hold_ms and on_lost need auto_renew";
+    if (!why)
+        return 0;
+    dlock__set_error(lane, "%s", why);
+    return DLOCK_EINVAL;
+}
+
+static int start_renewal(dlock_lock *lock, int64_t ttl_ms, const dlock_acquire_options *o)
+{
+    int rc;
+    lock->auto_renew = true;
+    lock->renew_ttl_ms = ttl_ms;
+    lock->on_lost = o->on_lost;
+    lock->on_lost_arg = o->on_lost_arg;
+    if (o->max_hold_ms > 0)
+        lock->hold_until_ns = lock->acquired_ns + o->max_hold_ms * DLOCK__NS_PER_MS;
+    lock->next_renewal_ns = lock->acquired_ns + ttl_ms * DLOCK__NS_PER_MS / 3;
+    rc = dlock__renew_add(lock);
+    if (rc < 0) {
+        lock->auto_renew = false;
+        dlock__lock_release(lock, &lock->client->main, true);
+        dlock__set_error(&lock->client->main, "cannot start the renewal thread");
+    }
+    return rc;
+}
+
+int dlock_lock_acquire(dlock_lock **out, dlock_client *c, const char *name, int64_t ttl_ms,
+                       const dlock_acquire_options *opts)
+{
+    static const dlock_acquire_options defaults = DLOCK_ACQUIRE_OPTIONS_INIT;
+    const dlock_acquire_options *o = opts ? opts : &defaults;
     dlock_lock *lock;
     int rc;
     if (!c)
         return DLOCK_EINVAL;
-    c->errmsg[0] = '\0';
+    c->main.errmsg[0] = '\0';
     if (!out) {
-        dlock__set_error(c, "out is NULL");
+        dlock__set_error(&c->main, "out is NULL");
         return DLOCK_EINVAL;
     }
-    rc = check_ttl(c, ttl_ms);
+    rc = check_ttl(&c->main, ttl_ms);
+    if (rc == 0)
+        rc = check_acquire_options(&c->main, o);
     if (rc == 0)
         rc = new_lock(&lock, c, name);
     if (rc < 0)
         return rc;
     rc = dlock__token_new(lock->token);
     if (rc < 0)
-        dlock__set_error(c, "getrandom() gave no random bytes for the owner token");
+        dlock__set_error(&c->main, "getrandom() gave no random bytes for the owner token");
+    else if (o->wait_ms != 0)
+        rc = dlock__wait_acquire(lock, ttl_ms, o->wait_ms,
+                                 o->backoff_max_ms ? o->backoff_max_ms : DEFAULT_BACKOFF_MAX_MS);
     else
-        rc = try_acquire(lock, ttl_ms);
+        rc = dlock__lock_try(lock, &c->main, ttl_ms);
+    if (rc == 0 && o->auto_renew)
+        rc = start_renewal(lock, ttl_ms, o);
     if (rc < 0) {
         dlock_lock_free(lock);
         return rc;
@@ -293,9 +348,9 @@ int dlock_lock_adopt(dlock_lock **out, dlock_client *c, const char *name, const 
     int rc;
     if (!c)
         return DLOCK_EINVAL;
-    c->errmsg[0] = '\0';
+    c->main.errmsg[0] = '\0';
     if (!out || !dlock__token_valid(token)) {
-        dlock__set_error(c, "a token is %d lower-case hex characters", DLOCK_TOKEN_LEN);
+        dlock__set_error(&c->main, "a token is %d lower-case hex characters", DLOCK_TOKEN_LEN);
         return DLOCK_EINVAL;
     }
     rc = new_lock(&lock, c, name);
@@ -309,75 +364,62 @@ int dlock_lock_adopt(dlock_lock **out, dlock_client *c, const char *name, const 
 /* Runs the release or extend script on every node and tallies the 1s and
  * 0s. Returns 0 (a majority confirmed), DLOCK_ENOTOWNER (too many refused)
  * or the nodes' failure. */
-static int compare_and_act(dlock_lock *lock, enum dlock__script_id id, const char *arg,
-                           int64_t ttl_ms, int64_t start)
+static int compare_and_act(dlock_lock *lock, dlock__lane *lane, enum dlock__script_id id,
+                           const char *arg, const char *publish, int64_t ttl_ms, int64_t start)
 {
     dlock_client *c = lock->client;
     dlock__node_result results[DLOCK__NODES_MAX];
     const char *keys[] = {lock->keys.lock, lock->keys.owner};
-    const char *args[] = {lock->token, arg, "1"};
-    int nargs = id == DLOCK__SCRIPT_RELEASE ? 3 : 2;
+    const char *args[] = {lock->token, arg, publish};
     struct tally t = {.quorum = dlock__quorum(c)};
     dlock__call call;
-    int rc = dlock__script_call(&call, id, 2, keys, nargs, args);
+    int rc = dlock__script_call(&call, id, 2, keys, publish ? 3 : 2, args);
     if (rc < 0) {
-        dlock__set_error(c, "cannot encode the command");
+        dlock__set_error(lane, "cannot encode the command");
         return rc;
     }
-    dlock__fanout(c->conns, c->n, &call, dlock__node_deadline(c, ttl_ms, start), results, NULL,
+    dlock__fanout(lane->conns, c->n, &call, dlock__node_deadline(c, ttl_ms, start), results, NULL,
                   NULL);
     count(&t, results, c->n, false);
     if (t.confirmed >= t.quorum) {
         rc = 0;
     } else if (t.confirmed + t.refused >= t.quorum) {
         rc = DLOCK_ENOTOWNER;
-        dlock__set_error(c, "the lock is not ours: another owner holds it, or it expired");
+        dlock__set_error(lane, "the lock is not ours: another owner holds it, or it expired");
     } else {
         rc = common_failure(results, c->n, false);
-        dlock__set_error(c, "%s", dlock_strerror(rc));
-        dlock__append_node_errors(c, results);
+        dlock__set_error(lane, "%s", dlock_strerror(rc));
+        dlock__append_node_errors(c, lane, results);
     }
     dlock__results_clear(results, c->n);
     dlock__script_call_free(&call);
     return rc;
 }
 
-int dlock_lock_release(dlock_lock *lock)
+int dlock__lock_release(dlock_lock *lock, dlock__lane *lane, bool publish)
 {
-    int rc;
-    if (!lock)
-        return DLOCK_EINVAL;
-    lock->client->errmsg[0] = '\0';
-    rc = compare_and_act(lock, DLOCK__SCRIPT_RELEASE, lock->keys.channel, lock->ttl_ms,
-                         dlock__now_ns());
+    int rc = compare_and_act(lock, lane, DLOCK__SCRIPT_RELEASE, lock->keys.channel,
+                             publish ? "1" : "0", lock->ttl_ms, dlock__now_ns());
     if (rc == 0 || rc == DLOCK_ENOTOWNER)
         lock->valid_until_ns = 0;
     return rc;
 }
 
-int dlock_lock_extend(dlock_lock *lock, int64_t ttl_ms)
+int dlock__lock_extend(dlock_lock *lock, dlock__lane *lane, int64_t ttl_ms)
 {
-    dlock_client *c;
+    dlock_client *c = lock->client;
     char ttl[24];
-    int64_t start, valid_until;
+    int64_t start = dlock__now_ns(), valid_until;
     int rc;
-    if (!lock)
-        return DLOCK_EINVAL;
-    c = lock->client;
-    c->errmsg[0] = '\0';
-    rc = check_ttl(c, ttl_ms);
-    if (rc < 0)
-        return rc;
     snprintf(ttl, sizeof(ttl), "%" PRId64, ttl_ms);
-    start = dlock__now_ns();
-    rc = compare_and_act(lock, DLOCK__SCRIPT_EXTEND, ttl, ttl_ms, start);
+    rc = compare_and_act(lock, lane, DLOCK__SCRIPT_EXTEND, ttl, NULL, ttl_ms, start);
     if (rc == DLOCK_ENOTOWNER)
         lock->valid_until_ns = 0;
     if (rc < 0)
         return rc;
     valid_until = start + ttl_ms * DLOCK__NS_PER_MS - drift_ns(c, ttl_ms);
     if (valid_until <= dlock__now_ns()) {
-        dlock__set_error(c, "extending took longer than the TTL of %" PRId64 " ms", ttl_ms);
+        dlock__set_error(lane, "extending took longer than the TTL of %" PRId64 " ms", ttl_ms);
         return DLOCK_ETIMEDOUT;
     }
     lock->ttl_ms = ttl_ms;
@@ -385,13 +427,53 @@ int dlock_lock_extend(dlock_lock *lock, int64_t ttl_ms)
     return 0;
 }
 
+int dlock_lock_release(dlock_lock *lock)
+{
+    if (!lock)
+        return DLOCK_EINVAL;
+    lock->client->main.errmsg[0] = '\0';
+    dlock__renew_remove(lock);
+    if (lock->lost) {
+        dlock__set_error(&lock->client->main, "the lock was lost before this release");
+        return DLOCK_ELOST;
+    }
+    return dlock__lock_release(lock, &lock->client->main, true);
+}
+
+int dlock_lock_extend(dlock_lock *lock, int64_t ttl_ms)
+{
+    dlock__lane *lane;
+    int rc;
+    if (!lock)
+        return DLOCK_EINVAL;
+    lane = &lock->client->main;
+    lane->errmsg[0] = '\0';
+    if (lock->auto_renew) {
+        dlock__set_error(lane, "the lock is renewed automatically");
+        return DLOCK_EINVAL;
+    }
+    rc = check_ttl(lane, ttl_ms);
+    return rc < 0 ? rc : dlock__lock_extend(lock, lane, ttl_ms);
+}
+
 int64_t dlock_lock_validity_ms(const dlock_lock *lock)
 {
-    int64_t left;
-    if (!lock || lock->valid_until_ns == 0)
+    int64_t until, left;
+    if (!lock || lock->lost)
         return 0;
-    left = lock->valid_until_ns - dlock__now_ns();
-    return left > 0 ? left / DLOCK__NS_PER_MS : 0;
+    until = lock->valid_until_ns;
+    left = until - dlock__now_ns();
+    return until && left > 0 ? left / DLOCK__NS_PER_MS : 0;
+}
+
+int dlock_lock_held(const dlock_lock *lock)
+{
+    return dlock_lock_validity_ms(lock) > 0;
+}
+
+unsigned dlock_lock_attempts(const dlock_lock *lock)
+{
+    return lock ? lock->attempts : 0;
 }
 
 const char *dlock_lock_token(const dlock_lock *lock)
@@ -413,6 +495,7 @@ void dlock_lock_free(dlock_lock *lock)
 {
     if (!lock)
         return;
+    dlock__renew_remove(lock);
     dlock__keys_clear(&lock->keys);
     dlock__wipe(lock->token, sizeof(lock->token));
     free(lock);

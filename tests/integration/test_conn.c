@@ -57,7 +57,7 @@ static int teardown_server(void **state)
 static int try_lock(dlock_client *c, const char *name)
 {
     dlock_lock *lock = NULL;
-    int rc = dlock_lock_acquire(&lock, c, name, 30000);
+    int rc = dlock_lock_acquire(&lock, c, name, 30000, NULL);
     if (rc == 0) {
         assert_int_equal(dlock_lock_release(lock), 0);
         dlock_lock_free(lock);
@@ -153,7 +153,7 @@ static void test_conn_paused_server_times_out_then_recovers(void **state)
 
     /* The late replies of the calls that timed out are discarded, never read
      * as the answer to this one. */
-    assert_int_equal(dlock_lock_acquire(&lock, c, "paused:4", 30000), 0);
+    assert_int_equal(dlock_lock_acquire(&lock, c, "paused:4", 30000, NULL), 0);
     redis = test_redis_connect(server, NULL);
     holder = get_string(redis, "paused:4");
     assert_string_equal(holder, dlock_lock_token(lock));
@@ -177,14 +177,14 @@ static void test_conn_late_reply_never_answers_a_newer_call(void **state)
     dlock_client *b = open_client(server->url, 2000, 400);
     redisContext *redis = test_redis_connect(server, NULL);
     dlock_lock *mine = NULL, *theirs = NULL, *stolen = NULL;
-    assert_int_equal(dlock_lock_acquire(&mine, a, "late:mine", 30000), 0);
-    assert_int_equal(dlock_lock_acquire(&theirs, b, "late:theirs", 30000), 0);
+    assert_int_equal(dlock_lock_acquire(&mine, a, "late:mine", 30000, NULL), 0);
+    assert_int_equal(dlock_lock_acquire(&theirs, b, "late:theirs", 30000, NULL), 0);
 
     /* Timeline: extend times out at 400 ms, the acquire starts then, the
      * pause ends at 600 ms, the acquire's deadline is 800 ms. */
     freeReplyObject(run(redis, "CLIENT PAUSE 600 ALL"));
     assert_int_equal(dlock_lock_extend(mine, 30000), DLOCK_ETIMEDOUT);
-    assert_int_equal(dlock_lock_acquire(&stolen, a, "late:theirs", 30000), DLOCK_EBUSY);
+    assert_int_equal(dlock_lock_acquire(&stolen, a, "late:theirs", 30000, NULL), DLOCK_EBUSY);
     assert_null(stolen);
 
     assert_int_equal(dlock_lock_release(mine), 0);
@@ -267,7 +267,7 @@ static void test_conn_unix_socket_and_databases(void **state)
 
     snprintf(url, sizeof(url), "%s?db=2", server->unix_url);
     c = open_client(url, 0, 0);
-    assert_int_equal(dlock_lock_acquire(&lock, c, "db:unix", 30000), 0);
+    assert_int_equal(dlock_lock_acquire(&lock, c, "db:unix", 30000, NULL), 0);
     assert_true(key_in_db(server, 2, "db:unix"));
     assert_false(key_in_db(server, 0, "db:unix"));
     assert_int_equal(dlock_lock_release(lock), 0);
@@ -276,7 +276,7 @@ static void test_conn_unix_socket_and_databases(void **state)
 
     snprintf(url, sizeof(url), "%s/3", server->url);
     c = open_client(url, 0, 0);
-    assert_int_equal(dlock_lock_acquire(&lock, c, "db:tcp", 30000), 0);
+    assert_int_equal(dlock_lock_acquire(&lock, c, "db:tcp", 30000, NULL), 0);
     assert_true(key_in_db(server, 3, "db:tcp"));
     assert_int_equal(dlock_lock_release(lock), 0);
     dlock_lock_free(lock);

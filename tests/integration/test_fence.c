@@ -34,7 +34,7 @@ static uint64_t acquire_release(dlock_client *c, const char *name)
 {
     dlock_lock *lock = NULL;
     uint64_t fence;
-    int rc = dlock_lock_acquire(&lock, c, name, 30000);
+    int rc = dlock_lock_acquire(&lock, c, name, 30000, NULL);
     if (rc != 0)
         fail_msg("acquire: %s: %s", dlock_err_name(rc), dlock_client_errmsg(c));
     fence = dlock_lock_fence(lock);
@@ -116,7 +116,7 @@ static void test_fence_garbage_refused_before_any_write(void **state)
     dlock_lock *lock = NULL;
     (void)state;
     freeReplyObject(run(redis, "SET {fence:junk}:fence not-a-number"));
-    assert_int_equal(dlock_lock_acquire(&lock, c, "fence:junk", 30000), DLOCK_ESERVER);
+    assert_int_equal(dlock_lock_acquire(&lock, c, "fence:junk", 30000, NULL), DLOCK_ESERVER);
     assert_non_null(strstr(dlock_client_errmsg(c), "does not hold a number"));
     assert_false(key_exists(redis, "fence:junk"));
     assert_false(key_exists(redis, "{fence:junk}:owner"));

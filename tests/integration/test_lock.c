@@ -60,7 +60,7 @@ static int teardown(void **state)
 static dlock_lock *must_acquire(dlock_client *c, const char *name, int64_t ttl_ms)
 {
     dlock_lock *lock = NULL;
-    int rc = dlock_lock_acquire(&lock, c, name, ttl_ms);
+    int rc = dlock_lock_acquire(&lock, c, name, ttl_ms, NULL);
     if (rc != 0)
         fail_msg("acquire %s: %s: %s", name, dlock_err_name(rc), dlock_client_errmsg(c));
     return lock;
@@ -80,7 +80,7 @@ static void test_lock_classic_sequence(void **state)
     dlock_lock *a = must_acquire(f->a, "lock:order", 30000);
     dlock_lock *b = NULL, *b_own = NULL;
 
-    assert_int_equal(dlock_lock_acquire(&b, f->b, "lock:order", 30000), DLOCK_EBUSY);
+    assert_int_equal(dlock_lock_acquire(&b, f->b, "lock:order", 30000, NULL), DLOCK_EBUSY);
     assert_null(b);
     assert_non_null(strstr(dlock_client_errmsg(f->b), "held by another owner"));
 
@@ -239,13 +239,13 @@ static void test_lock_plain_set_makes_acquire_busy(void **state)
     struct fixture *f = *state;
     dlock_lock *a = NULL;
     freeReplyObject(run(f->redis, "SET lock:interop x NX PX 5000"));
-    assert_int_equal(dlock_lock_acquire(&a, f->a, "lock:interop", 30000), DLOCK_EBUSY);
+    assert_int_equal(dlock_lock_acquire(&a, f->a, "lock:interop", 30000, NULL), DLOCK_EBUSY);
     assert_null(a);
     assert_key_holds(f->redis, "lock:interop", "x");
     assert_true(pttl_of(f->redis, "lock:interop") <= 5000);
     /* A key without a TTL (set by someone else) is busy too. */
     freeReplyObject(run(f->redis, "SET lock:interop2 y"));
-    assert_int_equal(dlock_lock_acquire(&a, f->a, "lock:interop2", 30000), DLOCK_EBUSY);
+    assert_int_equal(dlock_lock_acquire(&a, f->a, "lock:interop2", 30000, NULL), DLOCK_EBUSY);
     assert_int_equal(pttl_of(f->redis, "lock:interop2"), -1);
     assert_key_holds(f->redis, "lock:interop2", "y");
 }
@@ -272,7 +272,7 @@ static void test_lock_wrong_type_is_not_busy(void **state)
     dlock_lock *a = NULL;
     redisReply *r;
     freeReplyObject(run(f->redis, "RPUSH lock:list item"));
-    assert_int_equal(dlock_lock_acquire(&a, f->a, "lock:list", 30000), DLOCK_EWRONGTYPE);
+    assert_int_equal(dlock_lock_acquire(&a, f->a, "lock:list", 30000, NULL), DLOCK_EWRONGTYPE);
     assert_null(a);
     assert_non_null(strstr(dlock_client_errmsg(f->a), "WRONGTYPE"));
     r = run(f->redis, "LLEN lock:list");
@@ -282,7 +282,7 @@ static void test_lock_wrong_type_is_not_busy(void **state)
     assert_false(key_exists(f->redis, "{lock:list}:owner"));
     /* A fence key of another type: refused before any write. */
     freeReplyObject(run(f->redis, "HSET {lock:wf}:fence a b"));
-    assert_int_equal(dlock_lock_acquire(&a, f->a, "lock:wf", 30000), DLOCK_EWRONGTYPE);
+    assert_int_equal(dlock_lock_acquire(&a, f->a, "lock:wf", 30000, NULL), DLOCK_EWRONGTYPE);
     assert_false(key_exists(f->redis, "lock:wf"));
 }
 
@@ -316,11 +316,11 @@ static void test_lock_name_limits(void **state)
     lock = NULL;
     name[DLOCK_NAME_MAX] = 'n';
     name[DLOCK_NAME_MAX + 1] = '\0';
-    assert_int_equal(dlock_lock_acquire(&lock, f->a, name, 30000), DLOCK_EINVAL);
+    assert_int_equal(dlock_lock_acquire(&lock, f->a, name, 30000, NULL), DLOCK_EINVAL);
     assert_non_null(strstr(dlock_client_errmsg(f->a), "1 to 1024 bytes"));
     free(name);
     for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
-        int rc = dlock_lock_acquire(&lock, f->a, refused[i], 30000);
+        int rc = dlock_lock_acquire(&lock, f->a, refused[i], 30000, NULL);
         if (rc != DLOCK_EINVAL)
             fail_msg("name \"%s\": %s", refused[i], dlock_err_name(rc));
         assert_true(strlen(dlock_client_errmsg(f->a)) > 0);
@@ -340,7 +340,7 @@ static void test_lock_bad_ttl_refused(void **state)
     static const int64_t bad[] = {0, -1, -30000, DLOCK_TTL_MAX_MS + 1, INT64_MAX, INT64_MIN};
     dlock_lock *lock = NULL;
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        assert_int_equal(dlock_lock_acquire(&lock, f->a, "lock:ttlbad", bad[i]), DLOCK_EINVAL);
+        assert_int_equal(dlock_lock_acquire(&lock, f->a, "lock:ttlbad", bad[i], NULL), DLOCK_EINVAL);
         assert_non_null(strstr(dlock_client_errmsg(f->a), "TTL"));
     }
     assert_null(lock);
@@ -358,9 +358,9 @@ static void test_lock_null_arguments(void **state)
 {
     struct fixture *f = *state;
     dlock_lock *lock = NULL;
-    assert_int_equal(dlock_lock_acquire(NULL, f->a, "lock:null", 1000), DLOCK_EINVAL);
-    assert_int_equal(dlock_lock_acquire(&lock, NULL, "lock:null", 1000), DLOCK_EINVAL);
-    assert_int_equal(dlock_lock_acquire(&lock, f->a, NULL, 1000), DLOCK_EINVAL);
+    assert_int_equal(dlock_lock_acquire(NULL, f->a, "lock:null", 1000, NULL), DLOCK_EINVAL);
+    assert_int_equal(dlock_lock_acquire(&lock, NULL, "lock:null", 1000, NULL), DLOCK_EINVAL);
+    assert_int_equal(dlock_lock_acquire(&lock, f->a, NULL, 1000, NULL), DLOCK_EINVAL);
     assert_int_equal(dlock_lock_adopt(NULL, f->a, "lock:null", TOKEN_OF_NOBODY), DLOCK_EINVAL);
     assert_int_equal(dlock_lock_adopt(&lock, NULL, "lock:null", TOKEN_OF_NOBODY), DLOCK_EINVAL);
     assert_null(lock);
@@ -380,7 +380,7 @@ static void test_lock_errmsg_cleared_on_success(void **state)
 {
     struct fixture *f = *state;
     dlock_lock *lock = NULL;
-    assert_int_equal(dlock_lock_acquire(&lock, f->a, "", 1000), DLOCK_EINVAL);
+    assert_int_equal(dlock_lock_acquire(&lock, f->a, "", 1000, NULL), DLOCK_EINVAL);
     assert_true(strlen(dlock_client_errmsg(f->a)) > 0);
     lock = must_acquire(f->a, "lock:errmsg", 1000);
     assert_string_equal(dlock_client_errmsg(f->a), "");

@@ -1,0 +1,48 @@
+/* The lock handle and the operations the waiting and renewal modules share. */
+#ifndef DLOCK_LOCK_H
+#define DLOCK_LOCK_H
+
+#include "client.h"
+#include "names.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct dlock_lock {
+    dlock_client *client;
+    dlock__keys keys;
+    char token[DLOCK_TOKEN_LEN + 1];
+    uint64_t fence;
+    _Atomic int64_t ttl_ms;         /* of the last acquire or extend; 0 when adopted */
+    _Atomic int64_t valid_until_ns; /* 0: not held */
+    atomic_bool lost;               /* the renewal thread gave up on it */
+    unsigned attempts;
+    int64_t last_pttl_ms; /* PTTL that the last busy attempt reported */
+
+    /* Renewal, guarded by the renewer's mutex. */
+    bool auto_renew;
+    bool renewing;                /* an extend is in flight */
+    bool in_renewal_set;
+    int64_t acquired_ns;
+    int64_t renew_ttl_ms;         /* the TTL each renewal asks for */
+    int64_t hold_until_ns;        /* INT64_MAX: no max_hold */
+    int64_t next_renewal_ns;
+    int last_renew_error;
+    dlock_lost_fn on_lost;
+    void *on_lost_arg;
+    struct dlock_lock *next_renewed;
+};
+
+/* One attempt to acquire, on `lane`. On DLOCK_EBUSY, lock->last_pttl_ms says
+ * how long the holder's key still lives (-1: no TTL). */
+int dlock__lock_try(dlock_lock *lock, dlock__lane *lane, int64_t ttl_ms);
+
+/* Extend on `lane`; sets the validity on success, clears it on
+ * DLOCK_ENOTOWNER. */
+int dlock__lock_extend(dlock_lock *lock, dlock__lane *lane, int64_t ttl_ms);
+
+/* Release on `lane`; `publish` wakes waiters (cleanups do not). */
+int dlock__lock_release(dlock_lock *lock, dlock__lane *lane, bool publish);
+
+#endif

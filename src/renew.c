@@ -1,0 +1,224 @@
+/* The renewal thread. It sleeps until the earliest renewal or expiry of the
+ * locks in its set, extends due locks at ttl/3 on its own connections, and
+ * declares a lock lost when the extend is refused or the validity runs out
+ * before an extend succeeds: it marks the handle, sends a cleanup release
+ * and calls on_lost once. */
+#include "renew.h"
+
+#include "clock.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MIN_RETRY_MS 10
+
+struct dlock__renewer {
+    dlock_client *client;
+    dlock__lane lane;
+    pthread_t thread;
+    pthread_mutex_t mutex;
+    pthread_cond_t wake; /* the set changed, or stop */
+    pthread_cond_t idle; /* an extend or a loss finished */
+    dlock_lock *locks;   /* the renewal set */
+    bool stop;
+};
+
+static void unlink_lock(struct dlock__renewer *r, dlock_lock *lock)
+{
+    for (dlock_lock **p = &r->locks; *p; p = &(*p)->next_renewed) {
+        if (*p == lock) {
+            *p = lock->next_renewed;
+            break;
+        }
+    }
+    lock->next_renewed = NULL;
+    lock->in_renewal_set = false;
+}
+
+/* Sleeps on `wake` until `until_ns` (CLOCK_BOOTTIME; INT64_MAX: no limit). */
+static void wait_until(struct dlock__renewer *r, int64_t until_ns)
+{
+    struct timespec now_mono, at;
+    int64_t left;
+    if (until_ns == INT64_MAX) {
+        pthread_cond_wait(&r->wake, &r->mutex);
+        return;
+    }
+    left = until_ns - dlock__now_ns();
+    if (left <= 0)
+        return;
+    clock_gettime(CLOCK_MONOTONIC, &now_mono);
+    left += now_mono.tv_nsec;
+    at.tv_sec = now_mono.tv_sec + (time_t)(left / 1000000000LL);
+    at.tv_nsec = (long)(left % 1000000000LL);
+    pthread_cond_timedwait(&r->wake, &r->mutex, &at);
+}
+
+/* Called with the mutex held; returns with it held. */
+static void declare_lost(struct dlock__renewer *r, dlock_lock *lock, int reason)
+{
+    unlink_lock(r, lock);
+    lock->lost = true;
+    lock->valid_until_ns = 0;
+    lock->renewing = true;
+    pthread_mutex_unlock(&r->mutex);
+    /* Our token may still sit on some node (a minority, or a key the server
+     * has not expired yet): take it away, quietly. */
+    dlock__lock_release(lock, &r->lane, false);
+    if (lock->on_lost)
+        lock->on_lost(lock, reason, lock->on_lost_arg);
+    pthread_mutex_lock(&r->mutex);
+    lock->renewing = false;
+    pthread_cond_broadcast(&r->idle);
+}
+
+/* Called with the mutex held; returns with it held. */
+static void renew(struct dlock__renewer *r, dlock_lock *lock, int64_t now)
+{
+    int64_t ttl_ms = lock->renew_ttl_ms;
+    int64_t retry_ms = ttl_ms / 10 > MIN_RETRY_MS ? ttl_ms / 10 : MIN_RETRY_MS;
+    int rc;
+
+    if (lock->hold_until_ns != INT64_MAX && (lock->hold_until_ns - now) / DLOCK__NS_PER_MS < ttl_ms)
+        ttl_ms = (lock->hold_until_ns - now) / DLOCK__NS_PER_MS;
+    if (ttl_ms < 1) {
+        lock->next_renewal_ns = INT64_MAX; /* held long enough: let it expire */
+        return;
+    }
+    lock->renewing = true;
+    pthread_mutex_unlock(&r->mutex);
+    rc = dlock__lock_extend(lock, &r->lane, ttl_ms);
+    pthread_mutex_lock(&r->mutex);
+    lock->renewing = false;
+    pthread_cond_broadcast(&r->idle);
+    if (!lock->in_renewal_set)
+        return; /* released or freed meanwhile */
+    if (rc == 0) {
+        lock->last_renew_error = 0;
+        lock->next_renewal_ns = now + ttl_ms * DLOCK__NS_PER_MS / 3;
+    } else if (rc == DLOCK_ENOTOWNER) {
+        declare_lost(r, lock, rc);
+    } else {
+        lock->last_renew_error = rc;
+        lock->next_renewal_ns = dlock__now_ns() + retry_ms * DLOCK__NS_PER_MS;
+    }
+}
+
+static void *renewal_thread(void *arg)
+{
+    struct dlock__renewer *r = arg;
+    pthread_mutex_lock(&r->mutex);
+    while (!r->stop) {
+        int64_t now = dlock__now_ns(), next = INT64_MAX;
+        dlock_lock *due = NULL;
+        for (dlock_lock *l = r->locks; l && !due; l = l->next_renewed) {
+            int64_t at = l->next_renewal_ns < l->valid_until_ns ? l->next_renewal_ns
+                                                                 : l->valid_until_ns;
+            if (at <= now)
+                due = l;
+            else if (at < next)
+                next = at;
+        }
+        if (!due)
+            wait_until(r, next);
+        else if (due->valid_until_ns <= now)
+            declare_lost(r, due,
+                         due->hold_until_ns <= now ? DLOCK_ELOST
+                         : due->last_renew_error   ? due->last_renew_error
+                                                   : DLOCK_ETIMEDOUT);
+        else
+            renew(r, due, now);
+    }
+    pthread_mutex_unlock(&r->mutex);
+    return NULL;
+}
+
+static void destroy(struct dlock__renewer *r)
+{
+    dlock__lane_destroy(r->client, &r->lane);
+    pthread_cond_destroy(&r->idle);
+    pthread_cond_destroy(&r->wake);
+    pthread_mutex_destroy(&r->mutex);
+    free(r);
+}
+
+static int start(dlock_client *c)
+{
+    struct dlock__renewer *r = calloc(1, sizeof(*r));
+    pthread_condattr_t attr;
+    sigset_t all, old;
+    int rc;
+    if (!r)
+        return DLOCK_ENOMEM;
+    r->client = c;
+    pthread_mutex_init(&r->mutex, NULL);
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&r->wake, &attr);
+    pthread_condattr_destroy(&attr);
+    pthread_cond_init(&r->idle, NULL);
+    if (dlock__lane_init(c, &r->lane) < 0) {
+        destroy(r);
+        return DLOCK_ENOMEM;
+    }
+    /* The application's signals are not ours to receive. */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    rc = pthread_create(&r->thread, NULL, renewal_thread, r);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        destroy(r);
+        return DLOCK_ESYSTEM;
+    }
+    c->renewer = r;
+    return 0;
+}
+
+int dlock__renew_add(dlock_lock *lock)
+{
+    dlock_client *c = lock->client;
+    struct dlock__renewer *r;
+    if (!c->renewer) {
+        int rc = start(c);
+        if (rc < 0)
+            return rc;
+    }
+    r = c->renewer;
+    pthread_mutex_lock(&r->mutex);
+    lock->next_renewed = r->locks;
+    r->locks = lock;
+    lock->in_renewal_set = true;
+    pthread_cond_signal(&r->wake);
+    pthread_mutex_unlock(&r->mutex);
+    return 0;
+}
+
+void dlock__renew_remove(dlock_lock *lock)
+{
+    struct dlock__renewer *r = lock->client->renewer;
+    if (!lock->auto_renew || !r)
+        return;
+    pthread_mutex_lock(&r->mutex);
+    if (lock->in_renewal_set)
+        unlink_lock(r, lock);
+    while (lock->renewing)
+        pthread_cond_wait(&r->idle, &r->mutex);
+    pthread_mutex_unlock(&r->mutex);
+}
+
+void dlock__renew_stop(dlock_client *c)
+{
+    struct dlock__renewer *r = c->renewer;
+    if (!r)
+        return;
+    pthread_mutex_lock(&r->mutex);
+    r->stop = true;
+    pthread_cond_signal(&r->wake);
+    pthread_mutex_unlock(&r->mutex);
+    pthread_join(r->thread, NULL);
+    destroy(r);
+    c->renewer = NULL;
+}

@@ -1,0 +1,239 @@
+/* Waiting for a busy lock. A waiter subscribes to the lock's release channel
+ * (and reads the confirmation) before each attempt, so no release slips
+ * between "try" and "listen"; between attempts it sleeps until a release
+ * message, the holder's PTTL, a jittered backoff or its deadline. */
+#include "wait.h"
+
+#include "clock.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define FIRST_BACKOFF_MS 10
+#define WAKE_JITTER_MS 5 /* Redlock: keep waiters from splitting the vote in step */
+
+struct waiter {
+    dlock_client *c;
+    const char *channel;
+    bool subscribed[DLOCK__NODES_MAX];
+    bool pending[DLOCK__NODES_MAX]; /* SUBSCRIBE sent, not yet confirmed */
+    bool woken;
+};
+
+void dlock_client_cancel(dlock_client *c)
+{
+    uint64_t one = 1;
+    if (!c)
+        return;
+    atomic_store(&c->cancel_requested, true);
+    (void)!write(c->cancel_fd, &one, sizeof(one));
+}
+
+static bool take_cancel(dlock_client *c)
+{
+    uint64_t count;
+    (void)!read(c->cancel_fd, &count, sizeof(count));
+    return atomic_exchange(&c->cancel_requested, false);
+}
+
+static bool is_string(const dlock__reply *r, const char *s)
+{
+    return r->type == DLOCK__REPLY_STRING && r->len == strlen(s) && memcmp(r->str, s, r->len) == 0;
+}
+
+static void on_push(struct waiter *w, size_t i, const dlock__reply *r)
+{
+    if (r->type != DLOCK__REPLY_ARRAY || r->elements != 3 || !is_string(r->element[1], w->channel))
+        return; /* another channel's: a leftover of an earlier wait */
+    if (is_string(r->element[0], "subscribe")) {
+        w->pending[i] = false;
+        w->subscribed[i] = true;
+    } else if (is_string(r->element[0], "message")) {
+        w->woken = true;
+    }
+}
+
+static void read_pushes(struct waiter *w, size_t i, short revents)
+{
+    dlock__reply *r = NULL;
+    int rc;
+    while ((rc = dlock__conn_progress(&w->c->subs[i], revents, &r)) == 1) {
+        on_push(w, i, r);
+        dlock__reply_free(r);
+        revents = 0;
+    }
+    if (rc < 0)
+        w->subscribed[i] = w->pending[i] = false; /* resubscribe before the next attempt */
+}
+
+/* Polls the subscriber connections (and the cancel descriptor) until
+ * `until_ns` or until `done` holds. Returns DLOCK_ECANCELED or 0. */
+static int poll_subscribers(struct waiter *w, int64_t until_ns, bool (*done)(const struct waiter *))
+{
+    struct pollfd fds[DLOCK__NODES_MAX + 1];
+    size_t index[DLOCK__NODES_MAX + 1];
+    int64_t now = dlock__now_ns();
+
+    while (!done(w) && now < until_ns) {
+        size_t k = 1;
+        fds[0] = (struct pollfd){.fd = w->c->cancel_fd, .events = POLLIN};
+        for (size_t i = 0; i < w->c->n; i++) {
+            if (!w->subscribed[i] && !w->pending[i])
+                continue;
+            fds[k] = (struct pollfd){.fd = w->c->subs[i].fd,
+                                     .events = dlock__conn_events(&w->c->subs[i])};
+            index[k++] = i;
+        }
+        if (poll(fds, k, dlock__ms_until(until_ns, now)) < 0 && errno != EINTR)
+            return 0;
+        if ((fds[0].revents & POLLIN) && take_cancel(w->c))
+            return DLOCK_ECANCELED;
+        for (size_t j = 1; j < k; j++)
+            if (fds[j].revents)
+                read_pushes(w, index[j], fds[j].revents);
+        now = dlock__now_ns();
+    }
+    return 0;
+}
+
+static bool all_confirmed(const struct waiter *w)
+{
+    for (size_t i = 0; i < w->c->n; i++)
+        if (w->pending[i])
+            return false;
+    return true;
+}
+
+static bool woken(const struct waiter *w)
+{
+    return w->woken;
+}
+
+static void send_to_subscribers(struct waiter *w, const char *verb, bool only_idle)
+{
+    const char *argv[] = {verb, w->channel};
+    size_t lens[] = {strlen(verb), strlen(w->channel)};
+    int64_t now = dlock__now_ns();
+    char *cmd;
+    long long len = dlock__command_format(&cmd, 2, argv, lens);
+    if (len < 0)
+        return;
+    for (size_t i = 0; i < w->c->n; i++) {
+        bool active = w->subscribed[i] || w->pending[i];
+        if (only_idle ? active : !active)
+            continue;
+        if (dlock__conn_begin(&w->c->subs[i], cmd, (size_t)len, now) == 0)
+            w->pending[i] = only_idle;
+    }
+    dlock__command_free(cmd);
+}
+
+/* SUBSCRIBE where we are not yet, and read the confirmations. */
+static int subscribe(struct waiter *w, int64_t until_ns)
+{
+    send_to_subscribers(w, "SUBSCRIBE", true);
+    return poll_subscribers(w, until_ns, all_confirmed);
+}
+
+/* UNSUBSCRIBE without waiting: later waits ignore the confirmation. A
+ * subscription still unconfirmed is dropped with its connection, so its
+ * late confirmation cannot be mistaken for a later wait's. */
+static void unsubscribe(struct waiter *w)
+{
+    for (size_t i = 0; i < w->c->n; i++) {
+        if (w->pending[i]) {
+            dlock__conn_close(&w->c->subs[i]);
+            w->pending[i] = false;
+        }
+    }
+    send_to_subscribers(w, "UNSUBSCRIBE", false);
+    for (size_t i = 0; i < w->c->n; i++) {
+        dlock__reply *r = NULL;
+        if (!w->subscribed[i])
+            continue;
+        while (dlock__conn_progress(&w->c->subs[i], POLLOUT, &r) == 1)
+            dlock__reply_free(r);
+        w->subscribed[i] = false;
+    }
+}
+
+static bool retryable(int rc)
+{
+    return rc == DLOCK_EBUSY || rc == DLOCK_ETIMEDOUT || rc == DLOCK_ECONN ||
+           rc == DLOCK_ENOQUORUM || rc == DLOCK_ESERVER || rc == DLOCK_EPROTO;
+}
+
+static void sleep_ms(int64_t ms)
+{
+    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+static bool listening(const struct waiter *w)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < w->c->n; i++)
+        n += w->subscribed[i];
+    return n >= dlock__quorum(w->c);
+}
+
+/* How long to sleep after a failed attempt. While a majority of nodes will
+ * tell us of a release, the backoff cap (jittered) is only a safety net;
+ * without them we poll with a jittered exponential backoff. Either way never
+ * past the moment the holder's key expires. */
+static int64_t next_sleep_ms(const struct waiter *w, dlock_lock *lock, int rc, int *step_ms,
+                             int backoff_max_ms)
+{
+    int64_t step = listening(w) ? backoff_max_ms : *step_ms;
+    int64_t ms = step / 2 + (int64_t)dlock__random_below(lock->client, (uint64_t)step / 2 + 1);
+    *step_ms = *step_ms * 2 < backoff_max_ms ? *step_ms * 2 : backoff_max_ms;
+    if (rc == DLOCK_EBUSY && lock->last_pttl_ms >= 0 && lock->last_pttl_ms + 1 < ms)
+        ms = lock->last_pttl_ms + 1;
+    return ms;
+}
+
+int dlock__wait_acquire(dlock_lock *lock, int64_t ttl_ms, int64_t wait_ms, int backoff_max_ms)
+{
+    dlock_client *c = lock->client;
+    struct waiter w = {.c = c, .channel = lock->keys.channel};
+    int64_t deadline = wait_ms == DLOCK_WAIT_FOREVER ? INT64_MAX
+                                                     : dlock__now_ns() + wait_ms * DLOCK__NS_PER_MS;
+    int step_ms = FIRST_BACKOFF_MS < backoff_max_ms ? FIRST_BACKOFF_MS : backoff_max_ms;
+    int rc;
+
+    for (;;) {
+        int64_t now = dlock__now_ns(), until;
+        if (atomic_load(&c->cancel_requested) && take_cancel(c)) {
+            rc = DLOCK_ECANCELED;
+            break;
+        }
+        rc = subscribe(&w, dlock__node_deadline(c, ttl_ms, now));
+        if (rc == 0)
+            rc = dlock__lock_try(lock, &c->main, ttl_ms);
+        if (rc == 0 || !retryable(rc))
+            break;
+        now = dlock__now_ns();
+        if (now >= deadline)
+            break;
+        until = now + next_sleep_ms(&w, lock, rc, &step_ms, backoff_max_ms) * DLOCK__NS_PER_MS;
+        w.woken = false;
+        if (poll_subscribers(&w, until < deadline ? until : deadline, woken) < 0) {
+            rc = DLOCK_ECANCELED;
+            break;
+        }
+        if (w.woken) {
+            step_ms = FIRST_BACKOFF_MS < backoff_max_ms ? FIRST_BACKOFF_MS : backoff_max_ms;
+            if (c->n > 1)
+                sleep_ms((int64_t)dlock__random_below(c, WAKE_JITTER_MS + 1));
+        }
+    }
+    if (rc == DLOCK_ECANCELED)
+        dlock__set_error(&c->main, "the wait was canceled");
+    unsubscribe(&w);
+    return rc;
+}

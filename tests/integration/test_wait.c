@@ -1,0 +1,356 @@
+/* Waiting: wake-on-release, prompt takeover after expiry, deadlines,
+ * cancellation, retries through connection errors, and mutual exclusion
+ * between threads and processes. */
+#include "helpers.h"
+
+#include <dlock.h>
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+static int setup_server(void **state)
+{
+    test_redis *server = calloc(1, sizeof(*server));
+    *state = server;
+    return test_redis_start(server, NULL);
+}
+
+static int teardown_server(void **state)
+{
+    test_redis_stop(*state);
+    free(*state);
+    return 0;
+}
+
+/* A waiter on its own thread and client; the test thread asserts on what it
+ * recorded. */
+struct waiter {
+    const char *url;
+    const char *name;
+    int64_t wait_ms;
+    int backoff_max_ms;
+    dlock_client *client;
+    int rc;
+    unsigned attempts;
+    long long got_at_ms;
+    pthread_t thread;
+};
+
+static void *wait_for_lock(void *arg)
+{
+    struct waiter *w = arg;
+    dlock_acquire_options opts = DLOCK_ACQUIRE_OPTIONS_INIT;
+    dlock_lock *lock = NULL;
+    opts.wait_ms = w->wait_ms;
+    opts.backoff_max_ms = w->backoff_max_ms;
+    w->rc = dlock_lock_acquire(&lock, w->client, w->name, 30000, &opts);
+    w->got_at_ms = test_now_ms();
+    if (w->rc == 0) {
+        w->attempts = dlock_lock_attempts(lock);
+        dlock_lock_release(lock);
+        dlock_lock_free(lock);
+    }
+    return NULL;
+}
+
+static void start_waiter(struct waiter *w, const char *url, const char *name, int64_t wait_ms,
+                         int backoff_max_ms)
+{
+    memset(w, 0, sizeof(*w));
+    w->url = url;
+    w->name = name;
+    w->wait_ms = wait_ms;
+    w->backoff_max_ms = backoff_max_ms;
+    w->client = open_client(url, 0, 0);
+    assert_int_equal(pthread_create(&w->thread, NULL, wait_for_lock, w), 0);
+}
+
+static void finish_waiter(struct waiter *w)
+{
+    pthread_join(w->thread, NULL);
+    dlock_client_close(w->client);
+}
+
+static dlock_lock *must_acquire(dlock_client *c, const char *name, int64_t ttl_ms)
+{
+    dlock_lock *lock = NULL;
+    int rc = dlock_lock_acquire(&lock, c, name, ttl_ms, NULL);
+    if (rc != 0)
+        fail_msg("acquire %s: %s: %s", name, dlock_err_name(rc), dlock_client_errmsg(c));
+    return lock;
+}
+
+static void test_wait_wakes_on_release(void **state)
+{
+    test_redis *server = *state;
+    dlock_client *holder = open_client(server->url, 0, 0);
+    dlock_lock *lock = must_acquire(holder, "wait:release", 30000);
+    struct waiter w;
+    long long released_at;
+
+    /* TTL 30 s and a 10 s backoff: only the release message can wake it. */
+    start_waiter(&w, server->url, "wait:release", 20000, 10000);
+    usleep(300 * 1000);
+    released_at = test_now_ms();
+    assert_int_equal(dlock_lock_release(lock), 0);
+    finish_waiter(&w);
+    assert_int_equal(w.rc, 0);
+    assert_int_equal(w.attempts, 2);
+    assert_true(w.got_at_ms >= released_at);
+    assert_true(w.got_at_ms - released_at < 2000LL * test_slowdown());
+    dlock_lock_free(lock);
+    dlock_client_close(holder);
+}
+
+static void test_wait_takes_expired_lock_promptly(void **state)
+{
+    test_redis *server = *state;
+    dlock_client *holder = open_client(server->url, 0, 0);
+    dlock_lock *lock = must_acquire(holder, "wait:expiry", 500);
+    long long start = test_now_ms();
+    struct waiter w;
+
+    dlock_lock_free(lock); /* the holder "dies" without releasing */
+    start_waiter(&w, server->url, "wait:expiry", 20000, 10000);
+    finish_waiter(&w);
+    assert_int_equal(w.rc, 0);
+    assert_true(w.got_at_ms - start >= 400); /* not before the TTL ran out */
+    assert_true(w.got_at_ms - start < 5000LL * test_slowdown()); /* the PTTL, not the backoff */
+    assert_true(w.attempts >= 2 && w.attempts <= 3);
+    dlock_client_close(holder);
+}
+
+static void test_wait_deadline_returns_busy(void **state)
+{
+    test_redis *server = *state;
+    dlock_client *holder = open_client(server->url, 0, 0);
+    dlock_lock *lock = must_acquire(holder, "wait:deadline", 30000);
+    long long start = test_now_ms();
+    struct waiter w;
+
+    start_waiter(&w, server->url, "wait:deadline", 300, 0);
+    finish_waiter(&w);
+    assert_int_equal(w.rc, DLOCK_EBUSY); /* not an I/O timeout */
+    assert_true(w.got_at_ms - start >= 300);
+    assert_true(w.got_at_ms - start < 3000LL * test_slowdown());
+    assert_int_equal(dlock_lock_release(lock), 0);
+    dlock_lock_free(lock);
+    dlock_client_close(holder);
+}
+
+static void test_wait_cancel_from_another_thread(void **state)
+{
+    test_redis *server = *state;
+    dlock_client *holder = open_client(server->url, 0, 0);
+    dlock_lock *lock = must_acquire(holder, "wait:cancel", 30000);
+    dlock_acquire_options opts = DLOCK_ACQUIRE_OPTIONS_INIT;
+    dlock_lock *other = NULL;
+    long long canceled_at;
+    struct waiter w;
+
+    start_waiter(&w, server->url, "wait:cancel", DLOCK_WAIT_FOREVER, 0);
+    usleep(200 * 1000);
+    canceled_at = test_now_ms();
+    dlock_client_cancel(w.client);
+    pthread_join(w.thread, NULL);
+    assert_int_equal(w.rc, DLOCK_ECANCELED);
+    assert_true(w.got_at_ms - canceled_at < 2000LL * test_slowdown());
+
+    /* A cancel with nobody waiting stops the next wait at once, once. */
+    opts.wait_ms = 100;
+    dlock_client_cancel(w.client);
+    assert_int_equal(dlock_lock_acquire(&other, w.client, "wait:cancel", 30000, &opts),
+                     DLOCK_ECANCELED);
+    assert_int_equal(dlock_lock_acquire(&other, w.client, "wait:cancel", 30000, &opts),
+                     DLOCK_EBUSY);
+    assert_null(other);
+    dlock_client_close(w.client);
+    assert_int_equal(dlock_lock_release(lock), 0);
+    dlock_lock_free(lock);
+    dlock_client_close(holder);
+}
+
+static void test_wait_retries_through_connection_errors(void **state)
+{
+    test_redis *server = *state;
+    struct waiter w;
+    long long start;
+
+    test_redis_kill(server);
+    start = test_now_ms();
+    start_waiter(&w, server->url, "wait:down", 400, 0);
+    finish_waiter(&w);
+    assert_int_equal(w.rc, DLOCK_ECONN); /* the last cause, after the deadline */
+    assert_true(w.got_at_ms - start >= 400);
+
+    start_waiter(&w, server->url, "wait:down", 20000, 0);
+    usleep(300 * 1000);
+    assert_int_equal(test_redis_restart(server), 0);
+    finish_waiter(&w);
+    assert_int_equal(w.rc, 0);
+    assert_true(w.attempts >= 2);
+}
+
+static void test_wait_bad_options_refused(void **state)
+{
+    test_redis *server = *state;
+    dlock_client *c = open_client(server->url, 0, 0);
+    dlock_acquire_options opts;
+    dlock_lock *lock = NULL;
+    assert_int_equal(dlock_acquire_options_init(&opts, 42), DLOCK_EINVAL);
+    assert_int_equal(dlock_acquire_options_init(&opts, DLOCK_ACQUIRE_OPTIONS_VERSION), 0);
+    opts.wait_ms = -5;
+    assert_int_equal(dlock_lock_acquire(&lock, c, "wait:opts", 1000, &opts), DLOCK_EINVAL);
+    opts.wait_ms = 0;
+    opts.backoff_max_ms = -1;
+    assert_int_equal(dlock_lock_acquire(&lock, c, "wait:opts", 1000, &opts), DLOCK_EINVAL);
+    opts.backoff_max_ms = 0;
+    opts.max_hold_ms = 1000; /* without auto_renew */
+    assert_int_equal(dlock_lock_acquire(&lock, c, "wait:opts", 1000, &opts), DLOCK_EINVAL);
+    opts.max_hold_ms = 0;
+    opts.version = 9;
+    assert_int_equal(dlock_lock_acquire(&lock, c, "wait:opts", 1000, &opts), DLOCK_EINVAL);
+    assert_null(lock);
+    dlock_client_close(c);
+}
+
+/* Mutual exclusion: a non-atomic read-sleep-write of a counter in a file,
+ * inside the lock, from several threads and several processes. */
+#define ROUNDS 15
+
+struct worker {
+    const char *url;
+    const char *path;
+    int grants;
+    int failures;
+};
+
+static void bump_counter(const char *path)
+{
+    char buf[32] = "";
+    FILE *f = fopen(path, "r+");
+    long value;
+    if (!f)
+        return;
+    if (!fgets(buf, sizeof(buf), f))
+        buf[0] = '\0';
+    value = atol(buf);
+    usleep(1000); /* widen the race a missing lock would lose */
+    rewind(f);
+    fprintf(f, "%ld\n", value + 1);
+    fclose(f);
+}
+
+static void *work(void *arg)
+{
+    struct worker *k = arg;
+    dlock_client_options copts = DLOCK_CLIENT_OPTIONS_INIT;
+    dlock_acquire_options opts = DLOCK_ACQUIRE_OPTIONS_INIT;
+    dlock_client *c = NULL;
+    opts.wait_ms = 60000;
+    copts.urls = &k->url;
+    copts.n_urls = 1;
+    if (dlock_client_open(&c, &copts, NULL, 0) != 0) {
+        k->failures++;
+        return NULL;
+    }
+    for (int i = 0; i < ROUNDS; i++) {
+        dlock_lock *lock = NULL;
+        if (dlock_lock_acquire(&lock, c, "wait:counter", 30000, &opts) != 0) {
+            k->failures++;
+            continue;
+        }
+        bump_counter(k->path);
+        k->grants++;
+        if (dlock_lock_release(lock) != 0)
+            k->failures++;
+        dlock_lock_free(lock);
+    }
+    dlock_client_close(c);
+    return NULL;
+}
+
+static long read_counter(const char *path)
+{
+    char buf[32] = "";
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    assert_non_null(fgets(buf, sizeof(buf), f));
+    fclose(f);
+    return atol(buf);
+}
+
+static void test_wait_mutual_exclusion_threads_and_processes(void **state)
+{
+    enum { PROCS = 3, THREADS = 4 };
+    test_redis *server = *state;
+    char path[160];
+    pid_t pids[PROCS];
+    pthread_t threads[THREADS];
+    struct worker workers[THREADS];
+    FILE *f;
+    int grants = 0;
+
+    snprintf(path, sizeof(path), "%s/counter", server->dir);
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("0\n", f);
+    fclose(f);
+    for (int i = 0; i < PROCS; i++) {
+        pids[i] = fork();
+        assert_true(pids[i] >= 0);
+        if (pids[i] == 0) {
+            struct worker k = {server->url, path, 0, 0};
+            work(&k);
+            _exit(k.failures == 0 && k.grants == ROUNDS ? 0 : 1);
+        }
+    }
+    for (int i = 0; i < THREADS; i++) {
+        workers[i] = (struct worker){server->url, path, 0, 0};
+        assert_int_equal(pthread_create(&threads[i], NULL, work, &workers[i]), 0);
+    }
+    for (int i = 0; i < THREADS; i++) {
+        pthread_join(threads[i], NULL);
+        assert_int_equal(workers[i].failures, 0);
+        grants += workers[i].grants;
+    }
+    for (int i = 0; i < PROCS; i++) {
+        int status;
+        assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        grants += ROUNDS;
+    }
+    assert_int_equal(grants, (PROCS + THREADS) * ROUNDS);
+    assert_int_equal(read_counter(path), grants);
+    unlink(path);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_wait_wakes_on_release, setup_server, teardown_server),
+        cmocka_unit_test_setup_teardown(test_wait_takes_expired_lock_promptly, setup_server,
+                                        teardown_server),
+        cmocka_unit_test_setup_teardown(test_wait_deadline_returns_busy, setup_server,
+                                        teardown_server),
+        cmocka_unit_test_setup_teardown(test_wait_cancel_from_another_thread, setup_server,
+                                        teardown_server),
+        cmocka_unit_test_setup_teardown(test_wait_retries_through_connection_errors, setup_server,
+                                        teardown_server),
+        cmocka_unit_test_setup_teardown(test_wait_bad_options_refused, setup_server,
+                                        teardown_server),
+        cmocka_unit_test_setup_teardown(test_wait_mutual_exclusion_threads_and_processes,
+                                        setup_server, teardown_server),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
