@@ -267,7 +267,8 @@ int dlock_acquire_options_init(dlock_acquire_options *opts, unsigned version)
     return 0;
 }
 
-static int check_acquire_options(dlock__lane *lane, const dlock_acquire_options *o)
+static int check_acquire_options(dlock__lane *lane, const dlock_acquire_options *o,
+                                 int64_t ttl_ms)
 {
     const char *why = NULL;
     if (o->version != DLOCK_ACQUIRE_OPTIONS_VERSION)
@@ -278,6 +279,8 @@ static int check_acquire_options(dlock__lane *lane, const dlock_acquire_options 
         why = "backoff_max_ms and max_hold_ms must not be negative";
     else if (!o->auto_renew && (o->max_hold_ms || o->on_lost))
         why = "max_hold_ms and on_lost need auto_renew";
+    else if (o->max_hold_ms && o->max_hold_ms < ttl_ms)
+        why = "max_hold_ms must not be shorter than the TTL";
     if (!why)
         return 0;
     dlock__set_error(lane, "%s", why);
@@ -319,7 +322,7 @@ int dlock_lock_acquire(dlock_lock **out, dlock_client *c, const char *name, int6
     }
     rc = check_ttl(&c->main, ttl_ms);
     if (rc == 0)
-        rc = check_acquire_options(&c->main, o);
+        rc = check_acquire_options(&c->main, o, ttl_ms);
     if (rc == 0)
         rc = new_lock(&lock, c, name);
     if (rc < 0)

@@ -27,6 +27,7 @@ struct dlock_lock {
     int64_t acquired_ns;
     int64_t renew_ttl_ms;         /* the TTL each renewal asks for */
     int64_t hold_until_ns;        /* INT64_MAX: no max_hold */
+    bool hold_reached;            /* renewals stopped at hold_until_ns */
     int64_t next_renewal_ns;
     int last_renew_error;
     dlock_lost_fn on_lost;

@@ -85,6 +85,7 @@ static void renew(struct dlock__renewer *r, dlock_lock *lock, int64_t now)
     if (lock->hold_until_ns != INT64_MAX && (lock->hold_until_ns - now) / DLOCK__NS_PER_MS < ttl_ms)
         ttl_ms = (lock->hold_until_ns - now) / DLOCK__NS_PER_MS;
     if (ttl_ms < 1) {
+        lock->hold_reached = true;
         lock->next_renewal_ns = INT64_MAX; /* held long enough: let it expire */
         return;
     }
@@ -98,7 +99,9 @@ static void renew(struct dlock__renewer *r, dlock_lock *lock, int64_t now)
         return; /* released or freed meanwhile */
     if (rc == 0) {
         lock->last_renew_error = 0;
-        lock->next_renewal_ns = now + ttl_ms * DLOCK__NS_PER_MS / 3;
+        lock->hold_reached = ttl_ms < lock->renew_ttl_ms;
+        lock->next_renewal_ns = lock->hold_reached ? INT64_MAX
+                                                   : now + ttl_ms * DLOCK__NS_PER_MS / 3;
     } else if (rc == DLOCK_ENOTOWNER) {
         declare_lost(r, lock, rc);
     } else {
@@ -126,7 +129,7 @@ static void *renewal_thread(void *arg)
             wait_until(r, next);
         else if (due->valid_until_ns <= now)
             declare_lost(r, due,
-                         due->hold_until_ns <= now ? DLOCK_ELOST
+                         due->hold_reached       ? DLOCK_ELOST
                          : due->last_renew_error   ? due->last_renew_error
                                                    : DLOCK_ETIMEDOUT);
         else

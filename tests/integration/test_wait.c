@@ -217,6 +217,10 @@ static void test_wait_bad_options_refused(void **state)
     opts.backoff_max_ms = 0;
     opts.max_hold_ms = 1000; /* without auto_renew */
     assert_int_equal(dlock_lock_acquire(&lock, c, "wait:opts", 1000, &opts), DLOCK_EINVAL);
+    opts.auto_renew = 1;
+    opts.max_hold_ms = 500; /* shorter than the TTL */
+    assert_int_equal(dlock_lock_acquire(&lock, c, "wait:opts", 1000, &opts), DLOCK_EINVAL);
+    opts.auto_renew = 0;
     opts.max_hold_ms = 0;
     opts.version = 9;
     assert_int_equal(dlock_lock_acquire(&lock, c, "wait:opts", 1000, &opts), DLOCK_EINVAL);

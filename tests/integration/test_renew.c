@@ -1,0 +1,221 @@
+/* Renewal and loss: a short TTL kept alive, loss detected when the key is
+ * deleted or the server stalls past the TTL, max-hold, and no renewal after
+ * release or free. Callbacks record into atomics; assertions run here. */
+#include "helpers.h"
+
+#include <dlock.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+struct lost_record {
+    atomic_int calls;
+    atomic_int reason;
+    atomic_llong at_ms;
+    atomic_int held_inside; /* dlock_lock_held() seen from the callback */
+};
+
+static void record_loss(dlock_lock *lock, int reason, void *arg)
+{
+    struct lost_record *r = arg;
+    atomic_store(&r->reason, reason);
+    atomic_store(&r->at_ms, test_now_ms());
+    atomic_store(&r->held_inside, dlock_lock_held(lock));
+    atomic_fetch_add(&r->calls, 1);
+}
+
+static int setup_server(void **state)
+{
+    test_redis *server = calloc(1, sizeof(*server));
+    *state = server;
+    return test_redis_start(server, NULL);
+}
+
+static int teardown_server(void **state)
+{
+    test_redis_stop(*state);
+    free(*state);
+    return 0;
+}
+
+static dlock_lock *acquire_renewed(dlock_client *c, const char *name, int64_t ttl_ms,
+                                   int64_t max_hold_ms, struct lost_record *record)
+{
+    dlock_acquire_options opts = DLOCK_ACQUIRE_OPTIONS_INIT;
+    dlock_lock *lock = NULL;
+    int rc;
+    opts.auto_renew = 1;
+    opts.max_hold_ms = max_hold_ms;
+    opts.on_lost = record ? record_loss : NULL;
+    opts.on_lost_arg = record;
+    rc = dlock_lock_acquire(&lock, c, name, ttl_ms, &opts);
+    if (rc != 0)
+        fail_msg("acquire %s: %s: %s", name, dlock_err_name(rc), dlock_client_errmsg(c));
+    return lock;
+}
+
+/* Waits until the callback ran, at most `limit_ms`. */
+static void wait_for_loss(struct lost_record *r, long long limit_ms)
+{
+    long long until = test_now_ms() + limit_ms;
+    while (atomic_load(&r->calls) == 0 && test_now_ms() < until)
+        usleep(5000);
+}
+
+static void test_renew_keeps_a_short_lock_held(void **state)
+{
+    test_redis *server = *state;
+    dlock_client *a = open_client(server->url, 0, 0), *b = open_client(server->url, 0, 0);
+    struct lost_record record = {0};
+    dlock_lock *lock = acquire_renewed(a, "renew:keep", 1000, 0, &record);
+    redisContext *redis = test_redis_connect(server, NULL);
+
+    for (int i = 0; i < 10; i++) { /* 5 s: five TTLs */
+        dlock_lock *other = NULL;
+        usleep(500 * 1000);
+        assert_int_equal(dlock_lock_acquire(&other, b, "renew:keep", 1000, NULL), DLOCK_EBUSY);
+        assert_true(dlock_lock_held(lock));
+        assert_true(pttl_of(redis, "renew:keep") > 0);
+    }
+    assert_int_equal(atomic_load(&record.calls), 0);
+    /* The caller does not extend what the thread renews. */
+    assert_int_equal(dlock_lock_extend(lock, 1000), DLOCK_EINVAL);
+    assert_int_equal(dlock_lock_release(lock), 0);
+    assert_false(key_exists(redis, "renew:keep"));
+    assert_false(dlock_lock_held(lock));
+    dlock_lock_free(lock);
+    redisFree(redis);
+    dlock_client_close(a);
+    dlock_client_close(b);
+}
+
+static void test_renew_loss_when_the_key_is_deleted(void **state)
+{
+    test_redis *server = *state;
+    dlock_client *a = open_client(server->url, 0, 0);
+    struct lost_record record = {0};
+    dlock_lock *lock = acquire_renewed(a, "renew:deleted", 1000, 0, &record);
+    redisContext *redis = test_redis_connect(server, NULL);
+    long long deleted_at;
+
+    usleep(100 * 1000);
+    deleted_at = test_now_ms();
+    freeReplyObject(run(redis, "DEL renew:deleted"));
+    /* One renewal interval (333 ms) plus a command timeout (1 s), with room. */
+    wait_for_loss(&record, (333 + 1000) * 5LL * test_slowdown());
+    assert_int_equal(atomic_load(&record.calls), 1);
+    assert_int_equal(atomic_load(&record.reason), DLOCK_ENOTOWNER);
+    assert_true(atomic_load(&record.at_ms) - deleted_at < (333 + 1000) * 5LL * test_slowdown());
+    assert_false(atomic_load(&record.held_inside));
+    assert_false(dlock_lock_held(lock));
+    assert_int_equal(dlock_lock_validity_ms(lock), 0);
+
+    assert_int_equal(dlock_lock_release(lock), DLOCK_ELOST);
+    assert_non_null(strstr(dlock_client_errmsg(a), "lost"));
+    usleep(500 * 1000);
+    assert_int_equal(atomic_load(&record.calls), 1); /* once */
+    assert_false(key_exists(redis, "renew:deleted")); /* never silently re-taken */
+    dlock_lock_free(lock);
+    redisFree(redis);
+    dlock_client_close(a);
+}
+
+static void test_renew_loss_when_the_server_stalls(void **state)
+{
+    test_redis *server = *state;
+    dlock_client *a = open_client(server->url, 0, 200);
+    dlock_client *b = open_client(server->url, 0, 0);
+    struct lost_record record = {0};
+    dlock_lock *lock = acquire_renewed(a, "renew:stall", 1000, 0, &record);
+    dlock_lock *taken = NULL;
+    int reason;
+
+    test_redis_pause(server);
+    wait_for_loss(&record, 5000LL * test_slowdown());
+    test_redis_resume(server);
+    assert_int_equal(atomic_load(&record.calls), 1);
+    reason = atomic_load(&record.reason);
+    /* The validity ran out while every renewal timed out. */
+    assert_int_equal(reason, DLOCK_ETIMEDOUT);
+    assert_false(dlock_lock_held(lock));
+    usleep(1100 * 1000); /* the server's copy of the TTL runs out too */
+    assert_int_equal(dlock_lock_acquire(&taken, b, "renew:stall", 30000, NULL), 0);
+    assert_int_equal(dlock_lock_release(lock), DLOCK_ELOST);
+    assert_int_equal(dlock_lock_release(taken), 0); /* the loser did not touch it */
+    dlock_lock_free(taken);
+    dlock_lock_free(lock);
+    dlock_client_close(a);
+    dlock_client_close(b);
+}
+
+static void test_renew_stops_at_max_hold(void **state)
+{
+    test_redis *server = *state;
+    dlock_client *a = open_client(server->url, 0, 0);
+    struct lost_record record = {0};
+    long long start = test_now_ms();
+    dlock_lock *lock = acquire_renewed(a, "renew:maxhold", 300, 1000, &record);
+    redisContext *redis = test_redis_connect(server, NULL);
+
+    usleep(700 * 1000);
+    assert_true(dlock_lock_held(lock)); /* renewed past its 300 ms TTL */
+    wait_for_loss(&record, 5000LL * test_slowdown());
+    assert_int_equal(atomic_load(&record.calls), 1);
+    assert_int_equal(atomic_load(&record.reason), DLOCK_ELOST);
+    assert_true(atomic_load(&record.at_ms) - start >= 900);
+    assert_false(key_exists(redis, "renew:maxhold"));
+    dlock_lock_free(lock);
+    redisFree(redis);
+    dlock_client_close(a);
+}
+
+static void test_renew_nothing_after_release_or_free(void **state)
+{
+    test_redis *server = *state;
+    dlock_client *a = open_client(server->url, 0, 0);
+    redisContext *redis = test_redis_connect(server, NULL);
+    dlock_lock *lock;
+
+    /* Release racing the renewal thread (TTL 30 ms: a renewal every 10 ms). */
+    for (int i = 0; i < 30; i++) {
+        lock = acquire_renewed(a, "renew:race", 30, 0, NULL);
+        usleep((unsigned)(i % 15) * 1000);
+        assert_int_equal(dlock_lock_release(lock), 0);
+        assert_false(key_exists(redis, "renew:race"));
+        dlock_lock_free(lock);
+    }
+    usleep(100 * 1000);
+    assert_false(key_exists(redis, "renew:race")); /* no ghost key */
+
+    /* Freed without a release: renewals stop, the key expires by itself. */
+    lock = acquire_renewed(a, "renew:freed", 300, 0, NULL);
+    dlock_lock_free(lock);
+    usleep(600 * 1000);
+    assert_false(key_exists(redis, "renew:freed"));
+    redisFree(redis);
+    dlock_client_close(a);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_renew_keeps_a_short_lock_held, setup_server,
+                                        teardown_server),
+        cmocka_unit_test_setup_teardown(test_renew_loss_when_the_key_is_deleted, setup_server,
+                                        teardown_server),
+        cmocka_unit_test_setup_teardown(test_renew_loss_when_the_server_stalls, setup_server,
+                                        teardown_server),
+        cmocka_unit_test_setup_teardown(test_renew_stops_at_max_hold, setup_server,
+                                        teardown_server),
+        cmocka_unit_test_setup_teardown(test_renew_nothing_after_release_or_free, setup_server,
+                                        teardown_server),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
