@@ -322,6 +322,25 @@ DLOCK_EXTERN const char *dlock_lock_name(const dlock_lock *lock);
  */
 DLOCK_EXTERN uint64_t dlock_lock_fence(const dlock_lock *lock);
 
+/* What the server says about a lock name (a plain record, no handle). The
+ * holder's token is deliberately not part of it. */
+typedef struct dlock_status {
+    int held;         /* 1 if the lock key exists (held by anyone, dlock or not) */
+    int64_t pttl_ms;  /* time to live of the lock key; -1: no TTL; 0 when free */
+    uint64_t fence;   /* the last fencing token issued for the name; 0: none */
+    int has_owner;    /* 1 if the holder is a dlock client that left its record: */
+    char host[256];   /*   its host name */
+    long pid;         /*   its process id */
+    int64_t since_ms; /*   when it took the lock, in ms since the Unix epoch */
+} dlock_status;
+
+/*
+ * Asks the server about `name` without changing anything. Fills *out on
+ * success. Returns 0; DLOCK_EWRONGTYPE (the key holds a list, hash...);
+ * DLOCK_EINVAL and the I/O codes of dlock_lock_release().
+ */
+DLOCK_EXTERN int dlock_status_query(dlock_status *out, dlock_client *client, const char *name);
+
 /* Frees the handle, taking it out of the renewal set first. Does not
  * release the lock: a lock that is not released expires after its TTL.
  * NULL is ignored. */

@@ -62,7 +62,24 @@ static const char extend_lua[] =
     "redis.call('PEXPIRE', KEYS[2], ARGV[2])\n"
     "return 1\n";
 
-static const char *const sources[DLOCK__SCRIPT_COUNT] = {acquire_lua, release_lua, extend_lua};
+static const char status_lua[] =
+    "local t = redis.call('TYPE', KEYS[1])['ok']\n"
+    "local owner = false\n"
+    "if t == 'string' then\n"
+    "  local holder = redis.call('GET', KEYS[1])\n"
+    "  local record = redis.call('GET', KEYS[3])\n"
+    "  if record and string.find(record, holder, 1, true) then\n"
+    "    owner = record -- the record of this holder, not of an earlier one\n"
+    "  end\n"
+    "end\n"
+    "local fence = false\n"
+    "if redis.call('TYPE', KEYS[2])['ok'] == 'string' then\n"
+    "  fence = redis.call('GET', KEYS[2])\n"
+    "end\n"
+    "return {t, redis.call('PTTL', KEYS[1]), fence, owner}\n";
+
+static const char *const sources[DLOCK__SCRIPT_COUNT] = {acquire_lua, release_lua, extend_lua,
+                                                         status_lua};
 static char shas[DLOCK__SCRIPT_COUNT][41];
 static pthread_once_t shas_once = PTHREAD_ONCE_INIT;
 

@@ -14,6 +14,9 @@ enum dlock__script_id {
     DLOCK__SCRIPT_RELEASE,
     /* KEYS lock, owner; ARGV token, ttl_ms. Returns 1 (extended) or 0. */
     DLOCK__SCRIPT_EXTEND,
+    /* KEYS lock, fence, owner. Read-only. Returns {type of the lock key,
+     * PTTL, fence or false, owner record of the current holder or false}. */
+    DLOCK__SCRIPT_STATUS,
     DLOCK__SCRIPT_COUNT
 };
 

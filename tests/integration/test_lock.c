@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -388,6 +389,59 @@ static void test_lock_errmsg_cleared_on_success(void **state)
     dlock_lock_free(lock);
 }
 
+static void test_lock_status_tells_holder_and_fence(void **state)
+{
+    struct fixture *f = *state;
+    dlock_status st;
+    dlock_lock *a;
+    char host[256] = "";
+    long long now_ms = 0;
+
+    assert_int_equal(dlock_status_query(&st, f->b, "lock:status"), 0);
+    assert_false(st.held);
+    assert_int_equal(st.pttl_ms, 0);
+    assert_int_equal(st.fence, 0);
+    assert_false(st.has_owner);
+
+    a = must_acquire(f->a, "lock:status", 30000);
+    assert_int_equal(dlock_status_query(&st, f->b, "lock:status"), 0);
+    assert_true(st.held);
+    assert_true(st.pttl_ms > 20000 && st.pttl_ms <= 30000);
+    assert_int_equal(st.fence, dlock_lock_fence(a));
+    assert_true(st.has_owner);
+    assert_int_equal(st.pid, (long)getpid());
+    gethostname(host, sizeof(host) - 1);
+    assert_string_equal(st.host, host);
+    {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        now_ms = ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+    }
+    assert_true(st.since_ms <= now_ms && st.since_ms > now_ms - 60000);
+    assert_int_equal(dlock_lock_release(a), 0);
+    dlock_lock_free(a);
+
+    /* Free again, the fence remembered. */
+    assert_int_equal(dlock_status_query(&st, f->b, "lock:status"), 0);
+    assert_false(st.held);
+    assert_true(st.fence > 0);
+
+    /* A holder that is not dlock: held, no owner record. */
+    freeReplyObject(run(f->redis, "SET lock:status foreign PX 5000"));
+    assert_int_equal(dlock_status_query(&st, f->b, "lock:status"), 0);
+    assert_true(st.held);
+    assert_false(st.has_owner);
+    freeReplyObject(run(f->redis, "SET lock:status2 forever"));
+    assert_int_equal(dlock_status_query(&st, f->b, "lock:status2"), 0);
+    assert_int_equal(st.pttl_ms, -1);
+
+    freeReplyObject(run(f->redis, "SADD lock:status3 x"));
+    assert_int_equal(dlock_status_query(&st, f->b, "lock:status3"), DLOCK_EWRONGTYPE);
+    assert_int_equal(dlock_status_query(&st, f->b, "x:fence"), DLOCK_EINVAL);
+    assert_int_equal(dlock_status_query(NULL, f->b, "lock:status"), DLOCK_EINVAL);
+    assert_int_equal(dlock_status_query(&st, NULL, "lock:status"), DLOCK_EINVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -408,6 +462,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_lock_bad_ttl_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lock_null_arguments, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lock_errmsg_cleared_on_success, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lock_status_tells_holder_and_fence, setup, teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
