@@ -211,6 +211,11 @@ typedef struct dlock_acquire_options {
     /* Longest sleep between two attempts; default 1000. */
     int backoff_max_ms;
 
+    /* 0: a wait retries through I/O errors (server unreachable, timeouts)
+     * until its deadline, then reports the last one. Nonzero: a wait ends at
+     * the first I/O error; it waits only for a lock that is busy. */
+    int no_io_retry;
+
     /* Nonzero: the client's renewal thread extends the lock at ttl/3 until
      * it is released, freed or lost. */
     int auto_renew;
@@ -224,7 +229,7 @@ typedef struct dlock_acquire_options {
     void *on_lost_arg;
 } dlock_acquire_options;
 
-#define DLOCK_ACQUIRE_OPTIONS_INIT { DLOCK_ACQUIRE_OPTIONS_VERSION, 0, 0, 0, 0, NULL, NULL }
+#define DLOCK_ACQUIRE_OPTIONS_INIT { DLOCK_ACQUIRE_OPTIONS_VERSION, 0, 0, 0, 0, 0, NULL, NULL }
 
 /* Fills *opts with defaults. Returns DLOCK_EINVAL for an unknown version. */
 DLOCK_EXTERN int dlock_acquire_options_init(dlock_acquire_options *opts, unsigned version);

@@ -63,8 +63,6 @@ static int check_options(const dlock_client_options *o, char *why, size_t why_le
         return refuse(why, why_len, "timeouts and TTLs must not be negative or too large");
     if (isnan(o->drift_factor) || o->drift_factor < 0 || o->drift_factor >= 0.5)
         return refuse(why, why_len, "drift_factor must be at least 0 and below 0.5");
-    if (o->user && !o->password)
-        return refuse(why, why_len, "a user needs a password");
     return 0;
 }
 
@@ -113,6 +111,8 @@ static int add_endpoint(dlock_client *c, const char *url, const dlock_client_opt
     c->n++;
     if (replace_secret(&ep->user, o->user) < 0 || replace_secret(&ep->password, o->password) < 0)
         return nomem(why, why_len);
+    if (ep->user && !ep->password)
+        return refuse(why, why_len, "a user needs a password (in the URL or the options)");
     rc = dlock__resolve(ep, &c->addrs[c->n - 1], reason, sizeof(reason));
     if (rc < 0 && why && why_len)
         snprintf(why, why_len, "%s", reason);

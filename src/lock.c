@@ -16,7 +16,6 @@
 #include <unistd.h>
 
 #define OWNER_RECORD_MAX (DLOCK__HOST_MAX * 6 + 128)
-#define DEFAULT_BACKOFF_MAX_MS 1000
 
 /* Tally of one fan-out: who confirmed, who refused, who failed. */
 struct tally {
@@ -331,8 +330,7 @@ int dlock_lock_acquire(dlock_lock **out, dlock_client *c, const char *name, int6
     if (rc < 0)
         dlock__set_error(&c->main, "getrandom() gave no random bytes for the owner token");
     else if (o->wait_ms != 0)
-        rc = dlock__wait_acquire(lock, ttl_ms, o->wait_ms,
-                                 o->backoff_max_ms ? o->backoff_max_ms : DEFAULT_BACKOFF_MAX_MS);
+        rc = dlock__wait_acquire(lock, ttl_ms, o);
     else
         rc = dlock__lock_try(lock, &c->main, ttl_ms);
     if (rc == 0 && o->auto_renew)
@@ -401,8 +399,11 @@ static int compare_and_act(dlock_lock *lock, dlock__lane *lane, enum dlock__scri
 
 int dlock__lock_release(dlock_lock *lock, dlock__lane *lane, bool publish)
 {
+    /* No validity is at stake: a release gets the whole command timeout
+     * (TTL 0), since one that gives up early leaves the key until it
+     * expires. */
     int rc = compare_and_act(lock, lane, DLOCK__SCRIPT_RELEASE, lock->keys.channel,
-                             publish ? "1" : "0", lock->ttl_ms, dlock__now_ns());
+                             publish ? "1" : "0", 0, dlock__now_ns());
     if (rc == 0 || rc == DLOCK_ENOTOWNER)
         lock->valid_until_ns = 0;
     return rc;

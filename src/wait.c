@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#define DEFAULT_BACKOFF_MAX_MS 1000
 #define FIRST_BACKOFF_MS 10
 #define WAKE_JITTER_MS 5 /* Redlock: keep waiters from splitting the vote in step */
 
@@ -161,10 +162,12 @@ static void unsubscribe(struct waiter *w)
     }
 }
 
-static bool retryable(int rc)
+static bool retryable(int rc, bool io_retry)
 {
-    return rc == DLOCK_EBUSY || rc == DLOCK_ETIMEDOUT || rc == DLOCK_ECONN ||
-           rc == DLOCK_ENOQUORUM || rc == DLOCK_ESERVER || rc == DLOCK_EPROTO;
+    if (rc == DLOCK_EBUSY)
+        return true;
+    return io_retry && (rc == DLOCK_ETIMEDOUT || rc == DLOCK_ECONN || rc == DLOCK_ENOQUORUM ||
+                        rc == DLOCK_ESERVER || rc == DLOCK_EPROTO);
 }
 
 static void sleep_ms(int64_t ms)
@@ -197,12 +200,14 @@ static int64_t next_sleep_ms(const struct waiter *w, dlock_lock *lock, int rc, i
     return ms;
 }
 
-int dlock__wait_acquire(dlock_lock *lock, int64_t ttl_ms, int64_t wait_ms, int backoff_max_ms)
+int dlock__wait_acquire(dlock_lock *lock, int64_t ttl_ms, const dlock_acquire_options *opts)
 {
     dlock_client *c = lock->client;
     struct waiter w = {.c = c, .channel = lock->keys.channel};
-    int64_t deadline = wait_ms == DLOCK_WAIT_FOREVER ? INT64_MAX
-                                                     : dlock__now_ns() + wait_ms * DLOCK__NS_PER_MS;
+    int backoff_max_ms = opts->backoff_max_ms ? opts->backoff_max_ms : DEFAULT_BACKOFF_MAX_MS;
+    int64_t deadline = opts->wait_ms == DLOCK_WAIT_FOREVER
+                           ? INT64_MAX
+                           : dlock__now_ns() + opts->wait_ms * DLOCK__NS_PER_MS;
     int step_ms = FIRST_BACKOFF_MS < backoff_max_ms ? FIRST_BACKOFF_MS : backoff_max_ms;
     int rc;
 
@@ -215,7 +220,7 @@ int dlock__wait_acquire(dlock_lock *lock, int64_t ttl_ms, int64_t wait_ms, int b
         rc = subscribe(&w, dlock__node_deadline(c, ttl_ms, now));
         if (rc == 0)
             rc = dlock__lock_try(lock, &c->main, ttl_ms);
-        if (rc == 0 || !retryable(rc))
+        if (rc == 0 || !retryable(rc, !opts->no_io_retry))
             break;
         now = dlock__now_ns();
         if (now >= deadline)

@@ -5,8 +5,8 @@
 
 #include "lock.h"
 
-/* Attempts until the lock is ours, `wait_ms` passed (DLOCK_WAIT_FOREVER: no
- * limit), a non-retryable error, or cancellation. */
-int dlock__wait_acquire(dlock_lock *lock, int64_t ttl_ms, int64_t wait_ms, int backoff_max_ms);
+/* Attempts until the lock is ours, opts->wait_ms passed (DLOCK_WAIT_FOREVER:
+ * no limit), an error that is not retried, or cancellation. */
+int dlock__wait_acquire(dlock_lock *lock, int64_t ttl_ms, const dlock_acquire_options *opts);
 
 #endif

@@ -183,15 +183,15 @@ static void test_renew_nothing_after_release_or_free(void **state)
     redisContext *redis = test_redis_connect(server, NULL);
     dlock_lock *lock;
 
-    /* Release racing the renewal thread (TTL 30 ms: a renewal every 10 ms). */
+    /* Release racing the renewal thread (TTL 150 ms: a renewal every 50 ms). */
     for (int i = 0; i < 30; i++) {
-        lock = acquire_renewed(a, "renew:race", 30, 0, NULL);
-        usleep((unsigned)(i % 15) * 1000);
+        lock = acquire_renewed(a, "renew:race", 150, 0, NULL);
+        usleep((unsigned)(i % 15) * 7 * 1000);
         assert_int_equal(dlock_lock_release(lock), 0);
         assert_false(key_exists(redis, "renew:race"));
         dlock_lock_free(lock);
     }
-    usleep(100 * 1000);
+    usleep(300 * 1000);
     assert_false(key_exists(redis, "renew:race")); /* no ghost key */
 
     /* Freed without a release: renewals stop, the key expires by itself. */

@@ -193,6 +193,19 @@ static void test_wait_retries_through_connection_errors(void **state)
     assert_int_equal(w.rc, DLOCK_ECONN); /* the last cause, after the deadline */
     assert_true(w.got_at_ms - start >= 400);
 
+    {
+        /* Unless told to wait for a busy lock only. */
+        dlock_client *c = open_client(server->url, 0, 0);
+        dlock_acquire_options opts = DLOCK_ACQUIRE_OPTIONS_INIT;
+        dlock_lock *lock = NULL;
+        opts.wait_ms = 5000;
+        opts.no_io_retry = 1;
+        start = test_now_ms();
+        assert_int_equal(dlock_lock_acquire(&lock, c, "wait:down", 30000, &opts), DLOCK_ECONN);
+        assert_true(test_now_ms() - start < 2000LL * test_slowdown());
+        dlock_client_close(c);
+    }
+
     start_waiter(&w, server->url, "wait:down", 20000, 0);
     usleep(300 * 1000);
     assert_int_equal(test_redis_restart(server), 0);

@@ -1,0 +1,453 @@
+/* The dlock command, through the built binary, against a real redis-server:
+ * the classic sequence, run's supervision contract and the exit codes. */
+#include "cli_runner.h"
+#include "helpers.h"
+
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+static test_redis server;
+
+static int group_setup(void **state)
+{
+    (void)state;
+    return test_redis_start(&server, NULL);
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    test_redis_stop(&server);
+    return 0;
+}
+
+static int setup(void **state)
+{
+    *state = test_redis_connect(&server, NULL);
+    return *state ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    redisFree(*state);
+    return 0;
+}
+
+#define DLOCK(p, timeout_ms, ...)                                                                  \
+    cli_run((p), server.url, (const char *const[]){__VA_ARGS__, NULL}, (timeout_ms))
+
+/* A scratch file in the server's directory. */
+static void scratch(char *path, size_t len, const char *name)
+{
+    snprintf(path, len, "%s/%s", server.dir, name);
+    unlink(path);
+}
+
+static long read_number(const char *path)
+{
+    char buf[64] = "";
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    if (!fgets(buf, sizeof(buf), f))
+        buf[0] = '\0';
+    fclose(f);
+    return buf[0] ? atol(buf) : -1;
+}
+
+/* Waits until `path` holds a number (a child wrote its pid), at most 10 s. */
+static long wait_for_number(const char *path)
+{
+    long long until = test_now_ms() + 10000LL * test_slowdown();
+    long v;
+    while ((v = read_number(path)) < 0 && test_now_ms() < until)
+        usleep(10000);
+    return v;
+}
+
+static int process_gone(pid_t pid, int within_ms)
+{
+    long long until = test_now_ms() + (long long)within_ms * test_slowdown();
+    while (test_now_ms() < until) {
+        if (kill(pid, 0) < 0 && errno == ESRCH)
+            return 1;
+        usleep(10000);
+    }
+    return 0;
+}
+
+static void test_cli_classic_sequence(void **state)
+{
+    redisContext *redis = *state;
+    cli_proc p;
+    char token[64], *held;
+
+    assert_int_equal(DLOCK(&p, 10000, "acquire", "cli:classic"), 0);
+    assert_int_equal(strlen(p.out), 33);
+    assert_int_equal(strspn(p.out, "0123456789abcdef"), 32);
+    memcpy(token, p.out, 32);
+    token[32] = '\0';
+
+    assert_int_equal(DLOCK(&p, 10000, "acquire", "-n", "cli:classic"), 75);
+    assert_non_null(strstr(p.err, "busy"));
+    assert_int_equal(DLOCK(&p, 10000, "release", "cli:classic", "0123456789abcdef0123456789abcdef"),
+                     1);
+    held = get_string(redis, "cli:classic");
+    assert_string_equal(held, token);
+    free(held);
+
+    assert_int_equal(DLOCK(&p, 10000, "status", "cli:classic"), 0);
+    assert_non_null(strstr(p.out, "held by"));
+    assert_int_equal(DLOCK(&p, 10000, "extend", "-t", "90", "cli:classic", token), 0);
+    assert_true(pttl_of(redis, "cli:classic") > 60000);
+    assert_int_equal(DLOCK(&p, 10000, "release", "cli:classic", token), 0);
+    assert_false(key_exists(redis, "cli:classic"));
+    assert_int_equal(DLOCK(&p, 10000, "status", "cli:classic"), 1);
+    assert_non_null(strstr(p.out, "free"));
+    assert_int_equal(DLOCK(&p, 10000, "extend", "cli:classic", token), 1);
+}
+
+static void test_cli_acquire_json(void **state)
+{
+    cli_proc p;
+    (void)state;
+    assert_int_equal(DLOCK(&p, 10000, "acquire", "--json", "-t", "5s", "cli:json"), 0);
+    assert_non_null(strstr(p.out, "{\"name\":\"cli:json\",\"token\":\""));
+    assert_non_null(strstr(p.out, "\"fence\":"));
+    assert_non_null(strstr(p.out, "\"validity_ms\":"));
+    assert_int_equal(DLOCK(&p, 10000, "status", "--json", "cli:json"), 0);
+    assert_non_null(strstr(p.out, "\"held\":true"));
+    assert_non_null(strstr(p.out, "\"holder\":{\"host\":"));
+}
+
+static void test_cli_run_passes_status_and_environment(void **state)
+{
+    redisContext *redis = *state;
+    cli_proc p;
+
+    assert_int_equal(DLOCK(&p, 10000, "run", "cli:run", "--", "true"), 0);
+    assert_int_equal(DLOCK(&p, 10000, "run", "cli:run", "--", "sh", "-c", "exit 7"), 7);
+    assert_int_equal(DLOCK(&p, 10000, "run", "cli:run", "-c", "kill -TERM $$"), 128 + 15);
+    assert_int_equal(DLOCK(&p, 10000, "run", "cli:run", "--", "sh", "-c",
+                           "echo \"$DLOCK_NAME ${#DLOCK_TOKEN} $DLOCK_FENCE\""),
+                     0);
+    assert_int_equal(strncmp(p.out, "cli:run 32 ", 11), 0);
+    assert_true(atoll(p.out + 11) > 0);
+    assert_false(key_exists(redis, "cli:run")); /* released at exit */
+}
+
+static void test_cli_run_keeps_a_plain_server_list_for_the_child(void **state)
+{
+    const char *args[] = {"run", "cli:env", "--", "sh", "-c", "echo \"$DLOCK_REDIS\"", NULL};
+    cli_proc p;
+    (void)state;
+    assert_int_equal(cli_start(&p, server.url, args, NULL), 0);
+    assert_int_equal(cli_wait(&p, 10000), 0);
+    assert_int_equal(strncmp(p.out, server.url, strlen(server.url)), 0);
+}
+
+static void test_cli_concurrent_runs_count_exactly(void **state)
+{
+    enum { RUNS = 6, ROUNDS = 5 };
+    char path[160], script[1024];
+    pid_t procs[RUNS];
+    (void)state;
+    scratch(path, sizeof(path), "cli-counter");
+    {
+        FILE *f = fopen(path, "w");
+        fputs("0\n", f);
+        fclose(f);
+    }
+    snprintf(script, sizeof(script),
+             "for i in 1 2 3 4 5; do %s run -w 30 cli:counter -- sh -c "
+             "'v=$(cat %s); sleep 0.01; echo $((v + 1)) > %s' || exit 1; done",
+             DLOCK_CLI_PATH, path, path);
+    /* Each worker is a shell loop of `dlock run`s. */
+    for (int i = 0; i < RUNS; i++) {
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            setenv("DLOCK_REDIS", server.url, 1);
+            execl("/bin/sh", "sh", "-c", script, (char *)NULL);
+            _exit(127);
+        }
+        procs[i] = pid;
+    }
+    for (int i = 0; i < RUNS; i++) {
+        int status;
+        assert_int_equal(waitpid(procs[i], &status, 0), procs[i]);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    assert_int_equal(read_number(path), RUNS * ROUNDS);
+}
+
+static void test_cli_run_renews_past_the_ttl(void **state)
+{
+    redisContext *redis = *state;
+    const char *args[] = {"run", "-t", "1", "cli:long", "--", "sleep", "3", NULL};
+    cli_proc proc, st;
+    char pid[32];
+
+    assert_int_equal(cli_start(&proc, server.url, args, NULL), 0);
+    usleep(2000 * 1000); /* two TTLs later */
+    assert_int_equal(DLOCK(&st, 10000, "status", "--json", "cli:long"), 0);
+    snprintf(pid, sizeof(pid), "\"pid\":%ld,", (long)proc.pid);
+    assert_non_null(strstr(st.out, pid)); /* held by that dlock process */
+    {
+        char host[256] = "", want[300];
+        gethostname(host, sizeof(host) - 1);
+        snprintf(want, sizeof(want), "\"host\":\"%s\"", host);
+        assert_non_null(strstr(st.out, want));
+    }
+    assert_int_equal(cli_wait(&proc, 10000), 0);
+    assert_false(key_exists(redis, "cli:long"));
+}
+
+static void test_cli_run_lost_lock_stops_the_command(void **state)
+{
+    redisContext *redis = *state;
+    char marker[160], script[300];
+    cli_proc proc;
+    scratch(marker, sizeof(marker), "cli-term-marker");
+    snprintf(script, sizeof(script), "trap 'echo term > %s; exit 0' TERM; sleep 30 & wait", marker);
+    {
+        const char *args[] = {"run", "-t", "1", "cli:lost", "-c", script, NULL};
+        assert_int_equal(cli_start(&proc, server.url, args, NULL), 0);
+    }
+    usleep(500 * 1000);
+    freeReplyObject(run(redis, "DEL cli:lost"));
+    assert_int_equal(cli_wait(&proc, 10000), 70);
+    assert_non_null(strstr(proc.err, "was lost"));
+    {
+        FILE *f = fopen(marker, "r");
+        char buf[16] = "";
+        assert_non_null(f);
+        assert_non_null(fgets(buf, sizeof(buf), f));
+        fclose(f);
+        assert_string_equal(buf, "term\n");
+    }
+}
+
+static void test_cli_run_kills_a_command_that_ignores_sigterm(void **state)
+{
+    redisContext *redis = *state;
+    char pidfile[160], script[300];
+    long child;
+    cli_proc proc;
+    scratch(pidfile, sizeof(pidfile), "cli-stubborn");
+    snprintf(script, sizeof(script), "trap '' TERM; echo $$ > %s; while :; do sleep 0.05; done",
+             pidfile);
+    {
+        const char *args[] = {"run", "-t", "1", "--kill-after", "500ms", "cli:stubborn", "-c",
+                              script, NULL};
+        assert_int_equal(cli_start(&proc, server.url, args, NULL), 0);
+    }
+    child = wait_for_number(pidfile);
+    assert_true(child > 0);
+    freeReplyObject(run(redis, "DEL cli:stubborn"));
+    assert_int_equal(cli_wait(&proc, 10000), 70);
+    assert_true(process_gone((pid_t)child, 2000));
+}
+
+static void test_cli_lost_lock_stops_a_whole_pipeline(void **state)
+{
+    redisContext *redis = *state;
+    char pidfile[160], script[300];
+    long group;
+    cli_proc proc;
+    scratch(pidfile, sizeof(pidfile), "cli-pipeline");
+    snprintf(script, sizeof(script), "echo $$ > %s; sleep 100 | cat", pidfile);
+    {
+        const char *args[] = {"run", "-t", "1", "cli:pipeline", "-c", script, NULL};
+        assert_int_equal(cli_start(&proc, server.url, args, NULL), 0);
+    }
+    group = wait_for_number(pidfile);
+    assert_true(group > 0);
+    freeReplyObject(run(redis, "DEL cli:pipeline"));
+    assert_int_equal(cli_wait(&proc, 15000), 70);
+    assert_true(process_gone((pid_t)-group, 2000)); /* no member of the group is left */
+}
+
+static void test_cli_sigterm_reaches_the_command_and_releases(void **state)
+{
+    redisContext *redis = *state;
+    char pidfile[160], script[300];
+    cli_proc proc;
+    scratch(pidfile, sizeof(pidfile), "cli-forward");
+    snprintf(script, sizeof(script), "trap 'exit 5' TERM; echo $$ > %s; sleep 30 & wait", pidfile);
+    {
+        const char *args[] = {"run", "cli:forward", "-c", script, NULL};
+        assert_int_equal(cli_start(&proc, server.url, args, NULL), 0);
+    }
+    assert_true(wait_for_number(pidfile) > 0);
+    kill(proc.pid, SIGTERM);
+    assert_int_equal(cli_wait(&proc, 10000), 5); /* the command's own status */
+    assert_false(key_exists(redis, "cli:forward"));
+}
+
+static void test_cli_sigkill_of_dlock_takes_the_command_down(void **state)
+{
+    char pidfile[160], script[300];
+    long child;
+    cli_proc proc;
+    (void)state;
+    scratch(pidfile, sizeof(pidfile), "cli-orphan");
+    snprintf(script, sizeof(script), "echo $$ > %s; exec sleep 30", pidfile);
+    {
+        const char *args[] = {"run", "cli:orphan", "-c", script, NULL};
+        assert_int_equal(cli_start(&proc, server.url, args, NULL), 0);
+    }
+    child = wait_for_number(pidfile);
+    assert_true(child > 0);
+    kill(proc.pid, SIGKILL);
+    assert_int_equal(cli_wait(&proc, 10000), 128 + 9);
+    assert_true(process_gone((pid_t)child, 2000));
+}
+
+static void test_cli_exit_codes(void **state)
+{
+    char url[96];
+    cli_proc p;
+    (void)state;
+
+    /* 64: usage errors */
+    assert_int_equal(DLOCK(&p, 10000, "run", "--bogus", "cli:x", "--", "true"), 64);
+    assert_int_equal(DLOCK(&p, 10000, "run", "cli:x", "true"), 64);
+    assert_int_equal(DLOCK(&p, 10000, "run", "-t", "10parsecs", "cli:x", "--", "true"), 64);
+    assert_int_equal(DLOCK(&p, 10000, "run", "-t", "0", "cli:x", "--", "true"), 64);
+    assert_int_equal(DLOCK(&p, 10000, "acquire"), 64);
+    assert_int_equal(DLOCK(&p, 10000, "frobnicate"), 64);
+    assert_int_equal(DLOCK(&p, 10000, "release", "cli:x", "not-a-token"), 64);
+    assert_int_equal(DLOCK(&p, 10000, "run", "cli:x:fence", "--", "true"), 64);
+    assert_null(strstr(p.err, "Usage:")); /* a usage error is no help dump */
+
+    /* 75: busy, with -n and when the wait runs out; -E changes it */
+    assert_int_equal(DLOCK(&p, 10000, "acquire", "cli:busy"), 0);
+    assert_int_equal(DLOCK(&p, 10000, "run", "-n", "cli:busy", "--", "true"), 75);
+    assert_int_equal(DLOCK(&p, 10000, "run", "-w", "300ms", "cli:busy", "--", "true"), 75);
+    assert_true(p.took_ms >= 300);
+    assert_int_equal(DLOCK(&p, 10000, "run", "-w", "0", "-E", "3", "cli:busy", "--", "true"), 3);
+
+    /* 127, 126: the command */
+    assert_int_equal(DLOCK(&p, 10000, "run", "cli:cmd", "--", "/no/such/command"), 127);
+    assert_int_equal(DLOCK(&p, 10000, "run", "cli:cmd", "--", "/"), 126);
+
+    /* 69: nobody listens */
+    snprintf(url, sizeof(url), "redis://127.0.0.1:%d", test_free_port());
+    {
+        const char *args[] = {"acquire", "cli:down", NULL};
+        assert_int_equal(cli_run(&p, url, args, 10000), 69);
+        assert_true(p.took_ms < 5000LL * test_slowdown());
+    }
+}
+
+static void test_cli_help_and_version(void **state)
+{
+    cli_proc p;
+    (void)state;
+    assert_int_equal(DLOCK(&p, 10000, "--help"), 0);
+    assert_non_null(strstr(p.out, "Exit status:"));
+    assert_non_null(strstr(p.out, "70"));
+    assert_int_equal(DLOCK(&p, 10000, "run", "--help"), 0);
+    assert_non_null(strstr(p.out, "--kill-after"));
+    assert_int_equal(DLOCK(&p, 10000, "status", "--help"), 0);
+    assert_int_equal(DLOCK(&p, 10000, "--version"), 0);
+    assert_non_null(strstr(p.out, DLOCK_VERSION_STRING));
+}
+
+static void test_cli_password_never_shown(void **state)
+{
+    static const char *const server_args[] = {"--requirepass", "right-pw-42", NULL};
+    test_redis secured;
+    char wrong[160], right[160], cmdline[4096];
+    cli_proc p;
+    (void)state;
+    assert_int_equal(test_redis_start(&secured, server_args), 0);
+    snprintf(wrong, sizeof(wrong), "redis://:wrong-pw-17@127.0.0.1:%d", secured.port);
+    snprintf(right, sizeof(right), "redis://:right-pw-42@127.0.0.1:%d", secured.port);
+    {
+        const char *args[] = {"-v", "-r", wrong, "run", "cli:pw", "--", "true", NULL};
+        assert_int_equal(cli_run(&p, NULL, args, 10000), 77);
+        assert_null(strstr(p.out, "wrong-pw-17"));
+        assert_null(strstr(p.err, "wrong-pw-17"));
+    }
+    {
+        const char *args[] = {"-r", wrong, "status", "cli:pw", NULL};
+        assert_int_equal(cli_run(&p, NULL, args, 10000), 77);
+        assert_null(strstr(p.err, "wrong-pw-17"));
+    }
+    {
+        /* A password on the command line is overwritten in argv (ps). */
+        const char *args[] = {"-r", right, "run", "cli:pw", "--", "sleep", "1", NULL};
+        char path[64];
+        FILE *f;
+        size_t n;
+        assert_int_equal(cli_start(&p, NULL, args, NULL), 0);
+        usleep(500 * 1000);
+        snprintf(path, sizeof(path), "/proc/%ld/cmdline", (long)p.pid);
+        f = fopen(path, "r");
+        assert_non_null(f);
+        n = fread(cmdline, 1, sizeof(cmdline) - 1, f);
+        fclose(f);
+        for (size_t i = 0; i < n; i++)
+            cmdline[i] = cmdline[i] ? cmdline[i] : ' ';
+        cmdline[n] = '\0';
+        assert_null(strstr(cmdline, "right-pw-42"));
+        assert_non_null(strstr(cmdline, "run cli:pw"));
+        assert_int_equal(cli_wait(&p, 10000), 0);
+    }
+    {
+        /* Credentials stay with dlock: the child sees neither the password
+         * variable nor a server list that carries one. */
+        const char *env[] = {"DLOCK_PASSWORD=right-pw-42", NULL};
+        const char *args[] = {"run", "cli:pw3", "--", "sh", "-c",
+                              "env | grep -c -e DLOCK_PASSWORD -e DLOCK_REDIS -e right-pw || true",
+                              NULL};
+        assert_int_equal(cli_start(&p, right, args, env), 0);
+        assert_int_equal(cli_wait(&p, 10000), 0);
+        assert_string_equal(p.out, "0\n");
+    }
+    {
+        /* The password from the environment works too. */
+        const char *env[] = {"DLOCK_PASSWORD=right-pw-42", NULL};
+        const char *args[] = {"acquire", "-t", "1", "cli:pw2", NULL};
+        char url[96];
+        snprintf(url, sizeof(url), "redis://127.0.0.1:%d", secured.port);
+        assert_int_equal(cli_start(&p, url, args, env), 0);
+        assert_int_equal(cli_wait(&p, 10000), 0);
+    }
+    test_redis_stop(&secured);
+}
+
+int main(void)
+{
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(test_cli_classic_sequence),
+        T(test_cli_acquire_json),
+        T(test_cli_run_passes_status_and_environment),
+        T(test_cli_run_keeps_a_plain_server_list_for_the_child),
+        T(test_cli_concurrent_runs_count_exactly),
+        T(test_cli_run_renews_past_the_ttl),
+        T(test_cli_run_lost_lock_stops_the_command),
+        T(test_cli_run_kills_a_command_that_ignores_sigterm),
+        T(test_cli_lost_lock_stops_a_whole_pipeline),
+        T(test_cli_sigterm_reaches_the_command_and_releases),
+        T(test_cli_sigkill_of_dlock_takes_the_command_down),
+        T(test_cli_exit_codes),
+        T(test_cli_help_and_version),
+        T(test_cli_password_never_shown),
+    };
+#undef T
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

@@ -1,0 +1,70 @@
+/* What the subcommands of the dlock command share. Only the public dlock.h
+ * is used: the command knows nothing of sockets. */
+#ifndef DLOCK_CLI_H
+#define DLOCK_CLI_H
+
+#include "exit_codes.h"
+
+#include <dlock.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define CLI_URLS_MAX 16
+
+struct cli {
+    const char *urls[CLI_URLS_MAX];
+    char *owned_urls[CLI_URLS_MAX]; /* copies, to free */
+    size_t n_urls;
+    const char *user;
+    bool verbose, quiet;
+};
+
+/* Messages on stderr, prefixed "dlock: ". */
+void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void cli_info(const struct cli *cli, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void cli_debug(const struct cli *cli, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Prints a usage error for `command` and returns EXIT_USAGE. */
+int cli_usage_error(const char *command, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The exit code for a library error code. */
+int cli_exit_code(int rc);
+
+/* Reports a library failure ("dlock: what: detail") and returns its exit code. */
+int cli_fail(dlock_client *client, int rc, const char *what);
+
+/* Durations: a bare number is seconds (fractions allowed, like flock), or a
+ * number with ms, s, m or h. Returns 0 and the milliseconds, or -1. */
+int cli_parse_duration_ms(const char *s, int64_t *ms);
+
+/* An exit code 0..255 for -E. Returns 0 or -1. */
+int cli_parse_exit_code(const char *s, int *code);
+
+/* Opens a client on the servers chosen by the global options. Returns 0 or
+ * an exit code (after printing why). */
+int cli_open_client(const struct cli *cli, dlock_client **out);
+
+struct cli_wait {
+    int64_t ttl_ms;
+    int64_t wait_ms; /* DLOCK_WAIT_FOREVER, 0 or a deadline */
+    bool auto_renew;
+    int64_t max_hold_ms;
+    dlock_lost_fn on_lost;
+    void *on_lost_arg;
+};
+
+/* Acquires `name`, waiting as asked; on a terminal shows a status line that
+ * says who holds the lock and how long we have waited. */
+int cli_acquire(const struct cli *cli, dlock_client *client, const char *name,
+                const struct cli_wait *how, dlock_lock **out);
+
+/* Writes `s` as a JSON string (with quotes) to stdout. */
+void cli_print_json_string(const char *s);
+
+int cmd_run(struct cli *cli, int argc, char **argv);
+int cmd_acquire(struct cli *cli, int argc, char **argv);
+int cmd_release(struct cli *cli, int argc, char **argv);
+int cmd_extend(struct cli *cli, int argc, char **argv);
+int cmd_status(struct cli *cli, int argc, char **argv);
+
+#endif

@@ -1,0 +1,96 @@
+/* status: is the lock held, by whom, for how long, and its fence. */
+#include "cli.h"
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+static const char status_help[] =
+    "Usage: dlock status [--json] NAME\n"
+    "Says whether the lock is held, by which host and process (when a dlock\n"
+    "client holds it), how long it still lives, and the last fencing token.\n"
+    "Exit 0 when held, 1 when free.\n";
+
+static void format_time(int64_t ms, char *out, size_t len)
+{
+    time_t secs = (time_t)(ms / 1000);
+    struct tm tm;
+    gmtime_r(&secs, &tm);
+    strftime(out, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static void print_text(const char *name, const dlock_status *st)
+{
+    char since[32];
+    if (!st->held) {
+        printf("%s: free", name);
+    } else if (st->has_owner) {
+        format_time(st->since_ms, since, sizeof(since));
+        printf("%s: held by %s pid %ld since %s", name, st->host, st->pid, since);
+    } else {
+        printf("%s: held (not by dlock: no owner record)", name);
+    }
+    if (st->held && st->pttl_ms >= 0)
+        printf(", expires in %.1f s", (double)st->pttl_ms / 1000);
+    else if (st->held)
+        printf(", never expires (no TTL)");
+    if (st->fence)
+        printf(", %sfence %" PRIu64, st->held ? "" : "last ", st->fence);
+    putchar('\n');
+}
+
+static void print_json(const char *name, const dlock_status *st)
+{
+    printf("{\"name\":");
+    cli_print_json_string(name);
+    printf(",\"held\":%s,\"ttl_ms\":%" PRId64 ",\"fence\":%" PRIu64 ",\"holder\":",
+           st->held ? "true" : "false", st->pttl_ms, st->fence);
+    if (st->has_owner) {
+        printf("{\"host\":");
+        cli_print_json_string(st->host);
+        printf(",\"pid\":%ld,\"since_ms\":%" PRId64 "}", st->pid, st->since_ms);
+    } else {
+        printf("null");
+    }
+    printf("}\n");
+}
+
+int cmd_status(struct cli *cli, int argc, char **argv)
+{
+    enum { OPT_JSON = 256 };
+    static const struct option options[] = {
+        {"json", no_argument, NULL, OPT_JSON},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    dlock_client *client;
+    dlock_status st;
+    bool json = false;
+    int opt, rc;
+
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+        if (opt == 'h') {
+            fputs(status_help, stdout);
+            return EXIT_DONE;
+        }
+        if (opt != OPT_JSON)
+            return cli_usage_error("status ", "unknown option '%s'", argv[optind - 1]);
+        json = true;
+    }
+    if (argc - optind != 1)
+        return cli_usage_error("status ", "expected NAME");
+    if ((rc = cli_open_client(cli, &client)))
+        return rc;
+    rc = dlock_status_query(&st, client, argv[optind]);
+    if (rc < 0) {
+        rc = cli_fail(client, rc, argv[optind]);
+    } else {
+        (json ? print_json : print_text)(argv[optind], &st);
+        rc = st.held ? EXIT_DONE : EXIT_REFUSED;
+    }
+    dlock_client_close(client);
+    return rc;
+}
