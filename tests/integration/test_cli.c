@@ -351,6 +351,44 @@ static void test_cli_exit_codes(void **state)
     }
 }
 
+/* On a terminal (a pty from script(1)), a waiting run says who holds the
+ * lock and how long it has waited; elsewhere it stays silent. */
+static void test_cli_waiting_status_line_on_a_terminal(void **state)
+{
+    char command[512];
+    cli_proc p;
+    (void)state;
+    assert_int_equal(DLOCK(&p, 10000, "acquire", "-t", "20", "cli:tty"), 0);
+    snprintf(command, sizeof(command), "%s run -w 2500ms cli:tty -- true", DLOCK_CLI_PATH);
+    {
+        pid_t pid;
+        int out[2], status;
+        char buf[4096] = "";
+        size_t used = 0;
+        ssize_t n;
+        assert_int_equal(pipe(out), 0);
+        pid = fork();
+        if (pid == 0) {
+            dup2(out[1], STDOUT_FILENO);
+            dup2(out[1], STDERR_FILENO);
+            setenv("DLOCK_REDIS", server.url, 1);
+            execlp("script", "script", "-qec", command, "/dev/null", (char *)NULL);
+            _exit(127);
+        }
+        close(out[1]);
+        while ((n = read(out[0], buf + used, sizeof(buf) - 1 - used)) > 0)
+            used += (size_t)n;
+        buf[used] = '\0';
+        close(out[0]);
+        waitpid(pid, &status, 0);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 75);
+        assert_non_null(strstr(buf, "waiting for cli:tty, held by"));
+        assert_non_null(strstr(buf, " pid "));
+    }
+    assert_int_equal(DLOCK(&p, 10000, "run", "-w", "1500ms", "cli:tty", "--", "true"), 75);
+    assert_null(strstr(p.err, "waiting for"));
+}
+
 static void test_cli_help_and_version(void **state)
 {
     cli_proc p;
@@ -445,6 +483,7 @@ int main(void)
         T(test_cli_sigterm_reaches_the_command_and_releases),
         T(test_cli_sigkill_of_dlock_takes_the_command_down),
         T(test_cli_exit_codes),
+        T(test_cli_waiting_status_line_on_a_terminal),
         T(test_cli_help_and_version),
         T(test_cli_password_never_shown),
     };

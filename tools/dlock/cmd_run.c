@@ -52,6 +52,7 @@ struct run_opts {
     const char *name;
     char **command;         /* argv of the command, or NULL with shell_command */
     const char *shell_command;
+    bool own_terminal;      /* we are the foreground job of a terminal */
 };
 
 static int wake_pipe[2] = {-1, -1};
@@ -198,6 +199,20 @@ static char **child_environment(dlock_lock *lock, char *vars[3])
     return env;
 }
 
+/* Hands the terminal to process group `pgid`: an interactive command in its
+ * own group must be the foreground job to read from the terminal. Both
+ * sides are then out of the foreground for a moment, so SIGTTOU is held off.
+ * Async-signal-safe. */
+static void take_terminal(pid_t pgid)
+{
+    sigset_t ttou, old;
+    sigemptyset(&ttou);
+    sigaddset(&ttou, SIGTTOU);
+    sigprocmask(SIG_BLOCK, &ttou, &old);
+    tcsetpgrp(STDIN_FILENO, pgid);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
 /* Starts the command. Returns its pid, or -1 with *exec_errno set. */
 static pid_t spawn(const struct run_opts *o, char **env, int *exec_errno)
 {
@@ -214,6 +229,8 @@ static pid_t spawn(const struct run_opts *o, char **env, int *exec_errno)
     if (pid == 0) {
         close(errpipe[0]);
         setpgid(0, 0);
+        if (o->own_terminal)
+            take_terminal(getpid());
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent)
             _exit(EXIT_LOST); /* dlock died before we could notice */
@@ -349,6 +366,8 @@ static int run_locked(const struct cli *cli, const struct run_opts *o, dlock_cli
     } else {
         cli_debug(cli, "started pid %ld", (long)s.pid);
         supervise(cli, o, &s);
+        if (o->own_terminal)
+            take_terminal(getpgrp());
         code = finish(cli, o, client, lock, &s);
     }
     free(env);
@@ -384,6 +403,7 @@ int cmd_run(struct cli *cli, int argc, char **argv)
         return rc;
     o.wait.auto_renew = true;
     o.wait.on_lost = on_lost;
+    o.own_terminal = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
     acquiring_client = client;
     rc = cli_acquire(cli, client, o.name, &o.wait, &lock);
     acquiring_client = NULL;
