@@ -3,6 +3,7 @@
 
 #include "clock.h"
 #include "renew.h"
+#include "token.h"
 
 #include <errno.h>
 #include <math.h>
@@ -131,6 +132,7 @@ static int open_connections(dlock_client *c, char *why, size_t why_len)
             snprintf(why, why_len, "eventfd: %s", strerror(errno));
         return DLOCK_ESYSTEM;
     }
+    c->tokens = dlock__token_pool_new();
     if (dlock__lane_init(c, &c->main) < 0)
         return nomem(why, why_len);
     for (size_t i = 0; i < c->n; i++) {
@@ -197,6 +199,7 @@ void dlock_client_close(dlock_client *c)
     }
     if (c->cancel_fd >= 0)
         close(c->cancel_fd);
+    dlock__token_pool_free(c->tokens);
     free(c);
 }
 

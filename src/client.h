@@ -40,6 +40,7 @@ struct dlock_client {
     int cancel_fd;                        /* eventfd that dlock_client_cancel() writes */
     atomic_bool cancel_requested;
     uint64_t rng;                         /* jitter, not secrets */
+    struct dlock__token_pool *tokens;     /* random bytes for owner tokens */
 };
 
 /* Prepares a lane with one closed connection per node. Returns 0 or

@@ -149,7 +149,7 @@ static void owner_record(const dlock_lock *lock, char *out, size_t out_len)
     clock_gettime(CLOCK_REALTIME, &now);
     json_escape(host, sizeof(host), lock->client->host);
     snprintf(out, out_len, "{\"host\":\"%s\",\"pid\":%ld,\"since\":%lld,\"token\":\"%s\"}", host,
-             (long)getpid(), (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000, lock->token);
+             (long)dlock__token_pool_pid(lock->client->tokens), (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000, lock->token);
 }
 
 /* Sends a cleanup release (no PUBLISH: it must not wake waiters) to every
@@ -326,7 +326,7 @@ int dlock_lock_acquire(dlock_lock **out, dlock_client *c, const char *name, int6
         rc = new_lock(&lock, c, name);
     if (rc < 0)
         return rc;
-    rc = dlock__token_new(lock->token);
+    rc = dlock__token_new(c->tokens, lock->token);
     if (rc < 0)
         dlock__set_error(&c->main, "getrandom() gave no random bytes for the owner token");
     else if (o->wait_ms != 0)

@@ -27,10 +27,13 @@ static bool has_valid_hash_tag(const char *name)
 
 static char *join(const char *a, const char *b, const char *c)
 {
-    size_t len = strlen(a) + strlen(b) + strlen(c) + 1;
-    char *s = malloc(len);
-    if (s)
-        snprintf(s, len, "%s%s%s", a, b, c);
+    size_t la = strlen(a), lb = strlen(b), lc = strlen(c);
+    char *s = malloc(la + lb + lc + 1);
+    if (s) {
+        memcpy(s, a, la);
+        memcpy(s + la, b, lb);
+        memcpy(s + la + lb, c, lc + 1);
+    }
     return s;
 }
 

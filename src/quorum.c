@@ -33,14 +33,16 @@ static bool is_noscript(const dlock__reply *r)
 
 /* Records a reply, or re-sends the call as EVAL after NOSCRIPT (the script
  * cache was flushed or the server restarted): once per node and call. */
-static void on_reply(dlock__conn *conn, const dlock__call *call, dlock__node_result *res,
+static void on_reply(dlock__conn *conn, dlock__call *call, dlock__node_result *res,
                      bool *fallback_sent, dlock__reply *reply, int64_t now_ns)
 {
-    if (is_noscript(reply) && call->fallback && !*fallback_sent) {
+    if (is_noscript(reply) && call->encode_fallback && !*fallback_sent) {
         int rc;
         dlock__reply_free(reply);
         *fallback_sent = true;
-        rc = dlock__conn_begin(conn, call->fallback, call->fallback_len, now_ns);
+        rc = call->fallback ? 0 : call->encode_fallback(call);
+        if (rc == 0)
+            rc = dlock__conn_begin(conn, call->fallback, call->fallback_len, now_ns);
         if (rc < 0)
             res->status = rc;
         return;
@@ -79,7 +81,7 @@ static void give_up_on_late_nodes(dlock__conn *conns, size_t n, dlock__node_resu
     }
 }
 
-void dlock__fanout(dlock__conn *conns, size_t n, const dlock__call *call, int64_t deadline_ns,
+void dlock__fanout(dlock__conn *conns, size_t n, dlock__call *call, int64_t deadline_ns,
                    dlock__node_result *results, dlock__enough_fn enough, void *ctx)
 {
     struct pollfd fds[DLOCK__NODES_MAX];

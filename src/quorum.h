@@ -15,8 +15,15 @@
 typedef struct dlock__call {
     char *cmd; /* usually EVALSHA */
     size_t len;
-    char *fallback; /* sent once if `cmd` gets NOSCRIPT (EVAL), or NULL */
+    /* Sent once if `cmd` gets NOSCRIPT (EVAL); encoded on first need by
+     * encode_fallback, which may be NULL (no fallback). */
+    char *fallback;
     size_t fallback_len;
+    int (*encode_fallback)(struct dlock__call *call);
+    /* What encode_fallback needs, borrowed for the duration of the call. */
+    int script;
+    int nkeys, nargs;
+    const char **keys, **args;
 } dlock__call;
 
 enum { DLOCK__PENDING = 0, DLOCK__REPLIED = 1 };
@@ -34,7 +41,7 @@ typedef bool (*dlock__enough_fn)(const dlock__node_result *results, size_t n, vo
  * not answer by `deadline_ns` get DLOCK_ETIMEDOUT (their late replies will
  * be discarded). `enough` may be NULL: then every node is waited for.
  * Free the replies with dlock__results_clear(). */
-void dlock__fanout(dlock__conn *conns, size_t n, const dlock__call *call, int64_t deadline_ns,
+void dlock__fanout(dlock__conn *conns, size_t n, dlock__call *call, int64_t deadline_ns,
                    dlock__node_result *results, dlock__enough_fn enough, void *ctx);
 
 void dlock__results_clear(dlock__node_result *results, size_t n);

@@ -42,7 +42,7 @@ int dlock__reader_next(dlock__reader *r, dlock__reply **out);
 void dlock__reply_free(dlock__reply *reply);
 
 /* Encodes a command as RESP. Returns its length and the buffer in *out
- * (free with dlock__command_free), or DLOCK_EINVAL. */
+ * (free with dlock__command_free), DLOCK_EINVAL or DLOCK_ENOMEM. */
 long long dlock__command_format(char **out, int argc, const char **argv, const size_t *argvlen);
 void dlock__command_free(char *cmd);
 

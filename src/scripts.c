@@ -129,25 +129,32 @@ static long long encode(char **out, const char *verb, const char *body, int nkey
     return dlock__command_format(out, argc, argv, lens);
 }
 
+static int encode_eval(dlock__call *call)
+{
+    long long len = encode(&call->fallback, "EVAL", sources[call->script], call->nkeys,
+                           call->keys, call->nargs, call->args);
+    if (len < 0)
+        return (int)len;
+    call->fallback_len = (size_t)len;
+    return 0;
+}
+
 int dlock__script_call(dlock__call *call, enum dlock__script_id id, int nkeys,
                        const char **keys, int nargs, const char **args)
 {
-    char *cmd = NULL, *fallback = NULL;
-    long long len, fallback_len;
-
+    long long len;
     memset(call, 0, sizeof(*call));
-    len = encode(&cmd, "EVALSHA", dlock__script_sha(id), nkeys, keys, nargs, args);
+    len = encode(&call->cmd, "EVALSHA", dlock__script_sha(id), nkeys, keys, nargs, args);
     if (len < 0)
         return (int)len;
-    fallback_len = encode(&fallback, "EVAL", sources[id], nkeys, keys, nargs, args);
-    if (fallback_len < 0) {
-        dlock__command_free(cmd);
-        return (int)fallback_len;
-    }
-    call->cmd = cmd;
     call->len = (size_t)len;
-    call->fallback = fallback;
-    call->fallback_len = (size_t)fallback_len;
+    /* The EVAL form, script text and all, is only encoded after a NOSCRIPT. */
+    call->encode_fallback = encode_eval;
+    call->script = id;
+    call->nkeys = nkeys;
+    call->keys = keys;
+    call->nargs = nargs;
+    call->args = args;
     return 0;
 }
 

@@ -20,8 +20,10 @@ enum dlock__script_id {
     DLOCK__SCRIPT_COUNT
 };
 
-/* Encodes script `id` with its keys and arguments into *call (EVALSHA and the
- * EVAL fallback). Returns 0, DLOCK_ENOMEM or DLOCK_EINVAL. */
+/* Encodes script `id` with its keys and arguments into *call as EVALSHA; the
+ * EVAL fallback is encoded only if a node answers NOSCRIPT. `keys` and
+ * `args` are borrowed until the call is freed. Returns 0, DLOCK_ENOMEM or
+ * DLOCK_EINVAL. */
 int dlock__script_call(dlock__call *call, enum dlock__script_id id, int nkeys,
                        const char **keys, int nargs, const char **args);
 void dlock__script_call_free(dlock__call *call);

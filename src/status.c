@@ -66,6 +66,7 @@ int dlock_status_query(dlock_status *out, dlock_client *c, const char *name)
 {
     dlock__node_result results[DLOCK__NODES_MAX];
     dlock__keys keys;
+    const char *k[3];
     dlock__call call;
     char why[256];
     int rc;
@@ -82,10 +83,10 @@ int dlock_status_query(dlock_status *out, dlock_client *c, const char *name)
         dlock__set_error(&c->main, "%s", why);
         return rc;
     }
-    {
-        const char *k[] = {keys.lock, keys.fence, keys.owner};
-        rc = dlock__script_call(&call, DLOCK__SCRIPT_STATUS, 3, k, 0, NULL);
-    }
+    k[0] = keys.lock;
+    k[1] = keys.fence;
+    k[2] = keys.owner;
+    rc = dlock__script_call(&call, DLOCK__SCRIPT_STATUS, 3, k, 0, NULL);
     if (rc == 0) {
         dlock__fanout(c->main.conns, c->n, &call, dlock__node_deadline(c, 0, dlock__now_ns()),
                       results, NULL, NULL);

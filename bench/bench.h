@@ -1,0 +1,51 @@
+/* dlock-bench: workloads that measure the library against the protocol floor
+ * (the same commands sent with plain hiredis round trips). Each workload
+ * prints one JSON line on stdout. */
+#ifndef DLOCK_BENCH_H
+#define DLOCK_BENCH_H
+
+#include <dlock.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct bench_args {
+    const char *workload;
+    int port;
+    double seconds;
+    int procs;   /* contended: processes */
+    int locks;   /* renew: locks held */
+    int clients; /* many: client threads */
+    int64_t ttl_ms;
+    long max_cycles;
+};
+
+/* Time and statistics. */
+double bench_now(void); /* seconds, CLOCK_MONOTONIC */
+double bench_percentile(double *sorted, size_t n, double p);
+void bench_sort(double *v, size_t n);
+
+/* INFO commandstats: calls per command, summed as "every command Redis ran"
+ * and as "top-level requests" (what clients send: evalsha, eval, subscribe,
+ * unsubscribe, set, script). */
+struct command_counts {
+    long long total;
+    long long top_level;
+};
+int bench_command_counts(int port, struct command_counts *out);
+
+/* A client on 127.0.0.1:port. */
+dlock_client *bench_client(int port);
+
+/* JSON output helpers: bench_json_begin("uncontended") ... bench_json_end(). */
+void bench_json_begin(const char *workload);
+void bench_json_num(const char *key, double value);
+void bench_json_int(const char *key, long long value);
+void bench_json_end(void);
+
+int bench_floor(const struct bench_args *a);
+int bench_uncontended(const struct bench_args *a);
+int bench_many(const struct bench_args *a);
+int bench_contended(const struct bench_args *a);
+int bench_renew(const struct bench_args *a);
+
+#endif

@@ -1,0 +1,116 @@
+/* dlock-bench: time, statistics, INFO commandstats, JSON output. */
+#include "bench.h"
+
+#include <hiredis/hiredis.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+double bench_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+void bench_sort(double *v, size_t n)
+{
+    qsort(v, n, sizeof(*v), compare_doubles);
+}
+
+double bench_percentile(double *sorted, size_t n, double p)
+{
+    size_t i;
+    if (n == 0)
+        return 0;
+    i = (size_t)(p / 100.0 * (double)(n - 1) + 0.5);
+    return sorted[i < n ? i : n - 1];
+}
+
+static int is_top_level(const char *name)
+{
+    /* dlock sends nothing else itself; SET, GET, DEL... run inside its
+     * scripts, where Redis counts them too. */
+    static const char *const names[] = {"evalsha", "eval", "subscribe", "unsubscribe",
+                                        "script|load", "script"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (strcmp(name, names[i]) == 0)
+            return 1;
+    return 0;
+}
+
+int bench_command_counts(int port, struct command_counts *out)
+{
+    redisContext *c = redisConnect("127.0.0.1", port);
+    redisReply *r;
+    char *line, *save = NULL;
+    memset(out, 0, sizeof(*out));
+    if (!c || c->err) {
+        redisFree(c);
+        return -1;
+    }
+    r = redisCommand(c, "INFO commandstats");
+    if (!r || r->type != REDIS_REPLY_STRING) {
+        freeReplyObject(r);
+        redisFree(c);
+        return -1;
+    }
+    for (line = strtok_r(r->str, "\r\n", &save); line; line = strtok_r(NULL, "\r\n", &save)) {
+        char name[64];
+        long long calls;
+        if (sscanf(line, "cmdstat_%63[^:]:calls=%lld", name, &calls) != 2)
+            continue;
+        if (strcmp(name, "info") == 0)
+            continue; /* the measurement's own */
+        out->total += calls;
+        if (is_top_level(name))
+            out->top_level += calls;
+    }
+    freeReplyObject(r);
+    redisFree(c);
+    return 0;
+}
+
+dlock_client *bench_client(int port)
+{
+    dlock_client_options opts = DLOCK_CLIENT_OPTIONS_INIT;
+    dlock_client *c = NULL;
+    char url[64], why[256];
+    const char *u = url;
+    snprintf(url, sizeof(url), "redis://127.0.0.1:%d", port);
+    opts.urls = &u;
+    opts.n_urls = 1;
+    if (dlock_client_open(&c, &opts, why, sizeof(why)) < 0) {
+        fprintf(stderr, "dlock-bench: %s\n", why);
+        return NULL;
+    }
+    return c;
+}
+
+void bench_json_begin(const char *workload)
+{
+    printf("{\"impl\":\"dlock\",\"workload\":\"%s\"", workload);
+}
+
+void bench_json_num(const char *key, double value)
+{
+    printf(",\"%s\":%.3f", key, value);
+}
+
+void bench_json_int(const char *key, long long value)
+{
+    printf(",\"%s\":%lld", key, value);
+}
+
+void bench_json_end(void)
+{
+    printf("}\n");
+    fflush(stdout);
+}
