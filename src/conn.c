@@ -20,10 +20,7 @@
 #define OUT_INITIAL_CAP 4096
 #define READ_CHUNK 16384
 #define STALE_MAX 16 /* past this many unanswered calls, start afresh */
-/* A connection idle for longer is checked before use: a server restart or
- * an idle timeout closes it, and a call should not be the one to find out.
- * A busier connection skips the extra system call. */
-#define IDLE_CHECK_NS (50 * DLOCK__NS_PER_MS)
+
 
 static int fail(dlock__conn *c, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -233,11 +230,10 @@ static int open_connection(dlock__conn *c, int64_t now_ns)
 
 /* An idle connection that is readable was closed by the server (or sent
  * something nobody asked for): either way, start afresh. */
-static void drop_if_dead(dlock__conn *c, int64_t now_ns)
+static void drop_if_dead(dlock__conn *c)
 {
     struct pollfd p = {.fd = c->fd, .events = POLLIN};
-    if (c->push_mode || c->handshake_owed || c->stale_owed || c->out_sent < c->out_len ||
-        now_ns - c->last_reply_ns < IDLE_CHECK_NS)
+    if (c->push_mode || c->handshake_owed || c->stale_owed || c->out_sent < c->out_len)
         return;
     if (poll(&p, 1, 0) != 0)
         dlock__conn_close(c);
@@ -248,7 +244,7 @@ int dlock__conn_begin(dlock__conn *c, const char *cmd, size_t len, int64_t now_n
     int rc;
     c->err[0] = '\0';
     if (c->state == DLOCK__CONN_READY)
-        drop_if_dead(c, now_ns);
+        drop_if_dead(c);
     if (c->state == DLOCK__CONN_CONNECTING && now_ns > c->connect_deadline_ns)
         dlock__conn_close(c);
     if (c->state == DLOCK__CONN_CLOSED) {
@@ -346,7 +342,6 @@ static int take_replies(dlock__conn *c, dlock__reply **reply)
             dlock__reply_free(r);
         } else {
             *reply = r;
-            c->last_reply_ns = dlock__now_ns();
             return 1;
         }
     }

@@ -23,7 +23,6 @@ typedef struct dlock__conn {
     enum dlock__conn_state state;
     int fd;
     int64_t connect_deadline_ns;
-    int64_t last_reply_ns;    /* when the connection last answered */
     int connect_timeout_ms;
     dlock__reader *reader;
     char *out; /* pending output */

@@ -72,6 +72,7 @@ static void give_up_on_late_nodes(dlock__conn *conns, size_t n, dlock__node_resu
     for (size_t i = 0; i < n; i++) {
         if (results[i].status != DLOCK__PENDING)
             continue;
+        results[i].sent |= conns[i].call_sent;
         dlock__conn_abandon(&conns[i]);
         if (timed_out) {
             results[i].status = DLOCK_ETIMEDOUT;
@@ -95,7 +96,7 @@ void dlock__fanout(dlock__conn *conns, size_t n, dlock__call *call, int64_t dead
         int rc = dlock__conn_begin(&conns[i], call->cmd, call->len, now);
         results[i].status = rc < 0 ? rc : DLOCK__PENDING;
         results[i].reply = NULL;
-        results[i].sent = false;
+        results[i].sent = conns[i].call_sent; /* begin may have sent it already */
     }
     while ((pending = poll_pending(conns, n, results, fds, index)) > 0) {
         int timeout = dlock__ms_until(deadline_ns, now);
