@@ -32,7 +32,8 @@ struct dlock_lock {
     int last_renew_error;
     dlock_lost_fn on_lost;
     void *on_lost_arg;
-    struct dlock_lock *next_renewed;
+    size_t heap_index;            /* place in the renewer's heap */
+    int64_t heap_due_ns;          /* its key there: changed only with the mutex held */
 };
 
 /* One attempt to acquire, on `lane`. On DLOCK_EBUSY, lock->last_pttl_ms says

@@ -22,20 +22,94 @@ struct dlock__renewer {
     pthread_mutex_t mutex;
     pthread_cond_t wake; /* the set changed, or stop */
     pthread_cond_t idle; /* an extend or a loss finished */
-    dlock_lock *locks;   /* the renewal set */
+    dlock_lock **heap;   /* the renewal set, soonest due first */
+    size_t count, capacity;
     bool stop;
 };
 
+/* The renewal set is a binary min-heap on the moment each lock next needs
+ * the thread: its renewal, or its expiry if renewals keep failing. With
+ * thousands of locks, finding the next one must not mean scanning them all. */
+static int64_t due_at(const dlock_lock *l)
+{
+    return l->heap_due_ns;
+}
+
+/* The key is a copy: valid_until_ns changes during an extend, without the
+ * mutex, and the heap must only see changes made under it. */
+static void refresh_due(dlock_lock *l)
+{
+    int64_t until = l->valid_until_ns;
+    l->heap_due_ns = l->next_renewal_ns < until ? l->next_renewal_ns : until;
+}
+
+static void heap_set(struct dlock__renewer *r, size_t i, dlock_lock *l)
+{
+    r->heap[i] = l;
+    l->heap_index = i;
+}
+
+static void sift_up(struct dlock__renewer *r, size_t i)
+{
+    dlock_lock *l = r->heap[i];
+    while (i > 0 && due_at(r->heap[(i - 1) / 2]) > due_at(l)) {
+        heap_set(r, i, r->heap[(i - 1) / 2]);
+        i = (i - 1) / 2;
+    }
+    heap_set(r, i, l);
+}
+
+static void sift_down(struct dlock__renewer *r, size_t i)
+{
+    dlock_lock *l = r->heap[i];
+    for (;;) {
+        size_t child = 2 * i + 1;
+        if (child >= r->count)
+            break;
+        if (child + 1 < r->count && due_at(r->heap[child + 1]) < due_at(r->heap[child]))
+            child++;
+        if (due_at(r->heap[child]) >= due_at(l))
+            break;
+        heap_set(r, i, r->heap[child]);
+        i = child;
+    }
+    heap_set(r, i, l);
+}
+
+/* After the lock's due time changed. */
+static void reposition(struct dlock__renewer *r, dlock_lock *lock)
+{
+    refresh_due(lock);
+    sift_up(r, lock->heap_index);
+    sift_down(r, lock->heap_index);
+}
+
 static void unlink_lock(struct dlock__renewer *r, dlock_lock *lock)
 {
-    for (dlock_lock **p = &r->locks; *p; p = &(*p)->next_renewed) {
-        if (*p == lock) {
-            *p = lock->next_renewed;
-            break;
-        }
-    }
-    lock->next_renewed = NULL;
+    size_t i = lock->heap_index;
+    dlock_lock *last = r->heap[--r->count];
     lock->in_renewal_set = false;
+    if (last == lock)
+        return;
+    heap_set(r, i, last);
+    reposition(r, last);
+}
+
+static int heap_push(struct dlock__renewer *r, dlock_lock *lock)
+{
+    if (r->count == r->capacity) {
+        size_t capacity = r->capacity ? r->capacity * 2 : 16;
+        dlock_lock **bigger = realloc(r->heap, capacity * sizeof(*bigger));
+        if (!bigger)
+            return DLOCK_ENOMEM;
+        r->heap = bigger;
+        r->capacity = capacity;
+    }
+    lock->in_renewal_set = true;
+    refresh_due(lock);
+    heap_set(r, r->count, lock);
+    sift_up(r, r->count++);
+    return 0;
 }
 
 /* Sleeps on `wake` until `until_ns` (CLOCK_BOOTTIME; INT64_MAX: no limit). */
@@ -87,6 +161,7 @@ static void renew(struct dlock__renewer *r, dlock_lock *lock, int64_t now)
     if (ttl_ms < 1) {
         lock->hold_reached = true;
         lock->next_renewal_ns = INT64_MAX; /* held long enough: let it expire */
+        reposition(r, lock);
         return;
     }
     lock->renewing = true;
@@ -97,17 +172,20 @@ static void renew(struct dlock__renewer *r, dlock_lock *lock, int64_t now)
     pthread_cond_broadcast(&r->idle);
     if (!lock->in_renewal_set)
         return; /* released or freed meanwhile */
+    if (rc == DLOCK_ENOTOWNER) {
+        declare_lost(r, lock, rc);
+        return;
+    }
     if (rc == 0) {
         lock->last_renew_error = 0;
         lock->hold_reached = ttl_ms < lock->renew_ttl_ms;
         lock->next_renewal_ns = lock->hold_reached ? INT64_MAX
                                                    : now + ttl_ms * DLOCK__NS_PER_MS / 3;
-    } else if (rc == DLOCK_ENOTOWNER) {
-        declare_lost(r, lock, rc);
     } else {
         lock->last_renew_error = rc;
         lock->next_renewal_ns = dlock__now_ns() + retry_ms * DLOCK__NS_PER_MS;
     }
+    reposition(r, lock);
 }
 
 static void *renewal_thread(void *arg)
@@ -115,18 +193,10 @@ static void *renewal_thread(void *arg)
     struct dlock__renewer *r = arg;
     pthread_mutex_lock(&r->mutex);
     while (!r->stop) {
-        int64_t now = dlock__now_ns(), next = INT64_MAX;
-        dlock_lock *due = NULL;
-        for (dlock_lock *l = r->locks; l && !due; l = l->next_renewed) {
-            int64_t at = l->next_renewal_ns < l->valid_until_ns ? l->next_renewal_ns
-                                                                 : l->valid_until_ns;
-            if (at <= now)
-                due = l;
-            else if (at < next)
-                next = at;
-        }
-        if (!due)
-            wait_until(r, next);
+        int64_t now = dlock__now_ns();
+        dlock_lock *due = r->count ? r->heap[0] : NULL;
+        if (!due || due_at(due) > now)
+            wait_until(r, due ? due_at(due) : INT64_MAX);
         else if (due->valid_until_ns <= now)
             declare_lost(r, due,
                          due->hold_reached       ? DLOCK_ELOST
@@ -142,6 +212,7 @@ static void *renewal_thread(void *arg)
 static void destroy(struct dlock__renewer *r)
 {
     dlock__lane_destroy(r->client, &r->lane);
+    free(r->heap);
     pthread_cond_destroy(&r->idle);
     pthread_cond_destroy(&r->wake);
     pthread_mutex_destroy(&r->mutex);
@@ -184,19 +255,18 @@ int dlock__renew_add(dlock_lock *lock)
 {
     dlock_client *c = lock->client;
     struct dlock__renewer *r;
+    int rc;
     if (!c->renewer) {
-        int rc = start(c);
+        rc = start(c);
         if (rc < 0)
             return rc;
     }
     r = c->renewer;
     pthread_mutex_lock(&r->mutex);
-    lock->next_renewed = r->locks;
-    r->locks = lock;
-    lock->in_renewal_set = true;
+    rc = heap_push(r, lock);
     pthread_cond_signal(&r->wake);
     pthread_mutex_unlock(&r->mutex);
-    return 0;
+    return rc;
 }
 
 void dlock__renew_remove(dlock_lock *lock)
