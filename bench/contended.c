@@ -56,9 +56,11 @@ static void worker(const struct bench_args *a, struct shared *sh, int proc)
             _exit(1);
         }
         mine[n] = (struct grant){.asked = asked, .got = bench_now(), .proc = proc};
-        /* The critical section is empty: we measure the lock. */
-        rc = dlock_lock_release(lock);
+        /* The critical section is empty: we measure the lock. A handoff
+         * starts when the release is sent: its reply and the waiters' wake-up
+         * travel at the same time. */
         mine[n++].released = bench_now();
+        rc = dlock_lock_release(lock);
         dlock_lock_free(lock);
         if (rc < 0)
             _exit(1);

@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""Medians of repeated measurements and ratios within one run.
+
+usage: summarize.py RESULTS.jsonl OUT.json OUT.md
+Every input line is one measurement tagged with a "label"; the output keeps
+the median of each figure per label, and the ratios the project's targets
+are stated in (always between figures of the same run)."""
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+
+FIGURES = [
+    "cycles_per_s", "us_per_cycle_p50", "us_per_cycle_p99", "requests_per_cycle",
+    "commands_per_cycle", "grants_per_s", "handoffs_per_s", "wait_ms_p50", "wait_ms_p99",
+    "handoff_ms_p50", "handoff_ms_p99", "handoff_wait_ms_p50", "handoff_wait_ms_p99",
+    "requests_per_grant", "commands_per_grant", "client_commands_per_grant",
+    "min_grants_per_proc", "max_grants_per_proc", "renewals_per_s", "cpu_s",
+    "rss_bytes_per_lock", "lost", "client_commands_per_cycle",
+]
+
+
+def medians(rows):
+    out = {"runs": len(rows)}
+    for key in FIGURES:
+        values = [r[key] for r in rows if isinstance(r.get(key), (int, float))]
+        if values:
+            out[key] = statistics.median(values)
+    fair = [r["per_worker_grants"] for r in rows if r.get("per_worker_grants")]
+    if fair:  # the peers report per-process grants as a list
+        out["min_grants_per_proc"] = statistics.median(min(f) for f in fair)
+        out["max_grants_per_proc"] = statistics.median(max(f) for f in fair)
+    return out
+
+
+def ratio(a, b):
+    return round(a / b, 3) if a and b else None
+
+
+def machine():
+    try:
+        model = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo")
+                     if l.startswith("model name"))
+    except (OSError, StopIteration):
+        model = platform.processor()
+    redis = subprocess.run(["redis-server", "--version"], capture_output=True, text=True).stdout
+    return {"cpus": os.cpu_count(), "cpu": model, "kernel": platform.release(),
+            "redis": redis.strip()}
+
+
+def main():
+    src, out_json, out_md = sys.argv[1:4]
+    rows = [json.loads(l) for l in open(src) if l.strip()]
+    labels = sorted({r["label"] for r in rows})
+    by = {label: medians([r for r in rows if r["label"] == label]) for label in labels}
+    get = lambda label, key: by.get(label, {}).get(key)
+    ratios = {
+        "uncontended_vs_floor": ratio(get("uncontended", "cycles_per_s"), get("floor", "cycles_per_s")),
+        "handoffs_vs_redis_py_default": ratio(get("contended", "handoffs_per_s"),
+                                              get("redis-py-contended-sleep-0.1", "handoffs_per_s")),
+        "handoffs_vs_best_polling_peer": ratio(
+            get("contended", "handoffs_per_s"),
+            max(filter(None, [get("redis-py-contended-sleep-0.001", "handoffs_per_s"),
+                              get("node-redlock-contended-retry-1", "handoffs_per_s")]), default=None)),
+    }
+    result = {"machine": machine(), "medians": by, "ratios": ratios}
+    with open(out_json, "w") as f:
+        json.dump(result, f, indent=2, sort_keys=True)
+    with open(out_md, "w") as f:
+        f.write(markdown(by, ratios, result["machine"]))
+
+
+def fmt(v, digits=0):
+    if v is None:
+        return "-"
+    return f"{v:,.{digits}f}"
+
+
+def markdown(by, ratios, m):
+    lines = [f"Machine: {m['cpus']} CPUs, {m['cpu']}, Linux {m['kernel']}; {m['redis']}", ""]
+    lines += ["| uncontended, 1 node | cycles/s | p50 µs | p99 µs | requests/cycle | commands/cycle |",
+              "|---|---|---|---|---|---|"]
+    for label in ["floor", "uncontended", "redis-py-uncontended", "node-redlock-uncontended"]:
+        if label in by:
+            r = by[label]
+            lines.append(f"| {label} | {fmt(r.get('cycles_per_s'))} | {fmt(r.get('us_per_cycle_p50'), 1)} "
+                         f"| {fmt(r.get('us_per_cycle_p99'), 1)} "
+                         f"| {fmt(r.get('requests_per_cycle', r.get('client_commands_per_cycle')), 1)} "
+                         f"| {fmt(r.get('commands_per_cycle'), 1)} |")
+    lines += ["", "| contended, 8 processes | grants/s | handoffs/s | wait p50 ms | wait p99 ms "
+              "| handoff p50 ms | handoff p99 ms | requests/grant | commands/grant | min/max grants per process |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
+    for label in sorted(l for l in by if "contended" in l and "uncontended" not in l):
+        r = by[label]
+        lines.append(
+            f"| {label} | {fmt(r.get('grants_per_s'))} | {fmt(r.get('handoffs_per_s'))} "
+            f"| {fmt(r.get('wait_ms_p50'), 2)} | {fmt(r.get('wait_ms_p99'), 2)} "
+            f"| {fmt(r.get('handoff_ms_p50', r.get('handoff_wait_ms_p50')), 2)} "
+            f"| {fmt(r.get('handoff_ms_p99', r.get('handoff_wait_ms_p99')), 2)} "
+            f"| {fmt(r.get('requests_per_grant', r.get('client_commands_per_grant')), 1)} "
+            f"| {fmt(r.get('commands_per_grant'), 1)} "
+            f"| {fmt(r.get('min_grants_per_proc'))} / {fmt(r.get('max_grants_per_proc'))} |")
+    lines += ["", "| renewal | renewals/s | client CPU s | RSS bytes/lock | lost |", "|---|---|---|---|---|"]
+    for label in sorted(l for l in by if l.startswith("renew-")):
+        r = by[label]
+        lines.append(f"| {label} locks, TTL 3 s | {fmt(r.get('renewals_per_s'))} | {fmt(r.get('cpu_s'), 2)} "
+                     f"| {fmt(r.get('rss_bytes_per_lock'))} | {fmt(r.get('lost'))} |")
+    lines += ["", "| many clients, distinct names | cycles/s |", "|---|---|"]
+    for label in sorted((l for l in by if l.startswith("many-")), key=lambda l: int(l.split("-")[1])):
+        lines.append(f"| {label.split('-')[1]} clients | {fmt(by[label].get('cycles_per_s'))} |")
+    lines += ["", "| ratio (same run) | value |", "|---|---|"]
+    for k, v in ratios.items():
+        lines.append(f"| {k} | {fmt(v, 2) if v is not None else '-'} |")
+    lines.append("")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()
