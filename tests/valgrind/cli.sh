@@ -22,7 +22,12 @@ vg release vg:lock "$token"
 # run: renewal thread (TTL 300 ms: several renewals), a child, a release
 vg run -t 300ms vg:run -- sleep 1
 # run: the lock lost while the command runs (exit 70)
-(sleep 0.5; redis-cli -p "$REDIS_PORT" del vg:lost >/dev/null) &
+(for _ in $(seq 300); do
+   [ "$(redis-cli -p "$REDIS_PORT" exists vg:lost)" = 1 ] && break
+   sleep 0.05
+ done
+ sleep 0.5
+ redis-cli -p "$REDIS_PORT" del vg:lost >/dev/null) &
 set +e
 vg -q run -t 300ms vg:lost -- sleep 5 2>/dev/null
 rc=$?
