@@ -86,6 +86,7 @@ DLOCK_EXTERN const char *dlock_err_name(int code);
 #define DLOCK_NAME_MAX 1024            /* bytes in a lock name */
 #define DLOCK_TTL_MAX_MS 2147483647LL  /* about 24.8 days */
 #define DLOCK_TOKEN_LEN 32             /* hex characters in an owner token */
+#define DLOCK_NODES_MAX 15             /* servers of one client (Redlock) */
 
 /* ------------------------------------------------------------------ */
 /* Client                                                              */
@@ -107,7 +108,9 @@ typedef struct dlock_client_options {
      *   redis://[[user]:password@]host[:port][/db]     (IPv6: [::1])
      *   unix:///path/to/socket[?db=N]
      * Percent-escapes (%40 for '@') are decoded in user and password.
-     * This version takes exactly one URL. */
+     * One URL: a lock on one server. Three or more (up to DLOCK_NODES_MAX)
+     * independent masters: Redlock, a lock held on a majority of them.
+     * Two, or the same server twice, are refused. 0: redis://127.0.0.1:6379. */
     const char *const *urls;
     size_t n_urls;
 
@@ -119,8 +122,9 @@ typedef struct dlock_client_options {
     int connect_timeout_ms; /* TCP connect + AUTH/SELECT; default 2000 */
     int command_timeout_ms; /* one command; default 1000 */
 
-    /* Deadline of one node's reply within an acquire, release or extend;
-     * default max(5, ttl/20), capped by command_timeout_ms. */
+    /* Deadline of one node's reply within an acquire or extend (including
+     * a reconnect to it); default max(5, ttl/20), capped by
+     * command_timeout_ms. A node that misses it is no vote. */
     int node_timeout_ms;
 
     /* Lifetime of a lock name's fencing counter, refreshed on every
@@ -337,14 +341,31 @@ typedef struct dlock_status {
     char host[256];   /*   its host name */
     long pid;         /*   its process id */
     int64_t since_ms; /*   when it took the lock, in ms since the Unix epoch */
+    unsigned nodes_answered; /* servers that answered */
+    unsigned nodes_held;     /* servers on which the key exists */
 } dlock_status;
 
 /*
- * Asks the server about `name` without changing anything. Fills *out on
+ * Asks the servers about `name` without changing anything. With several
+ * servers this is the majority's view: held if a majority holds the key,
+ * the shortest TTL among them and the largest fence reported. Fills *out on
  * success. Returns 0; DLOCK_EWRONGTYPE (the key holds a list, hash...);
- * DLOCK_EINVAL and the I/O codes of dlock_lock_release().
+ * DLOCK_ENOQUORUM (fewer than a majority answered); DLOCK_EINVAL and the I/O
+ * codes of dlock_lock_release().
  */
 DLOCK_EXTERN int dlock_status_query(dlock_status *out, dlock_client *client, const char *name);
+
+/* The same, for server number `node` (0 .. dlock_client_nodes() - 1) alone. */
+DLOCK_EXTERN int dlock_status_query_node(dlock_status *out, dlock_client *client,
+                                         const char *name, size_t node);
+
+/* How many servers the client has; 0 for NULL. Safe from any thread. */
+DLOCK_EXTERN size_t dlock_client_nodes(const dlock_client *client);
+
+/* Server number `node` as "host:port" or a socket path (never with a
+ * password); "" when out of range. Owned by the client. Safe from any
+ * thread. */
+DLOCK_EXTERN const char *dlock_client_node_label(const dlock_client *client, size_t node);
 
 /* Frees the handle, taking it out of the renewal set first. Does not
  * release the lock: a lock that is not released expires after its TTL.

@@ -55,10 +55,14 @@ static int check_options(const dlock_client_options *o, char *why, size_t why_le
 {
     if (o->version != DLOCK_CLIENT_OPTIONS_VERSION)
         return refuse(why, why_len, "unknown options version");
-    if (o->n_urls > 1)
-        return refuse(why, why_len, "this version of dlock takes one server URL");
-    if (o->n_urls == 1 && !o->urls)
-        return refuse(why, why_len, "n_urls is 1 but urls is NULL");
+    if (o->n_urls == 2)
+        return refuse(why, why_len,
+                      "two servers cannot form a useful majority (it takes both): use 1, or "
+                      "3 or more independent servers");
+    if (o->n_urls > DLOCK_NODES_MAX)
+        return refuse(why, why_len, "too many servers (at most 15)");
+    if (o->n_urls && !o->urls)
+        return refuse(why, why_len, "n_urls is set but urls is NULL");
     if (o->connect_timeout_ms < 0 || o->command_timeout_ms < 0 || o->node_timeout_ms < 0 ||
         o->fence_ttl_ms < 0 || o->fence_ttl_ms > DLOCK_TTL_MAX_MS)
         return refuse(why, why_len, "timeouts and TTLs must not be negative or too large");
@@ -108,6 +112,14 @@ static int add_endpoint(dlock_client *c, const char *url, const dlock_client_opt
         if (why && why_len)
             snprintf(why, why_len, "bad server URL: %s", reason);
         return rc;
+    }
+    for (size_t i = 0; i < c->n; i++) {
+        if (strcmp(c->endpoints[i].label, ep->label) == 0 && c->endpoints[i].db == ep->db) {
+            if (why && why_len)
+                snprintf(why, why_len, "server %s is given twice", ep->label);
+            dlock__endpoint_clear(ep);
+            return DLOCK_EINVAL;
+        }
     }
     c->n++;
     if (replace_secret(&ep->user, o->user) < 0 || replace_secret(&ep->password, o->password) < 0)
@@ -173,8 +185,10 @@ int dlock_client_open(dlock_client **out, const dlock_client_options *opts, char
     c->drift_factor = o->drift_factor > 0 ? o->drift_factor : DEFAULT_DRIFT_FACTOR;
     if (gethostname(c->host, sizeof(c->host) - 1) < 0)
         snprintf(c->host, sizeof(c->host), "unknown");
-    url = o->n_urls ? o->urls[0] : DEFAULT_URL;
-    rc = add_endpoint(c, url, o, why, why_len);
+    for (size_t i = 0; rc == 0 && i < (o->n_urls ? o->n_urls : 1); i++) {
+        url = o->n_urls ? o->urls[i] : DEFAULT_URL;
+        rc = add_endpoint(c, url, o, why, why_len);
+    }
     if (rc == 0)
         rc = open_connections(c, why, why_len);
     if (rc < 0) {
@@ -206,6 +220,16 @@ void dlock_client_close(dlock_client *c)
 const char *dlock_client_errmsg(const dlock_client *c)
 {
     return c ? c->main.errmsg : "no client";
+}
+
+size_t dlock_client_nodes(const dlock_client *c)
+{
+    return c ? c->n : 0;
+}
+
+const char *dlock_client_node_label(const dlock_client *c, size_t node)
+{
+    return c && node < c->n ? c->endpoints[node].label : "";
 }
 
 size_t dlock__quorum(const dlock_client *c)
@@ -242,12 +266,12 @@ static void append(dlock__lane *lane, const char *fmt, ...)
     va_end(ap);
 }
 
-void dlock__append_node_errors(const dlock_client *c, dlock__lane *lane,
-                               const dlock__node_result *results)
+void dlock__append_node_errors(dlock__lane *lane, const dlock__conn *conns,
+                               const dlock__node_result *results, size_t n)
 {
-    for (size_t i = 0; i < c->n; i++) {
+    for (size_t i = 0; i < n; i++) {
         const dlock__node_result *r = &results[i];
-        const dlock__conn *conn = &lane->conns[i];
+        const dlock__conn *conn = &conns[i];
         if (r->status < 0 && conn->err[0])
             append(lane, "; %s", conn->err);
         else if (r->status < 0)

@@ -57,9 +57,10 @@ int64_t dlock__node_deadline(const dlock_client *c, int64_t ttl_ms, int64_t now_
 
 void dlock__set_error(dlock__lane *lane, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Appends "; " and the details of every failed node to the lane's message. */
-void dlock__append_node_errors(const dlock_client *c, dlock__lane *lane,
-                               const dlock__node_result *results);
+/* Appends "; " and the details of every failed node to the lane's message;
+ * results[i] is the answer of conns[i]. */
+void dlock__append_node_errors(dlock__lane *lane, const dlock__conn *conns,
+                               const dlock__node_result *results, size_t n);
 
 /* A random number in [0, bound), for jitter. */
 uint64_t dlock__random_below(dlock_client *c, uint64_t bound);

@@ -22,6 +22,7 @@ struct tally {
     size_t quorum;
     size_t confirmed; /* acquire: granted; release/extend: 1 */
     size_t refused;   /* acquire: held by another; release/extend: 0 */
+    size_t repaired;  /* extend: 2 */
     uint64_t fence;   /* acquire: the largest fence granted */
     int64_t pttl;     /* acquire: the smallest PTTL of the refusals */
 };
@@ -39,10 +40,12 @@ static int check_ttl(dlock__lane *lane, int64_t ttl_ms)
     return DLOCK_EINVAL;
 }
 
-enum { VOTE_NO = 0, VOTE_YES = 1, VOTE_UNKNOWN = 2 };
+enum { VOTE_NO = 0, VOTE_YES = 1, VOTE_REPAIRED = 2, VOTE_UNKNOWN = 3 };
 
 /* A node's answer: VOTE_YES (granted, or 1 from release/extend), VOTE_NO
- * (held by another, or 0), VOTE_UNKNOWN (not waited for) or its error code.
+ * (held by another, or 0), VOTE_REPAIRED (extend put our key back on a node
+ * that had lost it: not a vote), VOTE_UNKNOWN (not waited for) or its error
+ * code.
  * `fence` and `pttl` are set for acquire replies. */
 static int vote_of(const dlock__node_result *r, bool acquire, uint64_t *fence, int64_t *pttl)
 {
@@ -54,7 +57,8 @@ static int vote_of(const dlock__node_result *r, bool acquire, uint64_t *fence, i
     if (a->type == DLOCK__REPLY_ERROR)
         return dlock__server_error_code(a);
     if (!acquire)
-        return a->type == DLOCK__REPLY_INTEGER && (a->integer == 0 || a->integer == 1)
+        return a->type == DLOCK__REPLY_INTEGER && a->integer >= VOTE_NO &&
+                       a->integer <= VOTE_REPAIRED
                    ? (int)a->integer
                    : DLOCK_EPROTO;
     if (a->type != DLOCK__REPLY_ARRAY || a->elements != 2 ||
@@ -75,7 +79,7 @@ static int vote_of(const dlock__node_result *r, bool acquire, uint64_t *fence, i
 static size_t count(struct tally *t, const dlock__node_result *results, size_t n, bool acquire)
 {
     size_t failed = 0;
-    t->confirmed = t->refused = 0;
+    t->confirmed = t->refused = t->repaired = 0;
     for (size_t i = 0; i < n; i++) {
         uint64_t fence = 0;
         int64_t pttl = 0;
@@ -86,6 +90,8 @@ static size_t count(struct tally *t, const dlock__node_result *results, size_t n
         } else if (vote == VOTE_NO) {
             t->refused++;
             t->pttl = t->refused == 1 || pttl < t->pttl ? pttl : t->pttl;
+        } else if (vote == VOTE_REPAIRED) {
+            t->repaired++;
         } else if (vote < 0) {
             failed++;
         }
@@ -106,7 +112,7 @@ static int common_failure(const dlock__node_result *results, size_t n, bool acqu
     int code = 0;
     for (size_t i = 0; i < n; i++) {
         int vote = vote_of(&results[i], acquire, &(uint64_t){0}, &(int64_t){0});
-        if (vote == VOTE_YES || vote == VOTE_NO)
+        if (vote == VOTE_YES || vote == VOTE_NO || vote == VOTE_REPAIRED)
             continue;
         if (vote == VOTE_UNKNOWN)
             vote = DLOCK_ETIMEDOUT;
@@ -191,8 +197,51 @@ static int acquire_failed(dlock_lock *lock, dlock__lane *lane, const struct tall
         rc = common_failure(results, c->n, true);
         dlock__set_error(lane, "cannot acquire the lock: %s", dlock_strerror(rc));
     }
-    dlock__append_node_errors(c, lane, results);
+    dlock__append_node_errors(lane, lane->conns, results, c->n);
     clean_up_attempt(lock, lane, results, ttl_ms);
+    return rc;
+}
+
+static bool majority_confirmed(const dlock__node_result *results, size_t n, void *ctx)
+{
+    struct tally *t = ctx;
+    count(t, results, n, false);
+    return t->confirmed >= t->quorum;
+}
+
+/* Redlock: the token is the largest fence of the quorum. It is written back
+ * (never lowering a stored value) to every node, and must reach a majority
+ * before `valid_until`, so that any later quorum, which shares a node with
+ * this majority, sees it and goes above it. The nodes that do not answer in
+ * time were sent it all the same. */
+static int record_fence(dlock_lock *lock, dlock__lane *lane, int64_t ttl_ms, uint64_t fence,
+                        int64_t valid_until)
+{
+    dlock_client *c = lock->client;
+    dlock__node_result results[DLOCK__NODES_MAX];
+    char value[24], fence_ttl[24];
+    const char *keys[] = {lock->keys.fence};
+    const char *args[] = {value, fence_ttl};
+    struct tally t = {.quorum = dlock__quorum(c)};
+    int64_t deadline = dlock__node_deadline(c, ttl_ms, dlock__now_ns());
+    dlock__call call;
+    int rc;
+
+    snprintf(value, sizeof(value), "%" PRIu64, fence);
+    snprintf(fence_ttl, sizeof(fence_ttl), "%" PRId64, c->fence_ttl_ms);
+    rc = dlock__script_call(&call, DLOCK__SCRIPT_FENCE_MAX, 1, keys, 2, args);
+    if (rc < 0)
+        return rc;
+    dlock__fanout(lane->conns, c->n, &call, deadline < valid_until ? deadline : valid_until,
+                  results, majority_confirmed, &t);
+    count(&t, results, c->n, false);
+    if (t.confirmed < t.quorum) {
+        rc = DLOCK_ENOQUORUM;
+        dlock__set_error(lane, "the fencing token reached no majority in time");
+        dlock__append_node_errors(lane, lane->conns, results, c->n);
+    }
+    dlock__results_clear(results, c->n);
+    dlock__script_call_free(&call);
     return rc;
 }
 
@@ -204,7 +253,7 @@ int dlock__lock_try(dlock_lock *lock, dlock__lane *lane, int64_t ttl_ms)
     const char *keys[] = {lock->keys.lock, lock->keys.fence, lock->keys.owner};
     const char *args[] = {lock->token, ttl, fence_ttl, owner};
     struct tally t = {.quorum = dlock__quorum(c)};
-    int64_t start, validity_ns;
+    int64_t start, valid_until;
     dlock__call call;
     int rc;
 
@@ -220,16 +269,25 @@ int dlock__lock_try(dlock_lock *lock, dlock__lane *lane, int64_t ttl_ms)
     start = dlock__now_ns();
     dlock__fanout(lane->conns, c->n, &call, dlock__node_deadline(c, ttl_ms, start), results,
                   acquire_decided, &t);
-    validity_ns = ttl_ms * DLOCK__NS_PER_MS - (dlock__now_ns() - start) - drift_ns(c, ttl_ms);
+    valid_until = start + ttl_ms * DLOCK__NS_PER_MS - drift_ns(c, ttl_ms);
     count(&t, results, c->n, true);
-    if (t.confirmed >= t.quorum && validity_ns > 0) {
+    rc = t.confirmed >= t.quorum && valid_until > dlock__now_ns() ? 0 : DLOCK_EBUSY;
+    if (rc == 0 && c->n > 1) {
+        rc = record_fence(lock, lane, ttl_ms, t.fence, valid_until);
+        if (rc == 0 && valid_until <= dlock__now_ns()) {
+            rc = DLOCK_ETIMEDOUT;
+            dlock__set_error(lane, "acquiring took longer than the TTL of %" PRId64 " ms", ttl_ms);
+        }
+        if (rc < 0)
+            clean_up_attempt(lock, lane, results, ttl_ms);
+    } else if (rc < 0) {
+        rc = acquire_failed(lock, lane, &t, results, ttl_ms);
+    }
+    if (rc == 0) {
         lock->fence = t.fence;
         lock->ttl_ms = ttl_ms;
         lock->acquired_ns = start;
-        lock->valid_until_ns = start + ttl_ms * DLOCK__NS_PER_MS - drift_ns(c, ttl_ms);
-        rc = 0;
-    } else {
-        rc = acquire_failed(lock, lane, &t, results, ttl_ms);
+        lock->valid_until_ns = valid_until;
     }
     dlock__results_clear(results, c->n);
     dlock__script_call_free(&call);
@@ -363,18 +421,17 @@ int dlock_lock_adopt(dlock_lock **out, dlock_client *c, const char *name, const 
 }
 
 /* Runs the release or extend script on every node and tallies the 1s and
- * 0s. Returns 0 (a majority confirmed), DLOCK_ENOTOWNER (too many refused)
- * or the nodes' failure. */
+ * 0s. Returns 0 (a majority confirmed), DLOCK_ENOTOWNER (every node gave a
+ * verdict, and not enough were ours) or the nodes' failure. */
 static int compare_and_act(dlock_lock *lock, dlock__lane *lane, enum dlock__script_id id,
-                           const char *arg, const char *publish, int64_t ttl_ms, int64_t start)
+                           int nkeys, const char **keys, int nargs, const char **args,
+                           int64_t ttl_ms, int64_t start)
 {
     dlock_client *c = lock->client;
     dlock__node_result results[DLOCK__NODES_MAX];
-    const char *keys[] = {lock->keys.lock, lock->keys.owner};
-    const char *args[] = {lock->token, arg, publish};
     struct tally t = {.quorum = dlock__quorum(c)};
     dlock__call call;
-    int rc = dlock__script_call(&call, id, 2, keys, publish ? 3 : 2, args);
+    int rc = dlock__script_call(&call, id, nkeys, keys, nargs, args);
     if (rc < 0) {
         dlock__set_error(lane, "cannot encode the command");
         return rc;
@@ -384,13 +441,13 @@ static int compare_and_act(dlock_lock *lock, dlock__lane *lane, enum dlock__scri
     count(&t, results, c->n, false);
     if (t.confirmed >= t.quorum) {
         rc = 0;
-    } else if (t.confirmed + t.refused >= t.quorum) {
+    } else if (t.confirmed + t.refused + t.repaired >= t.quorum) {
         rc = DLOCK_ENOTOWNER;
         dlock__set_error(lane, "the lock is not ours: another owner holds it, or it expired");
     } else {
         rc = common_failure(results, c->n, false);
         dlock__set_error(lane, "%s", dlock_strerror(rc));
-        dlock__append_node_errors(c, lane, results);
+        dlock__append_node_errors(lane, lane->conns, results, c->n);
     }
     dlock__results_clear(results, c->n);
     dlock__script_call_free(&call);
@@ -399,11 +456,13 @@ static int compare_and_act(dlock_lock *lock, dlock__lane *lane, enum dlock__scri
 
 int dlock__lock_release(dlock_lock *lock, dlock__lane *lane, bool publish)
 {
+    const char *keys[] = {lock->keys.lock, lock->keys.owner};
+    const char *args[] = {lock->token, lock->keys.channel, publish ? "1" : "0"};
     /* No validity is at stake: a release gets the whole command timeout
      * (TTL 0), since one that gives up early leaves the key until it
      * expires. */
-    int rc = compare_and_act(lock, lane, DLOCK__SCRIPT_RELEASE, lock->keys.channel,
-                             publish ? "1" : "0", 0, dlock__now_ns());
+    int rc = compare_and_act(lock, lane, DLOCK__SCRIPT_RELEASE, 2, keys, 3, args, 0,
+                             dlock__now_ns());
     if (rc == 0 || rc == DLOCK_ENOTOWNER)
         lock->valid_until_ns = 0;
     return rc;
@@ -412,11 +471,20 @@ int dlock__lock_release(dlock_lock *lock, dlock__lane *lane, bool publish)
 int dlock__lock_extend(dlock_lock *lock, dlock__lane *lane, int64_t ttl_ms)
 {
     dlock_client *c = lock->client;
-    char ttl[24];
+    char ttl[24], fence[24], fence_ttl[24];
     int64_t start = dlock__now_ns(), valid_until;
+    /* Redlock only, and only while the lock is ours for sure: a node that
+     * restarted empty gets our key back (but is no vote). With one node, a
+     * missing key means the lock is lost, never silently taken again. */
+    bool repair = c->n > 1 && lock->valid_until_ns > start;
+    const char *keys[] = {lock->keys.lock, lock->keys.owner, lock->keys.fence};
+    const char *args[] = {lock->token, ttl, repair ? "1" : "0", fence, fence_ttl};
     int rc;
+
     snprintf(ttl, sizeof(ttl), "%" PRId64, ttl_ms);
-    rc = compare_and_act(lock, lane, DLOCK__SCRIPT_EXTEND, ttl, NULL, ttl_ms, start);
+    snprintf(fence, sizeof(fence), "%" PRIu64, lock->fence);
+    snprintf(fence_ttl, sizeof(fence_ttl), "%" PRId64, c->fence_ttl_ms);
+    rc = compare_and_act(lock, lane, DLOCK__SCRIPT_EXTEND, 3, keys, 5, args, ttl_ms, start);
     if (rc == DLOCK_ENOTOWNER)
         lock->valid_until_ns = 0;
     if (rc < 0)

@@ -5,12 +5,13 @@
 #define DLOCK_QUORUM_H
 
 #include "conn.h"
+#include "dlock.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#define DLOCK__NODES_MAX 15
+#define DLOCK__NODES_MAX DLOCK_NODES_MAX
 
 typedef struct dlock__call {
     char *cmd; /* usually EVALSHA */

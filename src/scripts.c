@@ -55,11 +55,44 @@ static const char release_lua[] =
     "return 1\n";
 
 static const char extend_lua[] =
-    "if redis.call('GET', KEYS[1]) ~= ARGV[1] then\n"
+    "local current = redis.call('GET', KEYS[1])\n"
+    "if current == ARGV[1] then\n"
+    "  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
+    "  redis.call('PEXPIRE', KEYS[2], ARGV[2])\n"
+    "  return 1\n"
+    "end\n"
+    "if current or ARGV[3] ~= '1' then\n"
     "  return 0\n"
     "end\n"
-    "redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
-    "redis.call('PEXPIRE', KEYS[2], ARGV[2])\n"
+    "-- Repair (Redlock): the node restarted empty; give it back our key and\n"
+    "-- at least our fence. The caller does not count this as a vote.\n"
+    "local t = redis.call('TYPE', KEYS[3])['ok']\n"
+    "local stored = 0\n"
+    "if t == 'string' then\n"
+    "  stored = tonumber(redis.call('GET', KEYS[3])) or 0\n"
+    "elseif t ~= 'none' then\n"
+    "  return redis.error_reply('WRONGTYPE ' .. KEYS[3] .. ' holds a ' .. t)\n"
+    "end\n"
+    "redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])\n"
+    "if stored < tonumber(ARGV[4]) then\n"
+    "  redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[5])\n"
+    "end\n"
+    "return 2\n";
+
+static const char fence_max_lua[] =
+    "local t = redis.call('TYPE', KEYS[1])['ok']\n"
+    "local stored = 0\n"
+    "if t == 'string' then\n"
+    "  stored = tonumber(redis.call('GET', KEYS[1]))\n"
+    "  if not stored then\n"
+    "    return redis.error_reply('ERR ' .. KEYS[1] .. ' does not hold a number')\n"
+    "  end\n"
+    "elseif t ~= 'none' then\n"
+    "  return redis.error_reply('WRONGTYPE ' .. KEYS[1] .. ' holds a ' .. t)\n"
+    "end\n"
+    "if stored < tonumber(ARGV[1]) then\n"
+    "  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
+    "end\n"
     "return 1\n";
 
 static const char status_lua[] =
@@ -79,7 +112,7 @@ static const char status_lua[] =
     "return {t, redis.call('PTTL', KEYS[1]), fence, owner}\n";
 
 static const char *const sources[DLOCK__SCRIPT_COUNT] = {acquire_lua, release_lua, extend_lua,
-                                                         status_lua};
+                                                         status_lua, fence_max_lua};
 static char shas[DLOCK__SCRIPT_COUNT][41];
 static pthread_once_t shas_once = PTHREAD_ONCE_INIT;
 

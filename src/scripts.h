@@ -12,11 +12,16 @@ enum dlock__script_id {
     /* KEYS lock, owner; ARGV token, channel, "1" to publish or "0".
      * Returns 1 (released) or 0 (not ours). */
     DLOCK__SCRIPT_RELEASE,
-    /* KEYS lock, owner; ARGV token, ttl_ms. Returns 1 (extended) or 0. */
+    /* KEYS lock, owner, fence; ARGV token, ttl_ms, "1" to repair a missing
+     * key (Redlock) or "0", fence, fence_ttl_ms. Returns 1 (extended), 2
+     * (repaired: not a vote) or 0. */
     DLOCK__SCRIPT_EXTEND,
     /* KEYS lock, fence, owner. Read-only. Returns {type of the lock key,
      * PTTL, fence or false, owner record of the current holder or false}. */
     DLOCK__SCRIPT_STATUS,
+    /* KEYS fence; ARGV fence, fence_ttl_ms. Raises the stored fence to at
+     * least ARGV[1], never lowers it (a delayed packet must not). Returns 1. */
+    DLOCK__SCRIPT_FENCE_MAX,
     DLOCK__SCRIPT_COUNT
 };
 

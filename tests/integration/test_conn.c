@@ -371,7 +371,7 @@ static void test_conn_hostile_replies(void **state)
 
 static void test_conn_open_refuses_bad_options(void **state)
 {
-    const char *urls[] = {"redis://127.0.0.1:1", "redis://127.0.0.1:2"};
+    const char *urls[] = {"redis://127.0.0.1:1", "redis://127.0.0.1:2", "redis://127.0.0.1:1"};
     dlock_client_options opts;
     dlock_client *c = NULL;
     char why[256];
@@ -394,7 +394,9 @@ static void test_conn_open_refuses_bad_options(void **state)
             fail_msg("\"%s\" does not say \"%s\"", why, text);                                     \
     } while (0)
     EXPECT_REFUSED(opts.version = 7, "version");
-    EXPECT_REFUSED(opts.n_urls = 2, "one server");
+    EXPECT_REFUSED(opts.n_urls = 2, "two servers");
+    EXPECT_REFUSED(opts.n_urls = 3, "given twice");
+    EXPECT_REFUSED(opts.n_urls = 16, "too many");
     EXPECT_REFUSED(opts.urls = NULL, "urls");
     EXPECT_REFUSED(opts.connect_timeout_ms = -1, "negative");
     EXPECT_REFUSED(opts.command_timeout_ms = -5, "negative");
