@@ -3,6 +3,7 @@
 
 #include "clock.h"
 #include "renew.h"
+#include "scripts.h"
 #include "token.h"
 
 #include <errno.h>
@@ -89,10 +90,12 @@ static int replace_secret(char **field, const char *value)
 
 int dlock__lane_init(dlock_client *c, dlock__lane *lane)
 {
-    for (size_t i = 0; i < c->n; i++)
+    for (size_t i = 0; i < c->n; i++) {
         if (dlock__conn_init(&lane->conns[i], &c->endpoints[i], c->addrs[i],
                              c->connect_timeout_ms) < 0)
             return DLOCK_ENOMEM;
+        lane->conns[i].preload = dlock__script_sources();
+    }
     return 0;
 }
 

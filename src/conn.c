@@ -41,7 +41,7 @@ void dlock__conn_close(dlock__conn *c)
     c->fd = -1;
     c->state = DLOCK__CONN_CLOSED;
     c->trying = NULL;
-    c->handshake_owed = c->stale_owed = 0;
+    c->handshake_owed = c->preload_owed = c->stale_owed = 0;
     clear_output(c);
     dlock__reader_free(c->reader);
     c->reader = NULL;
@@ -154,6 +154,15 @@ static int queue_handshake(dlock__conn *c)
         rc = append_command(c, 2, select);
         c->handshake_owed++;
     }
+    /* A fresh connection may be to a restarted server with an empty script
+     * cache: load the scripts up front, so that EVALSHA works at once even
+     * on the nodes whose answer a quorum does not wait for. Failures are
+     * ignored: the EVAL fallback still covers them. */
+    for (size_t i = 0; rc == 0 && c->preload && c->preload[i]; i++) {
+        const char *load[] = {"SCRIPT", "LOAD", c->preload[i]};
+        rc = append_command(c, 3, load);
+        c->preload_owed++;
+    }
     return rc;
 }
 
@@ -233,7 +242,8 @@ static int open_connection(dlock__conn *c, int64_t now_ns)
 static void drop_if_dead(dlock__conn *c)
 {
     struct pollfd p = {.fd = c->fd, .events = POLLIN};
-    if (c->push_mode || c->handshake_owed || c->stale_owed || c->out_sent < c->out_len)
+    if (c->push_mode || c->handshake_owed || c->preload_owed || c->stale_owed ||
+        c->out_sent < c->out_len)
         return;
     if (poll(&p, 1, 0) != 0)
         dlock__conn_close(c);
@@ -336,6 +346,9 @@ static int take_replies(dlock__conn *c, dlock__reply **reply)
                 dlock__reply_free(r);
                 return rc;
             }
+            dlock__reply_free(r);
+        } else if (c->preload_owed) {
+            c->preload_owed--;
             dlock__reply_free(r);
         } else if (c->stale_owed) {
             c->stale_owed--;

@@ -29,6 +29,8 @@ typedef struct dlock__conn {
     size_t out_len, out_sent, out_cap;
     size_t call_start;        /* offset in `out` of the current call's bytes */
     unsigned handshake_owed;  /* AUTH/SELECT replies still to come */
+    unsigned preload_owed;    /* SCRIPT LOAD replies still to come */
+    const char *const *preload; /* scripts to load on connect (static), or NULL */
     unsigned stale_owed;      /* replies of abandoned calls, to discard */
     bool call_sent;           /* bytes of the current call reached the socket */
     bool push_mode;           /* a subscriber: replies are pushes, none is owed */

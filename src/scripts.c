@@ -111,8 +111,14 @@ static const char status_lua[] =
     "end\n"
     "return {t, redis.call('PTTL', KEYS[1]), fence, owner}\n";
 
-static const char *const sources[DLOCK__SCRIPT_COUNT] = {acquire_lua, release_lua, extend_lua,
-                                                         status_lua, fence_max_lua};
+/* NULL-terminated: also the list a fresh connection loads. */
+static const char *const sources[DLOCK__SCRIPT_COUNT + 1] = {
+    acquire_lua, release_lua, extend_lua, status_lua, fence_max_lua, NULL};
+
+const char *const *dlock__script_sources(void)
+{
+    return sources;
+}
 static char shas[DLOCK__SCRIPT_COUNT][41];
 static pthread_once_t shas_once = PTHREAD_ONCE_INIT;
 

@@ -33,6 +33,9 @@ int dlock__script_call(dlock__call *call, enum dlock__script_id id, int nkeys,
                        const char **keys, int nargs, const char **args);
 void dlock__script_call_free(dlock__call *call);
 
+/* Every script's source, NULL-terminated: what a new connection loads. */
+const char *const *dlock__script_sources(void);
+
 /* The script's source and SHA1 (hex), for tests. */
 const char *dlock__script_source(enum dlock__script_id id);
 const char *dlock__script_sha(enum dlock__script_id id);

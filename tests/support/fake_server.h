@@ -1,4 +1,4 @@
-/* A scripted TCP server on loopback that answers every request with the
+/* A scripted TCP server on loopback that answers every command with the
  * same bytes: for replies a real Redis would not send. */
 #ifndef TEST_FAKE_SERVER_H
 #define TEST_FAKE_SERVER_H

@@ -38,14 +38,14 @@ static void print_text(const char *name, const dlock_status *st)
         printf(", never expires (no TTL)");
     if (st->fence)
         printf(", %sfence %" PRIu64, st->held ? "" : "last ", st->fence);
+    if (st->nodes_answered > 1)
+        printf(" (on %u of %u servers that answered)", st->nodes_held, st->nodes_answered);
     putchar('\n');
 }
 
-static void print_json(const char *name, const dlock_status *st)
+static void print_json_fields(const dlock_status *st)
 {
-    printf("{\"name\":");
-    cli_print_json_string(name);
-    printf(",\"held\":%s,\"ttl_ms\":%" PRId64 ",\"fence\":%" PRIu64 ",\"holder\":",
+    printf("\"held\":%s,\"ttl_ms\":%" PRId64 ",\"fence\":%" PRIu64 ",\"holder\":",
            st->held ? "true" : "false", st->pttl_ms, st->fence);
     if (st->has_owner) {
         printf("{\"host\":");
@@ -54,7 +54,48 @@ static void print_json(const char *name, const dlock_status *st)
     } else {
         printf("null");
     }
-    printf("}\n");
+}
+
+/* With several servers: each one's own view, after the majority's. */
+static void print_nodes(dlock_client *client, const char *name, bool json)
+{
+    size_t n = dlock_client_nodes(client);
+    if (n < 2)
+        return;
+    if (json)
+        printf(",\"nodes\":[");
+    for (size_t i = 0; i < n; i++) {
+        dlock_status st;
+        int rc = dlock_status_query_node(&st, client, name, i);
+        const char *server = dlock_client_node_label(client, i);
+        if (json) {
+            printf("%s{\"server\":", i ? "," : "");
+            cli_print_json_string(server);
+            if (rc < 0) {
+                printf(",\"error\":");
+                cli_print_json_string(dlock_strerror(rc));
+            } else {
+                putchar(',');
+                print_json_fields(&st);
+            }
+            putchar('}');
+        } else if (rc < 0) {
+            printf("  %s: %s\n", server, dlock_strerror(rc));
+        } else {
+            printf("  %s: ", server);
+            print_text(name, &st);
+        }
+    }
+    if (json)
+        putchar(']');
+}
+
+static void print_json(const char *name, const dlock_status *st)
+{
+    printf("{\"name\":");
+    cli_print_json_string(name);
+    putchar(',');
+    print_json_fields(st);
 }
 
 int cmd_status(struct cli *cli, int argc, char **argv)
@@ -89,6 +130,9 @@ int cmd_status(struct cli *cli, int argc, char **argv)
         rc = cli_fail(client, rc, argv[optind]);
     } else {
         (json ? print_json : print_text)(argv[optind], &st);
+        print_nodes(client, argv[optind], json);
+        if (json)
+            printf("}\n");
         rc = st.held ? EXIT_DONE : EXIT_REFUSED;
     }
     dlock_client_close(client);
