@@ -209,6 +209,15 @@ static bool majority_confirmed(const dlock__node_result *results, size_t n, void
     return t->confirmed >= t->quorum;
 }
 
+/* Release and extend: decided once a majority confirmed, or can no longer.
+ * The nodes not waited for were sent the command all the same. */
+static bool compare_decided(const dlock__node_result *results, size_t n, void *ctx)
+{
+    struct tally *t = ctx;
+    size_t failed = count(t, results, n, false);
+    return t->confirmed >= t->quorum || n - t->refused - t->repaired - failed < t->quorum;
+}
+
 /* Redlock: the token is the largest fence of the quorum. It is written back
  * (never lowering a stored value) to every node, and must reach a majority
  * before `valid_until`, so that any later quorum, which shares a node with
@@ -436,8 +445,8 @@ static int compare_and_act(dlock_lock *lock, dlock__lane *lane, enum dlock__scri
         dlock__set_error(lane, "cannot encode the command");
         return rc;
     }
-    dlock__fanout(lane->conns, c->n, &call, dlock__node_deadline(c, ttl_ms, start), results, NULL,
-                  NULL);
+    dlock__fanout(lane->conns, c->n, &call, dlock__node_deadline(c, ttl_ms, start), results,
+                  compare_decided, &t);
     count(&t, results, c->n, false);
     if (t.confirmed >= t.quorum) {
         rc = 0;
@@ -485,6 +494,8 @@ int dlock__lock_extend(dlock_lock *lock, dlock__lane *lane, int64_t ttl_ms)
     snprintf(fence, sizeof(fence), "%" PRIu64, lock->fence);
     snprintf(fence_ttl, sizeof(fence_ttl), "%" PRId64, c->fence_ttl_ms);
     rc = compare_and_act(lock, lane, DLOCK__SCRIPT_EXTEND, 3, keys, 5, args, ttl_ms, start);
+    if (rc == DLOCK_ENOTOWNER && repair)
+        dlock__lock_release(lock, lane, false); /* take back what the repair put there */
     if (rc == DLOCK_ENOTOWNER)
         lock->valid_until_ns = 0;
     if (rc < 0)

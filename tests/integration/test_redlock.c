@@ -1,0 +1,390 @@
+/* Redlock over 5 real redis-server processes: majority, node failures and
+ * pauses, cleanup, contention, fencing across restarts, repair and loss. */
+#include "helpers.h"
+
+#include <dlock.h>
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#define NODES 5
+#define FAR_FUTURE 4503599627370496ULL /* 2^52 */
+
+static test_redis servers[NODES];
+
+static int group_setup(void **state)
+{
+    (void)state;
+    for (int i = 0; i < NODES; i++)
+        if (test_redis_start(&servers[i], NULL) < 0)
+            return -1;
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    for (int i = 0; i < NODES; i++)
+        test_redis_stop(&servers[i]);
+    return 0;
+}
+
+/* Every test starts with all five up, running and empty. */
+static int setup(void **state)
+{
+    (void)state;
+    for (int i = 0; i < NODES; i++) {
+        redisContext *r;
+        if (servers[i].pid <= 0 && test_redis_restart(&servers[i]) < 0)
+            return -1;
+        test_redis_resume(&servers[i]);
+        r = test_redis_connect(&servers[i], NULL);
+        if (!r)
+            return -1;
+        freeReplyObject(redisCommand(r, "FLUSHALL"));
+        redisFree(r);
+    }
+    return 0;
+}
+
+static dlock_client *open_redlock(int node_timeout_ms, int command_timeout_ms)
+{
+    dlock_client_options opts = DLOCK_CLIENT_OPTIONS_INIT;
+    const char *urls[NODES];
+    dlock_client *c = NULL;
+    char why[256];
+    for (int i = 0; i < NODES; i++)
+        urls[i] = servers[i].url;
+    opts.urls = urls;
+    opts.n_urls = NODES;
+    opts.node_timeout_ms = node_timeout_ms;
+    opts.command_timeout_ms = command_timeout_ms;
+    if (dlock_client_open(&c, &opts, why, sizeof(why)) != 0)
+        fail_msg("open: %s", why);
+    return c;
+}
+
+/* How many live nodes hold `value` at `key` (value NULL: hold the key at all). */
+static int nodes_holding(const char *key, const char *value)
+{
+    int n = 0;
+    for (int i = 0; i < NODES; i++) {
+        redisContext *r;
+        char *v;
+        if (servers[i].pid <= 0)
+            continue;
+        r = test_redis_connect(&servers[i], NULL);
+        v = get_string(r, key);
+        n += v && (!value || strcmp(v, value) == 0);
+        free(v);
+        redisFree(r);
+    }
+    return n;
+}
+
+static dlock_lock *must_acquire(dlock_client *c, const char *name, int64_t ttl_ms,
+                                const dlock_acquire_options *opts)
+{
+    dlock_lock *lock = NULL;
+    int rc = dlock_lock_acquire(&lock, c, name, ttl_ms, opts);
+    if (rc != 0)
+        fail_msg("acquire %s: %s: %s", name, dlock_err_name(rc), dlock_client_errmsg(c));
+    return lock;
+}
+
+static void test_redlock_holds_on_every_node(void **state)
+{
+    dlock_client *c = open_redlock(0, 0);
+    dlock_lock *lock = must_acquire(c, "rl:all", 30000, NULL);
+    dlock_status st;
+    (void)state;
+    usleep(20 * 1000); /* the nodes not waited for got the command too */
+    assert_int_equal(nodes_holding("rl:all", dlock_lock_token(lock)), NODES);
+    assert_true(dlock_lock_validity_ms(lock) > 25000);
+    assert_int_equal(dlock_status_query(&st, c, "rl:all"), 0);
+    assert_true(st.held);
+    assert_int_equal(st.nodes_held, NODES);
+    /* The token is the largest of the quorum's; a node outside it may have
+     * computed a larger one, which only pushes later tokens higher. */
+    assert_true(st.fence >= dlock_lock_fence(lock));
+    assert_int_equal(dlock_lock_release(lock), 0);
+    usleep(20 * 1000);
+    assert_int_equal(nodes_holding("rl:all", NULL), 0);
+    dlock_lock_free(lock);
+    dlock_client_close(c);
+}
+
+static void test_redlock_survives_two_dead_nodes_not_three(void **state)
+{
+    dlock_client *c = open_redlock(0, 0);
+    dlock_lock *lock;
+    long long start;
+    (void)state;
+    test_redis_kill(&servers[0]);
+    test_redis_kill(&servers[1]);
+    lock = must_acquire(c, "rl:dead", 30000, NULL);
+    assert_int_equal(nodes_holding("rl:dead", dlock_lock_token(lock)), 3);
+    assert_int_equal(dlock_lock_release(lock), 0);
+    dlock_lock_free(lock);
+
+    test_redis_kill(&servers[2]);
+    lock = NULL;
+    start = test_now_ms();
+    assert_int_equal(dlock_lock_acquire(&lock, c, "rl:dead", 30000, NULL), DLOCK_ENOQUORUM);
+    assert_true(test_now_ms() - start < 3000LL * test_slowdown()); /* nowhere near the TTL */
+    assert_non_null(strstr(dlock_client_errmsg(c), servers[0].url + strlen("redis://")));
+    usleep(20 * 1000);
+    assert_int_equal(nodes_holding("rl:dead", NULL), 0); /* cleaned up on the live two */
+    dlock_client_close(c);
+}
+
+static void test_redlock_decides_without_paused_nodes(void **state)
+{
+    dlock_client *c = open_redlock(500, 2000);
+    dlock_client *fresh;
+    dlock_lock *lock;
+    long long start, took;
+    (void)state;
+    assert_int_equal(dlock_lock_release(must_acquire(c, "rl:warm", 30000, NULL)), 0);
+    test_redis_pause(&servers[3]);
+    test_redis_pause(&servers[4]);
+    start = test_now_ms();
+    lock = must_acquire(c, "rl:paused", 30000, NULL);
+    took = test_now_ms() - start;
+    assert_true(took < 500); /* three granted: no waiting for the paused two */
+    assert_int_equal(dlock_lock_release(lock), 0);
+    dlock_lock_free(lock);
+
+    /* New connections to the paused nodes do not cost the connect timeout. */
+    fresh = open_redlock(500, 2000);
+    start = test_now_ms();
+    lock = must_acquire(fresh, "rl:paused2", 30000, NULL);
+    took = test_now_ms() - start;
+    assert_true(took < 500);
+    assert_int_equal(dlock_lock_release(lock), 0);
+    dlock_lock_free(lock);
+    test_redis_resume(&servers[3]);
+    test_redis_resume(&servers[4]);
+    dlock_client_close(fresh);
+    dlock_client_close(c);
+}
+
+static void test_redlock_partial_attempt_is_cleaned_up(void **state)
+{
+    dlock_client *c = open_redlock(0, 0);
+    dlock_lock *lock = NULL;
+    (void)state;
+    /* Another client holds the lock on three nodes. */
+    for (int i = 0; i < 3; i++) {
+        redisContext *r = test_redis_connect(&servers[i], NULL);
+        freeReplyObject(run(r, "SET rl:partial theirs NX PX 30000"));
+        redisFree(r);
+    }
+    assert_int_equal(dlock_lock_acquire(&lock, c, "rl:partial", 30000, NULL), DLOCK_EBUSY);
+    usleep(20 * 1000);
+    assert_int_equal(nodes_holding("rl:partial", "theirs"), 3);
+    assert_int_equal(nodes_holding("rl:partial", NULL), 3); /* nothing of ours on the other two */
+    dlock_client_close(c);
+}
+
+struct contender {
+    const char *path;
+    int grants, failures;
+};
+
+static void *contend(void *arg)
+{
+    struct contender *k = arg;
+    dlock_client *c = open_redlock(0, 0);
+    dlock_acquire_options opts = DLOCK_ACQUIRE_OPTIONS_INIT;
+    opts.wait_ms = 60000;
+    for (int i = 0; i < 10; i++) {
+        dlock_lock *lock = NULL;
+        FILE *f;
+        long v = 0;
+        if (dlock_lock_acquire(&lock, c, "rl:counter", 30000, &opts) != 0) {
+            k->failures++;
+            continue;
+        }
+        f = fopen(k->path, "r+");
+        if (f && fscanf(f, "%ld", &v) == 1) {
+            usleep(1000);
+            rewind(f);
+            fprintf(f, "%ld\n", v + 1);
+        }
+        if (f)
+            fclose(f);
+        k->grants++;
+        k->failures += dlock_lock_release(lock) != 0;
+        dlock_lock_free(lock);
+    }
+    dlock_client_close(c);
+    return NULL;
+}
+
+static void test_redlock_contention_is_exclusive(void **state)
+{
+    enum { THREADS = 4 };
+    struct contender k[THREADS];
+    pthread_t t[THREADS];
+    char path[160];
+    FILE *f;
+    long v = -1;
+    (void)state;
+    snprintf(path, sizeof(path), "%s/rl-counter", servers[0].dir);
+    f = fopen(path, "w");
+    fputs("0\n", f);
+    fclose(f);
+    for (int i = 0; i < THREADS; i++) {
+        k[i] = (struct contender){path, 0, 0};
+        pthread_create(&t[i], NULL, contend, &k[i]);
+    }
+    for (int i = 0; i < THREADS; i++) {
+        pthread_join(t[i], NULL);
+        assert_int_equal(k[i].failures, 0);
+        assert_int_equal(k[i].grants, 10);
+    }
+    f = fopen(path, "r");
+    assert_int_equal(fscanf(f, "%ld", &v), 1);
+    fclose(f);
+    unlink(path);
+    assert_int_equal(v, THREADS * 10);
+}
+
+static void preset_fence(int node, const char *key, unsigned long long value)
+{
+    redisContext *r = test_redis_connect(&servers[node], NULL);
+    freeReplyObject(run(r, "SET %s %llu", key, value));
+    redisFree(r);
+}
+
+/* Acquire and release `rounds` times; between rounds, sometimes restart a
+ * random minority of nodes empty. The tokens must strictly increase. */
+static void fences_across_restarts(const char *name, int rounds, unsigned seed)
+{
+    dlock_client *c = open_redlock(0, 0);
+    uint64_t last = 0;
+    srand(seed);
+    for (int i = 0; i < rounds; i++) {
+        dlock_lock *lock = must_acquire(c, name, 30000, NULL);
+        uint64_t fence = dlock_lock_fence(lock);
+        if (fence <= last)
+            fail_msg("round %d (seed %u): fence %" PRIu64 " after %" PRIu64, i, seed, fence, last);
+        last = fence;
+        assert_int_equal(dlock_lock_release(lock), 0);
+        dlock_lock_free(lock);
+        if (rand() % 4 == 0) {
+            int victims = 1 + rand() % 2, first = rand() % NODES;
+            for (int v = 0; v < victims; v++)
+                assert_int_equal(test_redis_restart(&servers[(first + v) % NODES]), 0);
+        }
+    }
+    dlock_client_close(c);
+}
+
+static void test_redlock_fences_increase_across_restarts(void **state)
+{
+    (void)state;
+    /* The time floor decides. */
+    fences_across_restarts("rl:fence-time", 250, 7);
+    /* The counter decides: two nodes start far in the future. */
+    preset_fence(0, "{rl:fence-counter}:fence", FAR_FUTURE);
+    preset_fence(1, "{rl:fence-counter}:fence", FAR_FUTURE);
+    fences_across_restarts("rl:fence-counter", 250, 11);
+}
+
+static void test_redlock_extend_repairs_a_restarted_node(void **state)
+{
+    dlock_client *c = open_redlock(0, 0);
+    dlock_lock *lock = must_acquire(c, "rl:repair", 30000, NULL);
+    redisContext *r;
+    char *stored;
+    (void)state;
+    usleep(20 * 1000);
+    assert_int_equal(nodes_holding("rl:repair", dlock_lock_token(lock)), NODES);
+    assert_int_equal(test_redis_restart(&servers[2]), 0); /* comes back empty */
+    assert_int_equal(nodes_holding("rl:repair", dlock_lock_token(lock)), NODES - 1);
+    assert_int_equal(dlock_lock_extend(lock, 30000), 0); /* four votes */
+    usleep(20 * 1000);
+    assert_int_equal(nodes_holding("rl:repair", dlock_lock_token(lock)), NODES);
+    r = test_redis_connect(&servers[2], NULL);
+    stored = get_string(r, "{rl:repair}:fence");
+    assert_non_null(stored);
+    assert_true(strtoull(stored, NULL, 10) >= dlock_lock_fence(lock));
+    free(stored);
+    redisFree(r);
+    assert_int_equal(dlock_lock_release(lock), 0);
+    dlock_lock_free(lock);
+    dlock_client_close(c);
+}
+
+struct loss {
+    atomic_int calls, reason;
+};
+
+static void on_lost(dlock_lock *lock, int reason, void *arg)
+{
+    struct loss *l = arg;
+    (void)lock;
+    atomic_store(&l->reason, reason);
+    atomic_fetch_add(&l->calls, 1);
+}
+
+static void test_redlock_three_node_holder_loses_on_a_restart(void **state)
+{
+    dlock_client *c = open_redlock(0, 0);
+    dlock_acquire_options opts = DLOCK_ACQUIRE_OPTIONS_INIT;
+    struct loss loss = {0};
+    char token[DLOCK_TOKEN_LEN + 1];
+    dlock_lock *lock;
+    long long until;
+    (void)state;
+    test_redis_kill(&servers[3]);
+    test_redis_kill(&servers[4]);
+    opts.auto_renew = 1;
+    opts.on_lost = on_lost;
+    opts.on_lost_arg = &loss;
+    lock = must_acquire(c, "rl:three", 1500, &opts); /* held on nodes 0, 1, 2 */
+    memcpy(token, dlock_lock_token(lock), sizeof(token));
+    assert_int_equal(test_redis_restart(&servers[3]), 0);
+    assert_int_equal(test_redis_restart(&servers[4]), 0);
+    assert_int_equal(test_redis_restart(&servers[0]), 0); /* one of the three, empty */
+    until = test_now_ms() + 5000LL * test_slowdown();
+    while (atomic_load(&loss.calls) == 0 && test_now_ms() < until)
+        usleep(5000);
+    assert_int_equal(atomic_load(&loss.calls), 1); /* two votes are no majority */
+    assert_int_equal(atomic_load(&loss.reason), DLOCK_ENOTOWNER);
+    assert_false(dlock_lock_held(lock));
+    usleep(50 * 1000);
+    assert_int_equal(nodes_holding("rl:three", token), 0); /* no ghost key, repaired ones too */
+    assert_int_equal(dlock_lock_release(lock), DLOCK_ELOST);
+    dlock_lock_free(lock);
+    dlock_client_close(c);
+}
+
+int main(void)
+{
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, NULL)
+    const struct CMUnitTest tests[] = {
+        T(test_redlock_holds_on_every_node),
+        T(test_redlock_survives_two_dead_nodes_not_three),
+        T(test_redlock_decides_without_paused_nodes),
+        T(test_redlock_partial_attempt_is_cleaned_up),
+        T(test_redlock_contention_is_exclusive),
+        T(test_redlock_fences_increase_across_restarts),
+        T(test_redlock_extend_repairs_a_restarted_node),
+        T(test_redlock_three_node_holder_loses_on_a_restart),
+    };
+#undef T
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
