@@ -1,5 +1,6 @@
 /* Redlock over 5 real redis-server processes: majority, node failures and
  * pauses, cleanup, contention, fencing across restarts, repair and loss. */
+#include "cli_runner.h"
 #include "helpers.h"
 
 #include <dlock.h>
@@ -372,6 +373,82 @@ static void test_redlock_three_node_holder_loses_on_a_restart(void **state)
     dlock_client_close(c);
 }
 
+struct waiter {
+    dlock_client *c;
+    int rc;
+    unsigned attempts;
+    long long got_at;
+};
+
+static void *wait_for(void *arg)
+{
+    struct waiter *w = arg;
+    dlock_acquire_options opts = DLOCK_ACQUIRE_OPTIONS_INIT;
+    dlock_lock *lock = NULL;
+    opts.wait_ms = 20000;
+    opts.backoff_max_ms = 10000;
+    w->rc = dlock_lock_acquire(&lock, w->c, "rl:wake", 30000, &opts);
+    w->got_at = test_now_ms();
+    if (w->rc == 0) {
+        w->attempts = dlock_lock_attempts(lock);
+        dlock_lock_release(lock);
+    }
+    dlock_lock_free(lock);
+    return NULL;
+}
+
+static void test_redlock_waiter_wakes_on_release(void **state)
+{
+    dlock_client *holder = open_redlock(0, 0);
+    dlock_lock *lock = must_acquire(holder, "rl:wake", 30000, NULL);
+    struct waiter w = {.c = open_redlock(0, 0)};
+    long long released_at;
+    pthread_t t;
+    (void)state;
+    pthread_create(&t, NULL, wait_for, &w);
+    usleep(300 * 1000);
+    released_at = test_now_ms();
+    assert_int_equal(dlock_lock_release(lock), 0); /* five PUBLISHes, one wake-up */
+    pthread_join(t, NULL);
+    assert_int_equal(w.rc, 0);
+    assert_int_equal(w.attempts, 2);
+    assert_true(w.got_at - released_at < 2000LL * test_slowdown());
+    dlock_lock_free(lock);
+    dlock_client_close(w.c);
+    dlock_client_close(holder);
+}
+
+static void test_redlock_from_the_command(void **state)
+{
+    const char *args[2 * NODES + 8];
+    cli_proc p;
+    int n = 0;
+    (void)state;
+    for (int i = 0; i < NODES; i++) {
+        args[n++] = "-r";
+        args[n++] = servers[i].url;
+    }
+    args[n++] = "run";
+    args[n++] = "rl:cli";
+    args[n++] = "--";
+    args[n++] = "sh";
+    args[n++] = "-c";
+    args[n++] = "echo $DLOCK_FENCE";
+    args[n] = NULL;
+    assert_int_equal(cli_run(&p, NULL, args, 10000), 0);
+    assert_true(strtoull(p.out, NULL, 10) > 0);
+    args[2 * NODES] = "acquire";
+    args[2 * NODES + 2] = NULL;
+    assert_int_equal(cli_run(&p, NULL, args, 10000), 0);
+    args[2 * NODES] = "status";
+    args[2 * NODES + 1] = "--json";
+    args[2 * NODES + 2] = "rl:cli";
+    args[2 * NODES + 3] = NULL;
+    assert_int_equal(cli_run(&p, NULL, args, 10000), 0);
+    assert_non_null(strstr(p.out, "\"nodes\":[{\"server\":"));
+    assert_non_null(strstr(p.out, servers[4].url + strlen("redis://")));
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, NULL)
@@ -384,6 +461,8 @@ int main(void)
         T(test_redlock_fences_increase_across_restarts),
         T(test_redlock_extend_repairs_a_restarted_node),
         T(test_redlock_three_node_holder_loses_on_a_restart),
+        T(test_redlock_waiter_wakes_on_release),
+        T(test_redlock_from_the_command),
     };
 #undef T
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
