@@ -8,9 +8,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define BENCH_PORTS_MAX 15
+
 struct bench_args {
     const char *workload;
-    int port;
+    int port; /* the first server's; counts are taken there */
+    int ports[BENCH_PORTS_MAX];
+    int n_ports; /* several: the client is a Redlock client */
     double seconds;
     int procs;   /* contended: processes */
     int locks;   /* renew: locks held */
@@ -33,8 +37,8 @@ struct command_counts {
 };
 int bench_command_counts(int port, struct command_counts *out);
 
-/* A client on 127.0.0.1:port. */
-dlock_client *bench_client(int port);
+/* A client on 127.0.0.1 at every port of `a`. */
+dlock_client *bench_client(const struct bench_args *a);
 
 /* JSON output helpers: bench_json_begin("uncontended") ... bench_json_end(). */
 void bench_json_begin(const char *workload);

@@ -78,15 +78,18 @@ int bench_command_counts(int port, struct command_counts *out)
     return 0;
 }
 
-dlock_client *bench_client(int port)
+dlock_client *bench_client(const struct bench_args *a)
 {
     dlock_client_options opts = DLOCK_CLIENT_OPTIONS_INIT;
     dlock_client *c = NULL;
-    char url[64], why[256];
-    const char *u = url;
-    snprintf(url, sizeof(url), "redis://127.0.0.1:%d", port);
-    opts.urls = &u;
-    opts.n_urls = 1;
+    char urls[BENCH_PORTS_MAX][48], why[256];
+    const char *u[BENCH_PORTS_MAX];
+    for (int i = 0; i < a->n_ports; i++) {
+        snprintf(urls[i], sizeof(urls[i]), "redis://127.0.0.1:%d", a->ports[i]);
+        u[i] = urls[i];
+    }
+    opts.urls = u;
+    opts.n_urls = (size_t)a->n_ports;
     if (dlock_client_open(&c, &opts, why, sizeof(why)) < 0) {
         fprintf(stderr, "dlock-bench: %s\n", why);
         return NULL;

@@ -29,7 +29,7 @@ struct shared {
 
 static void worker(const struct bench_args *a, struct shared *sh, int proc)
 {
-    dlock_client *c = bench_client(a->port);
+    dlock_client *c = bench_client(a);
     dlock_acquire_options opts = DLOCK_ACQUIRE_OPTIONS_INIT;
     struct grant *mine = &sh->grants[(size_t)proc * GRANTS_MAX];
     double end;

@@ -1,7 +1,8 @@
-/* dlock-bench WORKLOAD --port P [--seconds S] [--procs N] [--locks K]
- *             [--clients M] [--ttl MS] [--max-cycles N]
- * Workloads: floor, uncontended, contended, renew, many. Each prints one
- * JSON line; scripts/bench runs them against servers it starts. */
+/* dlock-bench WORKLOAD --port P [--port P2 ...] [--seconds S] [--procs N]
+ *             [--locks K] [--clients M] [--ttl MS] [--max-cycles N]
+ * Workloads: floor, uncontended, redlock (uncontended on every --port),
+ * contended, renew, many. Each prints one JSON line; scripts/bench runs them
+ * against servers it starts. */
 #include "bench.h"
 
 #include <getopt.h>
@@ -14,6 +15,7 @@ static const struct {
     int (*run)(const struct bench_args *a);
 } workloads[] = {
     {"floor", bench_floor},         {"uncontended", bench_uncontended},
+    {"redlock", bench_uncontended}, /* uncontended, with several --port */
     {"contended", bench_contended}, {"renew", bench_renew},
     {"many", bench_many},
 };
@@ -26,12 +28,16 @@ int main(int argc, char **argv)
         {"clients", required_argument, NULL, 'c'}, {"ttl", required_argument, NULL, 't'},
         {"max-cycles", required_argument, NULL, 'm'}, {NULL, 0, NULL, 0},
     };
-    struct bench_args a = {.port = 6379, .seconds = 5, .procs = 8, .locks = 1000, .clients = 4,
+    struct bench_args a = {.seconds = 5, .procs = 8, .locks = 1000, .clients = 4,
                            .ttl_ms = 3000, .max_cycles = 2000000};
     int opt;
     while ((opt = getopt_long(argc, argv, "", options, NULL)) != -1) {
         switch (opt) {
-        case 'p': a.port = atoi(optarg); break;
+        case 'p':
+            if (a.n_ports == BENCH_PORTS_MAX)
+                return 64;
+            a.ports[a.n_ports++] = atoi(optarg);
+            break;
         case 's': a.seconds = atof(optarg); break;
         case 'P': a.procs = atoi(optarg); break;
         case 'k': a.locks = atoi(optarg); break;
@@ -41,10 +47,15 @@ int main(int argc, char **argv)
         default: return 64;
         }
     }
-    if (optind != argc - 1 || a.port < 1024 || a.port > 65535 || a.seconds <= 0 ||
+    for (int i = 0; i < a.n_ports; i++)
+        if (a.ports[i] < 1024 || a.ports[i] > 65535)
+            a.n_ports = 0;
+    a.port = a.n_ports ? a.ports[0] : 0;
+    if (optind != argc - 1 || a.n_ports == 0 || a.seconds <= 0 ||
         a.max_cycles < 1 || a.locks < 1 || a.clients < 1 || a.ttl_ms < 30) {
-        fprintf(stderr, "usage: dlock-bench floor|uncontended|contended|renew|many --port P "
-                        "[--seconds S] [--procs N] [--locks K] [--clients M] [--ttl MS]\n");
+        fprintf(stderr, "usage: dlock-bench floor|uncontended|redlock|contended|renew|many "
+                        "--port P [--port P2 ...] [--seconds S] [--procs N] [--locks K] "
+                        "[--clients M] [--ttl MS]\n");
         return 64;
     }
     a.workload = argv[optind];

@@ -30,7 +30,7 @@ static double cpu_seconds(void)
 
 int bench_renew(const struct bench_args *a)
 {
-    dlock_client *c = bench_client(a->port);
+    dlock_client *c = bench_client(a);
     dlock_acquire_options opts = DLOCK_ACQUIRE_OPTIONS_INIT;
     dlock_lock **locks = calloc((size_t)a->locks, sizeof(*locks));
     struct command_counts before, after;

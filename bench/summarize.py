@@ -58,6 +58,9 @@ def main():
     get = lambda label, key: by.get(label, {}).get(key)
     ratios = {
         "uncontended_vs_floor": ratio(get("uncontended", "cycles_per_s"), get("floor", "cycles_per_s")),
+        "redlock_5_nodes_vs_1_node": ratio(get("redlock", "cycles_per_s"), get("uncontended", "cycles_per_s")),
+        "redlock_vs_node_redlock_5_nodes": ratio(get("redlock", "cycles_per_s"),
+                                                 get("node-redlock-redlock", "cycles_per_s")),
         "handoffs_vs_redis_py_default": ratio(get("contended", "handoffs_per_s"),
                                               get("redis-py-contended-sleep-0.1", "handoffs_per_s")),
         "handoffs_vs_best_polling_peer": ratio(
@@ -80,9 +83,10 @@ def fmt(v, digits=0):
 
 def markdown(by, ratios, m):
     lines = [f"Machine: {m['cpus']} CPUs, {m['cpu']}, Linux {m['kernel']}; {m['redis']}", ""]
-    lines += ["| uncontended, 1 node | cycles/s | p50 µs | p99 µs | requests/cycle | commands/cycle |",
+    lines += ["| uncontended (redlock: 5 nodes) | cycles/s | p50 µs | p99 µs | requests/cycle | commands/cycle |",
               "|---|---|---|---|---|---|"]
-    for label in ["floor", "uncontended", "redis-py-uncontended", "node-redlock-uncontended"]:
+    for label in ["floor", "uncontended", "redis-py-uncontended", "node-redlock-uncontended",
+                  "redlock", "node-redlock-redlock"]:
         if label in by:
             r = by[label]
             lines.append(f"| {label} | {fmt(r.get('cycles_per_s'))} | {fmt(r.get('us_per_cycle_p50'), 1)} "

@@ -35,7 +35,7 @@ static long cycles(dlock_client *c, const char *name, double end, long max_cycle
 
 int bench_uncontended(const struct bench_args *a)
 {
-    dlock_client *c = bench_client(a->port);
+    dlock_client *c = bench_client(a);
     double *lat = malloc(sizeof(double) * (size_t)a->max_cycles);
     struct command_counts before, after;
     double start;
@@ -52,7 +52,8 @@ int bench_uncontended(const struct bench_args *a)
         double elapsed = bench_now() - start;
         bench_command_counts(a->port, &after);
         bench_sort(lat, (size_t)n);
-        bench_json_begin("uncontended");
+        bench_json_begin(a->workload);
+        bench_json_int("nodes", a->n_ports);
         bench_json_int("cycles", n);
         bench_json_num("cycles_per_s", (double)n / elapsed);
         bench_json_num("us_per_cycle_p50", 1e6 * bench_percentile(lat, (size_t)n, 50));
@@ -77,7 +78,7 @@ struct many_worker {
 static void *many_thread(void *arg)
 {
     struct many_worker *w = arg;
-    dlock_client *c = bench_client(w->a->port);
+    dlock_client *c = bench_client(w->a);
     char name[64];
     snprintf(name, sizeof(name), "bench:many:%d", w->index);
     w->cycles = c ? cycles(c, name, w->end, w->a->max_cycles, NULL) : -1;
