@@ -134,9 +134,22 @@ typedef struct dlock_client_options {
     /* Clock drift allowance as a fraction of the TTL; default 0.01. The
      * validity of a lock is ttl - elapsed - (ttl * drift_factor + 2 ms). */
     double drift_factor;
+
+    /* TLS, for rediss:// URLs, or for every URL when `tls` is nonzero (as
+     * redis-cli --tls). The certificate and the host name (or IP address) of
+     * every server are verified unless tls_insecure is nonzero. Paths are
+     * read during dlock_client_open() only. */
+    int tls;
+    const char *tls_ca_file;   /* CA certificates (PEM); NULL: the system's */
+    const char *tls_ca_dir;    /* a directory of hashed CA certificates */
+    const char *tls_cert_file; /* client certificate (PEM), for mutual TLS */
+    const char *tls_key_file;  /* its private key (PEM) */
+    const char *tls_sni;       /* name to send and verify; NULL: the URL's host */
+    int tls_insecure;          /* nonzero: accept any certificate (testing only) */
 } dlock_client_options;
 
-#define DLOCK_CLIENT_OPTIONS_INIT { DLOCK_CLIENT_OPTIONS_VERSION, NULL, 0, NULL, NULL, 0, 0, 0, 0, 0.0 }
+#define DLOCK_CLIENT_OPTIONS_INIT                                                                  \
+    { DLOCK_CLIENT_OPTIONS_VERSION, NULL, 0, NULL, NULL, 0, 0, 0, 0, 0.0, 0, NULL, NULL, NULL, NULL, NULL, 0 }
 
 /* Fills *opts with defaults. Returns DLOCK_EINVAL for an unknown version. */
 DLOCK_EXTERN int dlock_client_options_init(dlock_client_options *opts, unsigned version);

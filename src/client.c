@@ -4,10 +4,12 @@
 #include "clock.h"
 #include "renew.h"
 #include "scripts.h"
+#include "tls.h"
 #include "token.h"
 
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <netdb.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -88,6 +90,14 @@ static int replace_secret(char **field, const char *value)
     return 0;
 }
 
+static void use_tls(const dlock_client *c, dlock__conn *conn)
+{
+    if (conn->ep->tls) {
+        conn->tls_ctx = c->tls_ctx;
+        conn->tls_name = c->tls_name;
+    }
+}
+
 int dlock__lane_init(dlock_client *c, dlock__lane *lane)
 {
     for (size_t i = 0; i < c->n; i++) {
@@ -95,6 +105,7 @@ int dlock__lane_init(dlock_client *c, dlock__lane *lane)
                              c->connect_timeout_ms) < 0)
             return DLOCK_ENOMEM;
         lane->conns[i].preload = dlock__script_sources();
+        use_tls(c, &lane->conns[i]);
     }
     return 0;
 }
@@ -129,9 +140,30 @@ static int add_endpoint(dlock_client *c, const char *url, const dlock_client_opt
         return nomem(why, why_len);
     if (ep->user && !ep->password)
         return refuse(why, why_len, "a user needs a password (in the URL or the options)");
+    ep->tls |= o->tls;
+    if (ep->tls && ep->transport == DLOCK__UNIX)
+        return refuse(why, why_len, "TLS over a Unix socket is not supported");
     rc = dlock__resolve(ep, &c->addrs[c->n - 1], reason, sizeof(reason));
     if (rc < 0 && why && why_len)
         snprintf(why, why_len, "%s", reason);
+    return rc;
+}
+
+/* One OpenSSL context for the client, if any server speaks TLS. */
+static int set_up_tls(dlock_client *c, const dlock_client_options *o, char *why, size_t why_len)
+{
+    char reason[256];
+    bool any = false;
+    int rc;
+    for (size_t i = 0; i < c->n; i++)
+        any |= c->endpoints[i].tls;
+    if (!any)
+        return 0;
+    if (o->tls_sni && !(c->tls_name = strdup(o->tls_sni)))
+        return nomem(why, why_len);
+    rc = dlock__tls_context_new(&c->tls_ctx, o, reason, sizeof(reason));
+    if (rc < 0 && why && why_len)
+        snprintf(why, why_len, "%s", rc == DLOCK_ENOMEM ? "out of memory" : reason);
     return rc;
 }
 
@@ -155,6 +187,7 @@ static int open_connections(dlock_client *c, char *why, size_t why_len)
                              c->connect_timeout_ms) < 0)
             return nomem(why, why_len);
         c->subs[i].push_mode = true;
+        use_tls(c, &c->subs[i]);
     }
     return 0;
 }
@@ -193,6 +226,8 @@ int dlock_client_open(dlock_client **out, const dlock_client_options *opts, char
         rc = add_endpoint(c, url, o, why, why_len);
     }
     if (rc == 0)
+        rc = set_up_tls(c, o, why, why_len);
+    if (rc == 0)
         rc = open_connections(c, why, why_len);
     if (rc < 0) {
         dlock_client_close(c);
@@ -217,6 +252,8 @@ void dlock_client_close(dlock_client *c)
     if (c->cancel_fd >= 0)
         close(c->cancel_fd);
     dlock__token_pool_free(c->tokens);
+    dlock__tls_context_free(c->tls_ctx);
+    free(c->tls_name);
     free(c);
 }
 

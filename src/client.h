@@ -41,6 +41,8 @@ struct dlock_client {
     atomic_bool cancel_requested;
     uint64_t rng;                         /* jitter, not secrets */
     struct dlock__token_pool *tokens;     /* random bytes for owner tokens */
+    struct ssl_ctx_st *tls_ctx;           /* when a server speaks TLS */
+    char *tls_name;                       /* tls_sni option, or NULL */
 };
 
 /* Prepares a lane with one closed connection per node. Returns 0 or

@@ -3,6 +3,7 @@
 
 #include "clock.h"
 #include "dlock.h"
+#include "tls.h"
 
 #include <errno.h>
 #include <netdb.h>
@@ -36,6 +37,8 @@ static void clear_output(dlock__conn *c)
 
 void dlock__conn_close(dlock__conn *c)
 {
+    if (c->ssl)
+        dlock__tls_close(c);
     if (c->fd >= 0)
         close(c->fd);
     c->fd = -1;
@@ -218,6 +221,20 @@ static int connect_from(dlock__conn *c, const struct addrinfo *ai)
     return DLOCK_ECONN;
 }
 
+/* TCP is up: start TLS if this server wants it. */
+static int after_connect(dlock__conn *c)
+{
+    if (!c->tls_ctx) {
+        c->state = DLOCK__CONN_READY;
+        return 0;
+    }
+    if (dlock__tls_open(c) < 0)
+        return DLOCK_ETLS;
+    c->state = DLOCK__CONN_TLS_HANDSHAKE;
+    c->tls_wants = POLLOUT;
+    return 0;
+}
+
 static int open_connection(dlock__conn *c, int64_t now_ns)
 {
     int rc;
@@ -229,6 +246,8 @@ static int open_connection(dlock__conn *c, int64_t now_ns)
     if (rc < 0)
         return fail(c, rc, "cannot encode AUTH/SELECT");
     rc = connect_from(c, c->addrs);
+    if (rc == 0 && c->state == DLOCK__CONN_READY)
+        rc = after_connect(c); /* connected at once (Unix sockets) */
     if (rc < 0) {
         char why[sizeof(c->err)];
         memcpy(why, c->err, sizeof(why));
@@ -245,7 +264,7 @@ static void drop_if_dead(dlock__conn *c)
     if (c->push_mode || c->handshake_owed || c->preload_owed || c->stale_owed ||
         c->out_sent < c->out_len)
         return;
-    if (poll(&p, 1, 0) != 0)
+    if (poll(&p, 1, 0) != 0 && !(c->ssl && dlock__tls_idle_ok(c)))
         dlock__conn_close(c);
 }
 
@@ -278,6 +297,8 @@ short dlock__conn_events(const dlock__conn *c)
     switch (c->state) {
     case DLOCK__CONN_CONNECTING:
         return POLLOUT;
+    case DLOCK__CONN_TLS_HANDSHAKE:
+        return c->tls_wants;
     case DLOCK__CONN_READY:
         return (short)(POLLIN | (c->out_sent < c->out_len ? POLLOUT : 0));
     default:
@@ -287,37 +308,51 @@ short dlock__conn_events(const dlock__conn *c)
 
 static int finish_connect(dlock__conn *c)
 {
-    int err = 0;
+    int err = 0, rc = DLOCK_ECONN;
     socklen_t len = sizeof(err);
     if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
         err = errno;
     if (err == 0) {
-        c->state = DLOCK__CONN_READY;
-        return 0;
+        rc = after_connect(c);
+    } else {
+        snprintf(c->err, sizeof(c->err), "%s: connect: %s", c->ep->label, strerror(err));
+        close(c->fd);
+        c->fd = -1;
+        c->state = DLOCK__CONN_CLOSED;
+        /* The next address, if any. */
+        if (c->trying && c->trying->ai_next && connect_from(c, c->trying->ai_next) == 0)
+            rc = c->state == DLOCK__CONN_READY ? after_connect(c) : 0;
     }
-    snprintf(c->err, sizeof(c->err), "%s: connect: %s", c->ep->label, strerror(err));
-    close(c->fd);
-    c->fd = -1;
-    c->state = DLOCK__CONN_CLOSED;
-    if (c->trying && c->trying->ai_next && connect_from(c, c->trying->ai_next) == 0)
-        return 0;
-    {
+    if (rc < 0) {
         char why[sizeof(c->err)];
         memcpy(why, c->err, sizeof(why));
-        return fail(c, DLOCK_ECONN, "%s", why);
+        return fail(c, rc, "%s", why);
     }
+    return 0;
+}
+
+static int io_failure(dlock__conn *c, const char *what)
+{
+    if (c->ssl && errno == EPROTO) {
+        char why[sizeof(c->err)];
+        memcpy(why, c->err, sizeof(why));
+        return fail(c, DLOCK_ETLS, "%s", why);
+    }
+    return fail(c, DLOCK_ECONN, "%s: %s: %s", c->ep->label, what, strerror(errno));
 }
 
 static int flush_output(dlock__conn *c)
 {
     while (c->out_sent < c->out_len) {
-        ssize_t n = send(c->fd, c->out + c->out_sent, c->out_len - c->out_sent, MSG_NOSIGNAL);
+        ssize_t n = c->ssl ? dlock__tls_send(c, c->out + c->out_sent, c->out_len - c->out_sent)
+                           : send(c->fd, c->out + c->out_sent, c->out_len - c->out_sent,
+                                  MSG_NOSIGNAL);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             return 0;
         if (n < 0)
-            return fail(c, DLOCK_ECONN, "%s: send: %s", c->ep->label, strerror(errno));
+            return io_failure(c, "send");
         c->out_sent += (size_t)n;
         c->call_sent |= c->out_sent > c->call_start;
     }
@@ -367,21 +402,35 @@ static int read_input(dlock__conn *c, dlock__reply **reply)
 {
     char buf[READ_CHUNK];
     ssize_t n;
-    int rc;
 
-    do
-        n = recv(c->fd, buf, sizeof(buf), 0);
-    while (n < 0 && errno == EINTR);
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-        return 0;
-    if (n < 0)
-        return fail(c, DLOCK_ECONN, "%s: recv: %s", c->ep->label, strerror(errno));
-    if (n == 0)
-        return fail(c, DLOCK_ECONN, "%s: connection closed by the server", c->ep->label);
-    if (dlock__reader_feed(c->reader, buf, (size_t)n) < 0)
-        return fail(c, DLOCK_EPROTO, "%s: reply too large", c->ep->label);
-    rc = take_replies(c, reply);
-    return rc;
+    do {
+        do
+            n = c->ssl ? dlock__tls_recv(c, buf, sizeof(buf)) : recv(c->fd, buf, sizeof(buf), 0);
+        while (n < 0 && errno == EINTR);
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            break;
+        if (n < 0)
+            return io_failure(c, "recv");
+        if (n == 0)
+            return fail(c, DLOCK_ECONN, "%s: connection closed by the server", c->ep->label);
+        if (dlock__reader_feed(c->reader, buf, (size_t)n) < 0)
+            return fail(c, DLOCK_EPROTO, "%s: reply too large", c->ep->label);
+        /* TLS may hold decrypted bytes that poll() cannot see: drain it. */
+    } while (c->ssl);
+    return take_replies(c, reply);
+}
+
+static int step_handshake(dlock__conn *c)
+{
+    int rc = dlock__tls_handshake(c);
+    if (rc < 0) {
+        char why[sizeof(c->err)];
+        memcpy(why, c->err, sizeof(why));
+        return fail(c, rc, "%s", why);
+    }
+    if (rc == 1)
+        c->state = DLOCK__CONN_READY;
+    return 0;
 }
 
 int dlock__conn_progress(dlock__conn *c, short revents, dlock__reply **reply)
@@ -391,6 +440,14 @@ int dlock__conn_progress(dlock__conn *c, short revents, dlock__reply **reply)
         if (!(revents & (POLLOUT | POLLERR | POLLHUP)))
             return 0;
         rc = finish_connect(c);
+        if (rc < 0 || c->state == DLOCK__CONN_CONNECTING)
+            return rc;
+        revents = POLLOUT;
+    }
+    if (c->state == DLOCK__CONN_TLS_HANDSHAKE) {
+        if (!revents)
+            return 0;
+        rc = step_handshake(c);
         if (rc < 0 || c->state != DLOCK__CONN_READY)
             return rc;
         revents = POLLOUT;

@@ -14,7 +14,15 @@
 
 struct addrinfo;
 
-enum dlock__conn_state { DLOCK__CONN_CLOSED, DLOCK__CONN_CONNECTING, DLOCK__CONN_READY };
+enum dlock__conn_state {
+    DLOCK__CONN_CLOSED,
+    DLOCK__CONN_CONNECTING,    /* TCP connect in progress */
+    DLOCK__CONN_TLS_HANDSHAKE, /* TLS handshake in progress */
+    DLOCK__CONN_READY,
+};
+
+struct ssl_st;
+struct ssl_ctx_st;
 
 typedef struct dlock__conn {
     const dlock__endpoint *ep; /* borrowed from the client */
@@ -35,6 +43,10 @@ typedef struct dlock__conn {
     bool call_sent;           /* bytes of the current call reached the socket */
     bool push_mode;           /* a subscriber: replies are pushes, none is owed */
     char err[256];            /* detail of the last failure, no secrets */
+    struct ssl_ctx_st *tls_ctx; /* borrowed from the client; NULL: plain TCP */
+    const char *tls_name;       /* name to send and verify; NULL: the host */
+    struct ssl_st *ssl;         /* the TLS session while connected */
+    short tls_wants;            /* poll() event the handshake waits for */
 } dlock__conn;
 
 /* Resolves a TCP endpoint's addresses into *out (free with freeaddrinfo);

@@ -1,5 +1,5 @@
-/* Endpoint URLs: redis://[[user]:password@]host[:port][/db] and
- * unix:///path[?db=N]. Strict: anything we do not understand is refused,
+/* Endpoint URLs: redis://[[user]:password@]host[:port][/db], rediss://...
+ * (TLS) and unix:///path[?db=N]. Strict: anything we do not understand is refused,
  * because a silently ignored part of a URL is a lock on the wrong server. */
 #include "url.h"
 
@@ -282,9 +282,11 @@ int dlock__url_parse(dlock__endpoint *ep, const char *url, char *why, size_t why
         ep->transport = DLOCK__UNIX;
         rc = parse_unix(ep, url + 7, why, why_len);
     } else if (strncasecmp(url, "rediss://", 9) == 0) {
-        rc = fail(why, why_len, "TLS (rediss://) is not supported by this version");
+        ep->transport = DLOCK__TCP;
+        ep->tls = 1;
+        rc = parse_tcp(ep, url + 9, why, why_len);
     } else {
-        rc = fail(why, why_len, "URL must start with redis:// or unix://");
+        rc = fail(why, why_len, "URL must start with redis://, rediss:// or unix://");
     }
     if (rc == 0)
         rc = make_label(ep);

@@ -1,4 +1,4 @@
-/* Endpoint URLs: redis://, unix:// (rediss:// is recognised and refused). */
+/* Endpoint URLs: redis://, rediss:// (TLS), unix://. */
 #ifndef DLOCK_URL_H
 #define DLOCK_URL_H
 
@@ -9,6 +9,7 @@ enum dlock__transport { DLOCK__TCP, DLOCK__UNIX };
 
 typedef struct dlock__endpoint {
     enum dlock__transport transport;
+    int tls;        /* rediss://, or TLS asked for every URL */
     char *host;     /* TCP: host name or address, without IPv6 brackets */
     char port[6];   /* TCP: decimal port, "6379" by default */
     char *path;     /* Unix: socket path */

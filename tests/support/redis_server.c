@@ -61,7 +61,7 @@ static void exec_server(const test_redis *r)
     for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
         argv[n++] = fixed[i];
     for (int i = 0; i < TEST_REDIS_MAX_ARGS && r->extra[i]; i++)
-        argv[n++] = r->extra[i];
+        argv[n++] = strcmp(r->extra[i], "{port}") == 0 ? port : r->extra[i];
     argv[n] = NULL;
     /* A test that dies must not leave its server behind, nor let the server
      * hold the test's output pipe open. */
@@ -72,6 +72,29 @@ static void exec_server(const test_redis *r)
     dup2(devnull, STDERR_FILENO);
     execvp("redis-server", (char *const *)argv);
     _exit(127);
+}
+
+/* A TLS-only server does not answer plain PING: read its log instead. */
+static int log_says_ready(const test_redis *r)
+{
+    char path[192], line[512];
+    int ready = 0;
+    FILE *f;
+    snprintf(path, sizeof(path), "%s/redis.log", r->dir);
+    f = fopen(path, "r");
+    while (f && !ready && fgets(line, sizeof(line), f))
+        ready = strstr(line, "Ready to accept connections") != NULL;
+    if (f)
+        fclose(f);
+    return ready;
+}
+
+static int tls_only(const test_redis *r)
+{
+    for (int i = 0; i < TEST_REDIS_MAX_ARGS && r->extra[i]; i++)
+        if (strcmp(r->extra[i], "--tls-port") == 0)
+            return 1;
+    return 0;
 }
 
 static int ping(const test_redis *r)
@@ -108,7 +131,7 @@ static int spawn(test_redis *r)
             r->pid = 0;
             return -1;
         }
-        if (ping(r))
+        if (tls_only(r) ? log_says_ready(r) : ping(r))
             return 0;
         usleep(10000);
     }
@@ -139,8 +162,11 @@ int test_redis_start(test_redis *r, const char *const *extra)
 
 int test_redis_restart(test_redis *r)
 {
+    char log[192];
     if (r->pid > 0)
         test_redis_kill(r);
+    snprintf(log, sizeof(log), "%s/redis.log", r->dir);
+    unlink(log); /* the readiness check of a TLS server reads it */
     return spawn(r);
 }
 

@@ -17,8 +17,9 @@ typedef struct test_redis {
     const char *extra[TEST_REDIS_MAX_ARGS]; /* more redis-server arguments */
 } test_redis;
 
-/* Starts a server (extra: NULL-terminated list of arguments, or NULL).
- * Returns 0, or -1 after printing why. */
+/* Starts a server (extra: NULL-terminated list of arguments, or NULL; an
+ * argument "{port}" becomes the chosen port, for --tls-port). Returns 0, or
+ * -1 after printing why. */
 int test_redis_start(test_redis *r, const char *const *extra);
 
 /* Starts the server again on the same port, with the same arguments and an

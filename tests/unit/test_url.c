@@ -112,7 +112,8 @@ static void test_url_malformed_refused(void **state)
         "unix:///tmp/"
         "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
         "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.sock",
-        "rediss://host",
+        "rediss://",
+        "rediss://host:0",
     };
     (void)state;
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -125,6 +126,22 @@ static void test_url_malformed_refused(void **state)
         assert_null(ep.host);
         assert_null(ep.password);
     }
+}
+
+static void test_url_tls(void **state)
+{
+    dlock__endpoint ep;
+    char why[128];
+    (void)state;
+    assert_int_equal(dlock__url_parse(&ep, "rediss://:pw@cache.example:6380/1", why, sizeof(why)), 0);
+    assert_int_equal(ep.tls, 1);
+    assert_string_equal(ep.host, "cache.example");
+    assert_string_equal(ep.port, "6380");
+    assert_int_equal(ep.db, 1);
+    dlock__endpoint_clear(&ep);
+    assert_int_equal(dlock__url_parse(&ep, "redis://h", why, sizeof(why)), 0);
+    assert_int_equal(ep.tls, 0);
+    dlock__endpoint_clear(&ep);
 }
 
 static void test_url_null_refused(void **state)
@@ -151,6 +168,7 @@ int main(void)
         cmocka_unit_test(test_url_tcp_forms),
         cmocka_unit_test(test_url_unix_forms),
         cmocka_unit_test(test_url_malformed_refused),
+        cmocka_unit_test(test_url_tls),
         cmocka_unit_test(test_url_null_refused),
         cmocka_unit_test(test_url_error_hides_password),
     };

@@ -17,6 +17,9 @@ struct cli {
     size_t n_urls;
     const char *user;
     bool verbose, quiet;
+    /* TLS, named as in redis-cli */
+    bool tls, insecure;
+    const char *cacert, *cacertdir, *cert, *key, *sni;
 };
 
 /* Messages on stderr, prefixed "dlock: ". */

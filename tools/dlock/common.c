@@ -145,6 +145,15 @@ int cli_open_client(const struct cli *cli, dlock_client **out)
     opts.n_urls = cli->n_urls;
     opts.user = cli->user;
     opts.password = getenv("DLOCK_PASSWORD");
+    opts.tls = cli->tls;
+    opts.tls_ca_file = cli->cacert;
+    opts.tls_ca_dir = cli->cacertdir;
+    opts.tls_cert_file = cli->cert;
+    opts.tls_key_file = cli->key;
+    opts.tls_sni = cli->sni;
+    opts.tls_insecure = cli->insecure;
+    if (cli->insecure)
+        cli_error("--insecure: server certificates and names are not verified");
     rc = dlock_client_open(out, &opts, why, sizeof(why));
     if (rc < 0) {
         cli_error("%s", why);

@@ -35,6 +35,13 @@ static const char usage[] =
     "                     separated), else redis://127.0.0.1:6379. Three or more\n"
     "                     independent servers: Redlock (a majority holds the lock)\n"
     "      --user NAME    ACL user; the password comes from the URL or $DLOCK_PASSWORD\n"
+    "      --tls          TLS for every server (rediss:// URLs use it anyway)\n"
+    "      --cacert FILE  CA certificates to verify servers with (default: the system's)\n"
+    "      --cacertdir DIR   a directory of hashed CA certificates\n"
+    "      --cert FILE    client certificate, for servers that ask for one\n"
+    "      --key FILE     its private key\n"
+    "      --sni NAME     server name to send and verify (default: the URL's host)\n"
+    "      --insecure     do not verify certificates or names (testing only)\n"
     "  -v, --verbose      say what happens\n"
     "  -q, --quiet        no messages but errors\n"
     "  -h, --help         this help; 'dlock COMMAND --help' for a command's\n"
@@ -122,17 +129,23 @@ static int urls_from_environment(struct cli *cli)
 
 static int parse_global(struct cli *cli, int argc, char **argv)
 {
-    enum { OPT_USER = 256, OPT_VERSION, OPT_TLS };
+    enum { OPT_USER = 256, OPT_VERSION, OPT_TLS, OPT_CACERT, OPT_CACERTDIR, OPT_CERT, OPT_KEY,
+           OPT_SNI, OPT_INSECURE };
     static const struct option options[] = {
-        {"redis", required_argument, NULL, 'r'},  {"user", required_argument, NULL, OPT_USER},
-        {"verbose", no_argument, NULL, 'v'},      {"quiet", no_argument, NULL, 'q'},
-        {"help", no_argument, NULL, 'h'},         {"version", no_argument, NULL, OPT_VERSION},
-        {"tls", no_argument, NULL, OPT_TLS},      {"cacert", required_argument, NULL, OPT_TLS},
-        {"cacertdir", required_argument, NULL, OPT_TLS},
-        {"cert", required_argument, NULL, OPT_TLS},
-        {"key", required_argument, NULL, OPT_TLS},
-        {"sni", required_argument, NULL, OPT_TLS},
-        {"insecure", no_argument, NULL, OPT_TLS}, {NULL, 0, NULL, 0},
+        {"redis", required_argument, NULL, 'r'},
+        {"user", required_argument, NULL, OPT_USER},
+        {"verbose", no_argument, NULL, 'v'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, OPT_VERSION},
+        {"tls", no_argument, NULL, OPT_TLS},
+        {"cacert", required_argument, NULL, OPT_CACERT},
+        {"cacertdir", required_argument, NULL, OPT_CACERTDIR},
+        {"cert", required_argument, NULL, OPT_CERT},
+        {"key", required_argument, NULL, OPT_KEY},
+        {"sni", required_argument, NULL, OPT_SNI},
+        {"insecure", no_argument, NULL, OPT_INSECURE},
+        {NULL, 0, NULL, 0},
     };
     int opt, rc;
     opterr = 0;
@@ -160,7 +173,26 @@ static int parse_global(struct cli *cli, int argc, char **argv)
             printf("dlock %s (libdlock %s)\n", DLOCK_VERSION_STRING, dlock_version());
             return ANSWERED;
         case OPT_TLS:
-            return cli_usage_error(NULL, "TLS is not supported by this version of dlock");
+            cli->tls = true;
+            break;
+        case OPT_CACERT:
+            cli->cacert = optarg;
+            break;
+        case OPT_CACERTDIR:
+            cli->cacertdir = optarg;
+            break;
+        case OPT_CERT:
+            cli->cert = optarg;
+            break;
+        case OPT_KEY:
+            cli->key = optarg;
+            break;
+        case OPT_SNI:
+            cli->sni = optarg;
+            break;
+        case OPT_INSECURE:
+            cli->insecure = true;
+            break;
         case ':':
             return cli_usage_error(NULL, "option '%s' needs a value", argv[optind - 1]);
         default:
