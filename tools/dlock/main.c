@@ -226,7 +226,12 @@ int main(int argc, char **argv)
         if (rc < 0)
             rc = cli_usage_error(NULL, "unknown command '%s'", name);
     }
-    for (size_t i = 0; i < cli.n_urls; i++)
+    for (size_t i = 0; i < cli.n_urls; i++) {
+        /* A URL may carry a password: leave no copy behind. */
+        volatile char *p = cli.owned_urls[i];
+        while (*p)
+            *p++ = '\0';
         free(cli.owned_urls[i]);
+    }
     return rc;
 }

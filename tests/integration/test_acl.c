@@ -1,0 +1,122 @@
+/* Least privilege: a user restricted to exactly the ACL rule documented in
+ * docs/security.md can do everything; with less it fails cleanly, as an
+ * authentication/permission error (exit 77 in the command). */
+#include "cli_runner.h"
+#include "helpers.h"
+
+#include <dlock.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+/* The rule of docs/security.md for lock names "lock:*". */
+#define RULE "-@all", "+evalsha", "+eval", "+script|load", "+subscribe", "+unsubscribe", \
+             "+type", "+get", "+set", "+del", "+pttl", "+pexpire", "+time", "+publish"
+#define KEYS "~lock:*", "~{lock:*", "&{lock:*"
+
+static test_redis server;
+
+static int group_setup(void **state)
+{
+    static const char *const args[] = {
+        "--user", "locker", "on", ">locker-pw", RULE, KEYS,
+        "--user", "noset", "on", ">noset-pw", "-@all", "+evalsha", "+eval", "+script|load",
+        "+subscribe", "+unsubscribe", "+type", "+get", "+del", "+pttl", "+pexpire", "+time",
+        "+publish", KEYS,
+        "--user", "otherkeys", "on", ">otherkeys-pw", RULE, "~other:*", "&*",
+        NULL};
+    (void)state;
+    return test_redis_start(&server, args);
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    test_redis_stop(&server);
+    return 0;
+}
+
+static dlock_client *as_user(const char *user, const char *password)
+{
+    char url[128];
+    snprintf(url, sizeof(url), "redis://%s:%s@127.0.0.1:%d", user, password, server.port);
+    return open_client(url, 0, 0);
+}
+
+static void test_acl_exact_rule_is_enough(void **state)
+{
+    dlock_client *c = as_user("locker", "locker-pw"), *other = as_user("locker", "locker-pw");
+    dlock_acquire_options opts = DLOCK_ACQUIRE_OPTIONS_INIT;
+    dlock_lock *lock = NULL, *second = NULL;
+    dlock_status st;
+    (void)state;
+    assert_int_equal(dlock_lock_acquire(&lock, c, "lock:acl", 30000, NULL), 0);
+    assert_int_equal(dlock_lock_extend(lock, 30000), 0);
+    assert_int_equal(dlock_status_query(&st, c, "lock:acl"), 0);
+    assert_true(st.held && st.has_owner);
+    /* A wait subscribes to the release channel. */
+    opts.wait_ms = 200;
+    assert_int_equal(dlock_lock_acquire(&second, other, "lock:acl", 30000, &opts), DLOCK_EBUSY);
+    assert_int_equal(dlock_lock_release(lock), 0);
+    dlock_lock_free(lock);
+    /* With a name in a hash tag of the pattern: {lock:...} keys. */
+    assert_int_equal(dlock_lock_acquire(&lock, c, "{lock:user7}:job", 30000, NULL), 0);
+    assert_int_equal(dlock_lock_release(lock), 0);
+    dlock_lock_free(lock);
+    dlock_client_close(other);
+    dlock_client_close(c);
+    {
+        /* Nothing was denied along the way (SCRIPT LOAD, SUBSCRIBE...). */
+        redisContext *admin = test_redis_connect(&server, NULL);
+        redisReply *log = run(admin, "ACL LOG");
+        for (size_t i = 0; i < log->elements; i++)
+            for (size_t j = 0; j + 1 < log->element[i]->elements; j += 2)
+                if (strcmp(log->element[i]->element[j]->str, "username") == 0)
+                    assert_string_not_equal(log->element[i]->element[j + 1]->str, "locker");
+        freeReplyObject(log);
+        redisFree(admin);
+    }
+}
+
+static void test_acl_missing_command_is_a_permission_error(void **state)
+{
+    dlock_client *c = as_user("noset", "noset-pw");
+    dlock_lock *lock = NULL;
+    (void)state;
+    assert_int_equal(dlock_lock_acquire(&lock, c, "lock:acl2", 30000, NULL), DLOCK_EAUTH);
+    assert_non_null(strstr(dlock_client_errmsg(c), "can't"));
+    dlock_client_close(c);
+}
+
+static void test_acl_missing_key_pattern_is_a_permission_error(void **state)
+{
+    dlock_client *c = as_user("otherkeys", "otherkeys-pw");
+    dlock_lock *lock = NULL;
+    cli_proc p;
+    char url[128];
+    (void)state;
+    assert_int_equal(dlock_lock_acquire(&lock, c, "lock:acl3", 30000, NULL), DLOCK_EAUTH);
+    dlock_client_close(c);
+    snprintf(url, sizeof(url), "redis://otherkeys:otherkeys-pw@127.0.0.1:%d", server.port);
+    {
+        const char *args[] = {"run", "-n", "lock:acl3", "--", "true", NULL};
+        assert_int_equal(cli_run(&p, url, args, 10000), 77);
+        assert_null(strstr(p.err, "otherkeys-pw"));
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_acl_exact_rule_is_enough),
+        cmocka_unit_test(test_acl_missing_command_is_a_permission_error),
+        cmocka_unit_test(test_acl_missing_key_pattern_is_a_permission_error),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
