@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -30,6 +31,9 @@ static int group_setup(void **state)
         "+subscribe", "+unsubscribe", "+type", "+get", "+del", "+pttl", "+pexpire", "+time",
         "+publish", KEYS,
         "--user", "otherkeys", "on", ">otherkeys-pw", RULE, "~other:*", "&*",
+        "--user", "noevalsha", "on", ">noevalsha-pw", "-@all", "+eval", "+script|load",
+        "+subscribe", "+unsubscribe", "+type", "+get", "+set", "+del", "+pttl", "+pexpire",
+        "+time", "+publish", KEYS,
         NULL};
     (void)state;
     return test_redis_start(&server, args);
@@ -65,6 +69,14 @@ static void test_acl_exact_rule_is_enough(void **state)
     assert_int_equal(dlock_lock_acquire(&second, other, "lock:acl", 30000, &opts), DLOCK_EBUSY);
     assert_int_equal(dlock_lock_release(lock), 0);
     dlock_lock_free(lock);
+    /* Renewal: extends on the renewal thread's own connection. */
+    opts.wait_ms = 0;
+    opts.auto_renew = 1;
+    assert_int_equal(dlock_lock_acquire(&lock, c, "lock:acl-renew", 300, &opts), 0);
+    usleep(700 * 1000);
+    assert_true(dlock_lock_held(lock));
+    assert_int_equal(dlock_lock_release(lock), 0);
+    dlock_lock_free(lock);
     /* With a name in a hash tag of the pattern: {lock:...} keys. */
     assert_int_equal(dlock_lock_acquire(&lock, c, "{lock:user7}:job", 30000, NULL), 0);
     assert_int_equal(dlock_lock_release(lock), 0);
@@ -94,6 +106,17 @@ static void test_acl_missing_command_is_a_permission_error(void **state)
     dlock_client_close(c);
 }
 
+static void test_acl_without_evalsha(void **state)
+{
+    dlock_client *c = as_user("noevalsha", "noevalsha-pw");
+    dlock_lock *lock = NULL;
+    (void)state;
+    assert_int_equal(dlock_lock_acquire(&lock, c, "lock:acl4", 30000, NULL), DLOCK_EAUTH);
+    assert_non_null(strstr(dlock_client_errmsg(c), "evalsha"));
+    assert_null(strstr(dlock_client_errmsg(c), "noevalsha-pw"));
+    dlock_client_close(c);
+}
+
 static void test_acl_missing_key_pattern_is_a_permission_error(void **state)
 {
     dlock_client *c = as_user("otherkeys", "otherkeys-pw");
@@ -117,6 +140,7 @@ int main(void)
         cmocka_unit_test(test_acl_exact_rule_is_enough),
         cmocka_unit_test(test_acl_missing_command_is_a_permission_error),
         cmocka_unit_test(test_acl_missing_key_pattern_is_a_permission_error),
+        cmocka_unit_test(test_acl_without_evalsha),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
