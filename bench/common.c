@@ -63,10 +63,13 @@ int bench_command_counts(int port, struct command_counts *out)
         return -1;
     }
     for (line = strtok_r(r->str, "\r\n", &save); line; line = strtok_r(NULL, "\r\n", &save)) {
-        char name[64];
+        /* cmdstat_NAME:calls=N,usec=... */
+        char *name = line + strlen("cmdstat_"), *colon = strchr(line, ':');
         long long calls;
-        if (sscanf(line, "cmdstat_%63[^:]:calls=%lld", name, &calls) != 2)
+        if (strncmp(line, "cmdstat_", 8) != 0 || !colon || strncmp(colon, ":calls=", 7) != 0)
             continue;
+        *colon = '\0';
+        calls = strtoll(colon + 7, NULL, 10);
         if (strcmp(name, "info") == 0)
             continue; /* the measurement's own */
         out->total += calls;

@@ -13,6 +13,9 @@
 #include <unistd.h>
 
 #define NAME "bench:floor"
+#define FENCE_KEY "{bench:floor}:fence"
+#define OWNER_KEY "{bench:floor}:owner"
+#define CHANNEL "{bench:floor}:released"
 
 static int call(redisContext *c, int argc, const char **argv, long long expect)
 {
@@ -46,16 +49,17 @@ int bench_floor(const struct bench_args *a)
     redisContext *c = redisConnect("127.0.0.1", a->port);
     char token[33], owner[256], host[128] = "";
     const char *acquire[] = {"EVALSHA", dlock__script_sha(DLOCK__SCRIPT_ACQUIRE), "3", NAME,
-                             "{" NAME "}:fence", "{" NAME "}:owner", token, "30000", "86400000",
-                             owner};
+                             FENCE_KEY, OWNER_KEY, token, "30000", "86400000", owner};
     const char *release[] = {"EVALSHA", dlock__script_sha(DLOCK__SCRIPT_RELEASE), "2", NAME,
-                             "{" NAME "}:owner", token, "{" NAME "}:released", "1"};
+                             OWNER_KEY, token, CHANNEL, "1"};
     double *lat = malloc(sizeof(double) * (size_t)a->max_cycles);
     double start, end, prev;
     long n = 0;
 
     if (!c || c->err || !lat || load_scripts(c) < 0) {
         fprintf(stderr, "dlock-bench floor: cannot reach 127.0.0.1:%d\n", a->port);
+        free(lat);
+        redisFree(c);
         return 1;
     }
     gethostname(host, sizeof(host) - 1);
@@ -67,10 +71,15 @@ int bench_floor(const struct bench_args *a)
     while (n < a->max_cycles && prev < end) {
         double now;
         if (call(c, 10, acquire, 1) < 0 || call(c, 8, release, 1) < 0)
-            return 1;
+            break;
         now = bench_now();
         lat[n++] = now - prev;
         prev = now;
+    }
+    if (n == 0 || prev < end) {
+        free(lat);
+        redisFree(c);
+        return 1; /* a failed call ended the run early */
     }
     bench_sort(lat, (size_t)n);
     bench_json_begin("floor");

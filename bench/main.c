@@ -20,6 +20,14 @@ static const struct {
     {"many", bench_many},
 };
 
+/* A strict number: the whole argument, finite. Returns 0 or -1. */
+static int number(const char *s, double *out)
+{
+    char *end;
+    *out = strtod(s, &end);
+    return end != s && *end == '\0' && *out == *out ? 0 : -1;
+}
+
 int main(int argc, char **argv)
 {
     static const struct option options[] = {
@@ -30,21 +38,25 @@ int main(int argc, char **argv)
     };
     struct bench_args a = {.seconds = 5, .procs = 8, .locks = 1000, .clients = 4,
                            .ttl_ms = 3000, .max_cycles = 2000000};
+    double v;
     int opt;
     while ((opt = getopt_long(argc, argv, "", options, NULL)) != -1) {
+        if (opt == '?' || number(optarg, &v) < 0 || v < 0 || v > 1e9) {
+            fprintf(stderr, "dlock-bench: bad option or value\n");
+            return 64;
+        }
         switch (opt) {
         case 'p':
             if (a.n_ports == BENCH_PORTS_MAX)
                 return 64;
-            a.ports[a.n_ports++] = atoi(optarg);
+            a.ports[a.n_ports++] = (int)v;
             break;
-        case 's': a.seconds = atof(optarg); break;
-        case 'P': a.procs = atoi(optarg); break;
-        case 'k': a.locks = atoi(optarg); break;
-        case 'c': a.clients = atoi(optarg); break;
-        case 't': a.ttl_ms = atoll(optarg); break;
-        case 'm': a.max_cycles = atol(optarg); break;
-        default: return 64;
+        case 's': a.seconds = v; break;
+        case 'P': a.procs = (int)v; break;
+        case 'k': a.locks = (int)v; break;
+        case 'c': a.clients = (int)v; break;
+        case 't': a.ttl_ms = (int64_t)v; break;
+        default: a.max_cycles = (long)v; break;
         }
     }
     for (int i = 0; i < a.n_ports; i++)

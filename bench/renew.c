@@ -5,16 +5,18 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 static long resident_bytes(void)
 {
-    long pages = 0, resident = 0;
+    char line[128] = "", *field;
+    long resident = 0;
     FILE *f = fopen("/proc/self/statm", "r");
     if (f) {
-        if (fscanf(f, "%ld %ld", &pages, &resident) != 2)
-            resident = 0;
+        if (fgets(line, sizeof(line), f) && (field = strchr(line, ' ')))
+            resident = strtol(field + 1, NULL, 10);
         fclose(f);
     }
     return resident * sysconf(_SC_PAGESIZE);
@@ -32,14 +34,17 @@ int bench_renew(const struct bench_args *a)
 {
     dlock_client *c = bench_client(a);
     dlock_acquire_options opts = DLOCK_ACQUIRE_OPTIONS_INIT;
-    dlock_lock **locks = calloc((size_t)a->locks, sizeof(*locks));
+    dlock_lock **locks = calloc((size_t)a->locks, sizeof(dlock_lock *));
     struct command_counts before, after;
     long rss_before, rss_after;
     double cpu_before, start, elapsed;
     int lost = 0;
 
-    if (!c || !locks)
+    if (!c || !locks) {
+        free(locks);
+        dlock_client_close(c);
         return 1;
+    }
     opts.auto_renew = 1;
     rss_before = resident_bytes();
     for (int i = 0; i < a->locks; i++) {
@@ -47,6 +52,10 @@ int bench_renew(const struct bench_args *a)
         snprintf(name, sizeof(name), "bench:renew:%d", i);
         if (dlock_lock_acquire(&locks[i], c, name, a->ttl_ms, &opts) < 0) {
             fprintf(stderr, "dlock-bench renew: %s\n", dlock_client_errmsg(c));
+            for (int j = 0; j < i; j++)
+                dlock_lock_free(locks[j]);
+            free(locks);
+            dlock_client_close(c);
             return 1;
         }
     }
@@ -67,7 +76,7 @@ int bench_renew(const struct bench_args *a)
     bench_json_int("ttl_ms", a->ttl_ms);
     bench_json_num("window_s", elapsed);
     bench_json_num("renewals_per_s", (double)(after.top_level - before.top_level) / elapsed);
-    bench_json_num("expected_renewals_per_s", a->locks / (a->ttl_ms / 3000.0));
+    bench_json_num("expected_renewals_per_s", a->locks / ((double)a->ttl_ms / 3000.0));
     bench_json_num("cpu_s", cpu_seconds() - cpu_before);
     bench_json_num("rss_bytes_per_lock", (double)(rss_after - rss_before) / a->locks);
     bench_json_int("lost", lost);

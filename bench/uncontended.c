@@ -40,14 +40,20 @@ int bench_uncontended(const struct bench_args *a)
     struct command_counts before, after;
     double start;
     long n;
-    if (!c || !lat)
+    if (!c || !lat) {
+        free(lat);
+        dlock_client_close(c);
         return 1;
+    }
     cycles(c, "bench:uncontended", bench_now() + 0.2, 1000, NULL); /* warm-up */
     bench_command_counts(a->port, &before);
     start = bench_now();
     n = cycles(c, "bench:uncontended", start + a->seconds, a->max_cycles, lat);
-    if (n <= 0)
+    if (n <= 0) {
+        free(lat);
+        dlock_client_close(c);
         return 1;
+    }
     {
         double elapsed = bench_now() - start;
         bench_command_counts(a->port, &after);
@@ -58,8 +64,9 @@ int bench_uncontended(const struct bench_args *a)
         bench_json_num("cycles_per_s", (double)n / elapsed);
         bench_json_num("us_per_cycle_p50", 1e6 * bench_percentile(lat, (size_t)n, 50));
         bench_json_num("us_per_cycle_p99", 1e6 * bench_percentile(lat, (size_t)n, 99));
-        bench_json_num("requests_per_cycle", (double)(after.top_level - before.top_level) / n);
-        bench_json_num("commands_per_cycle", (double)(after.total - before.total) / n);
+        bench_json_num("requests_per_cycle",
+                       (double)(after.top_level - before.top_level) / (double)n);
+        bench_json_num("commands_per_cycle", (double)(after.total - before.total) / (double)n);
         bench_json_end();
     }
     free(lat);
@@ -91,6 +98,7 @@ int bench_many(const struct bench_args *a)
     struct many_worker *w = calloc((size_t)a->clients, sizeof(*w));
     double start = bench_now();
     long total = 0;
+    int failed = 0;
     if (!w)
         return 1;
     for (int i = 0; i < a->clients; i++) {
@@ -99,9 +107,12 @@ int bench_many(const struct bench_args *a)
     }
     for (int i = 0; i < a->clients; i++) {
         pthread_join(w[i].thread, NULL);
-        if (w[i].cycles < 0)
-            return 1;
         total += w[i].cycles;
+        failed |= w[i].cycles < 0;
+    }
+    if (failed) {
+        free(w);
+        return 1;
     }
     bench_json_begin("many");
     bench_json_int("clients", a->clients);

@@ -348,14 +348,14 @@ DLOCK_EXTERN uint64_t dlock_lock_fence(const dlock_lock *lock);
  * holder's token is deliberately not part of it. */
 typedef struct dlock_status {
     int held;         /* 1 if the lock key exists (held by anyone, dlock or not) */
+    int has_owner;    /* 1 if the holder is a dlock client that left its record */
     int64_t pttl_ms;  /* time to live of the lock key; -1: no TTL; 0 when free */
     uint64_t fence;   /* the last fencing token issued for the name; 0: none */
-    int has_owner;    /* 1 if the holder is a dlock client that left its record: */
-    char host[256];   /*   its host name */
-    long pid;         /*   its process id */
-    int64_t since_ms; /*   when it took the lock, in ms since the Unix epoch */
+    long pid;         /* the holder's process id (with has_owner) */
+    int64_t since_ms; /* when it took the lock, in ms since the Unix epoch */
     unsigned nodes_answered; /* servers that answered */
     unsigned nodes_held;     /* servers on which the key exists */
+    char host[256];   /* the holder's host name (with has_owner) */
 } dlock_status;
 
 /*

@@ -197,7 +197,6 @@ int dlock_client_open(dlock_client **out, const dlock_client_options *opts, char
 {
     static const dlock_client_options defaults = DLOCK_CLIENT_OPTIONS_INIT;
     const dlock_client_options *o = opts ? opts : &defaults;
-    const char *url;
     dlock_client *c;
     int rc;
 
@@ -222,8 +221,7 @@ int dlock_client_open(dlock_client **out, const dlock_client_options *opts, char
     if (gethostname(c->host, sizeof(c->host) - 1) < 0)
         snprintf(c->host, sizeof(c->host), "unknown");
     for (size_t i = 0; rc == 0 && i < (o->n_urls ? o->n_urls : 1); i++) {
-        url = o->n_urls ? o->urls[i] : DEFAULT_URL;
-        rc = add_endpoint(c, url, o, why, why_len);
+        rc = add_endpoint(c, o->n_urls ? o->urls[i] : DEFAULT_URL, o, why, why_len);
     }
     if (rc == 0)
         rc = set_up_tls(c, o, why, why_len);

@@ -32,7 +32,8 @@ static char *join(const char *a, const char *b, const char *c)
     if (s) {
         memcpy(s, a, la);
         memcpy(s + la, b, lb);
-        memcpy(s + la + lb, c, lc + 1);
+        memcpy(s + la + lb, c, lc);
+        s[la + lb + lc] = '\0';
     }
     return s;
 }

@@ -99,7 +99,7 @@ static int heap_push(struct dlock__renewer *r, dlock_lock *lock)
 {
     if (r->count == r->capacity) {
         size_t capacity = r->capacity ? r->capacity * 2 : 16;
-        dlock_lock **bigger = realloc(r->heap, capacity * sizeof(*bigger));
+        dlock_lock **bigger = realloc(r->heap, capacity * sizeof(dlock_lock *));
         if (!bigger)
             return DLOCK_ENOMEM;
         r->heap = bigger;

@@ -148,8 +148,8 @@ static int check_args(const dlock_status *out, dlock_client *c)
 
 int dlock_status_query(dlock_status *out, dlock_client *c, const char *name)
 {
-    dlock_status views[DLOCK__NODES_MAX];
-    int codes[DLOCK__NODES_MAX];
+    dlock_status views[DLOCK__NODES_MAX] = {{0}};
+    int codes[DLOCK__NODES_MAX] = {0};
     int rc = check_args(out, c);
     if (rc == 0)
         rc = query(c, name, 0, c->n, views, codes);

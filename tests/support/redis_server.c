@@ -28,8 +28,8 @@ long long test_now_ms(void)
 int test_slowdown(void)
 {
     const char *s = getenv("DLOCK_TEST_SLOWDOWN");
-    int n = s ? atoi(s) : 1;
-    return n > 0 ? n : 1;
+    long n = s ? strtol(s, NULL, 10) : 1;
+    return n > 0 && n < 100 ? (int)n : 1;
 }
 
 int test_free_port(void)
@@ -119,7 +119,7 @@ static int ping(const test_redis *r)
 /* Forks the server and waits until it answers. 0, or -1 if it exited. */
 static int spawn(test_redis *r)
 {
-    long long deadline = test_now_ms() + READY_WAIT_MS * test_slowdown();
+    long long deadline = test_now_ms() + (long long)READY_WAIT_MS * test_slowdown();
     r->pid = fork();
     if (r->pid < 0)
         return -1;
