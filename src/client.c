@@ -260,6 +260,18 @@ const char *dlock_client_errmsg(const dlock_client *c)
     return c ? c->main.errmsg : "no client";
 }
 
+int dlock__call_start(dlock_client *c, const void *out)
+{
+    if (!c)
+        return DLOCK_EINVAL;
+    c->main.errmsg[0] = '\0';
+    if (!out) {
+        dlock__set_error(&c->main, "out is NULL");
+        return DLOCK_EINVAL;
+    }
+    return 0;
+}
+
 size_t dlock_client_nodes(const dlock_client *c)
 {
     return c ? c->n : 0;

@@ -50,6 +50,10 @@ struct dlock_client {
 int dlock__lane_init(dlock_client *c, dlock__lane *lane);
 void dlock__lane_destroy(dlock_client *c, dlock__lane *lane);
 
+/* The start of every API call that takes a client and an out-parameter:
+ * clears the client's message; DLOCK_EINVAL if either is NULL. */
+int dlock__call_start(dlock_client *c, const void *out);
+
 /* Majority of the client's nodes. */
 size_t dlock__quorum(const dlock_client *c);
 

@@ -378,15 +378,9 @@ int dlock_lock_acquire(dlock_lock **out, dlock_client *c, const char *name, int6
     static const dlock_acquire_options defaults = DLOCK_ACQUIRE_OPTIONS_INIT;
     const dlock_acquire_options *o = opts ? opts : &defaults;
     dlock_lock *lock;
-    int rc;
-    if (!c)
-        return DLOCK_EINVAL;
-    c->main.errmsg[0] = '\0';
-    if (!out) {
-        dlock__set_error(&c->main, "out is NULL");
-        return DLOCK_EINVAL;
-    }
-    rc = check_ttl(&c->main, ttl_ms);
+    int rc = dlock__call_start(c, out);
+    if (rc == 0)
+        rc = check_ttl(&c->main, ttl_ms);
     if (rc == 0)
         rc = check_acquire_options(&c->main, o, ttl_ms);
     if (rc == 0)
@@ -414,10 +408,10 @@ int dlock_lock_adopt(dlock_lock **out, dlock_client *c, const char *name, const 
 {
     dlock_lock *lock;
     int rc;
-    if (!c)
-        return DLOCK_EINVAL;
-    c->main.errmsg[0] = '\0';
-    if (!out || !dlock__token_valid(token)) {
+    rc = dlock__call_start(c, out);
+    if (rc < 0)
+        return rc;
+    if (!dlock__token_valid(token)) {
         dlock__set_error(&c->main, "a token is %d lower-case hex characters", DLOCK_TOKEN_LEN);
         return DLOCK_EINVAL;
     }

@@ -134,23 +134,11 @@ static int query(dlock_client *c, const char *name, size_t first, size_t count,
     return rc;
 }
 
-static int check_args(const dlock_status *out, dlock_client *c)
-{
-    if (!c)
-        return DLOCK_EINVAL;
-    c->main.errmsg[0] = '\0';
-    if (!out) {
-        dlock__set_error(&c->main, "out is NULL");
-        return DLOCK_EINVAL;
-    }
-    return 0;
-}
-
 int dlock_status_query(dlock_status *out, dlock_client *c, const char *name)
 {
     dlock_status views[DLOCK__NODES_MAX] = {{0}};
     int codes[DLOCK__NODES_MAX] = {0};
-    int rc = check_args(out, c);
+    int rc = dlock__call_start(c, out);
     if (rc == 0)
         rc = query(c, name, 0, c->n, views, codes);
     if (rc == 0)
@@ -168,7 +156,7 @@ int dlock_status_query(dlock_status *out, dlock_client *c, const char *name)
 int dlock_status_query_node(dlock_status *out, dlock_client *c, const char *name, size_t node)
 {
     int code = 0;
-    int rc = check_args(out, c);
+    int rc = dlock__call_start(c, out);
     if (rc == 0 && node >= c->n) {
         dlock__set_error(&c->main, "no server number %zu", node);
         rc = DLOCK_EINVAL;

@@ -28,11 +28,6 @@ static int start_with(void **state, const char *const *args)
     return test_redis_start(server, args);
 }
 
-static int setup_server(void **state)
-{
-    return start_with(state, NULL);
-}
-
 static int setup_password_server(void **state)
 {
     static const char *const args[] = {"--requirepass", PASSWORD, NULL};
@@ -44,13 +39,6 @@ static int setup_acl_server(void **state)
     static const char *const args[] = {"--user", "alice", "on", ">alice-pw", "~*", "&*", "+@all",
                                        NULL};
     return start_with(state, args);
-}
-
-static int teardown_server(void **state)
-{
-    test_redis_stop(*state);
-    free(*state);
-    return 0;
 }
 
 /* Tries once; returns the code and frees any lock taken. */

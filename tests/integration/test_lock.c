@@ -58,15 +58,6 @@ static int teardown(void **state)
     return 0;
 }
 
-static dlock_lock *must_acquire(dlock_client *c, const char *name, int64_t ttl_ms)
-{
-    dlock_lock *lock = NULL;
-    int rc = dlock_lock_acquire(&lock, c, name, ttl_ms, NULL);
-    if (rc != 0)
-        fail_msg("acquire %s: %s: %s", name, dlock_err_name(rc), dlock_client_errmsg(c));
-    return lock;
-}
-
 static void assert_key_holds(redisContext *redis, const char *key, const char *value)
 {
     char *v = get_string(redis, key);
@@ -78,7 +69,7 @@ static void assert_key_holds(redisContext *redis, const char *key, const char *v
 static void test_lock_classic_sequence(void **state)
 {
     struct fixture *f = *state;
-    dlock_lock *a = must_acquire(f->a, "lock:order", 30000);
+    dlock_lock *a = must_acquire(f->a, "lock:order", 30000, NULL);
     dlock_lock *b = NULL, *b_own = NULL;
 
     assert_int_equal(dlock_lock_acquire(&b, f->b, "lock:order", 30000, NULL), DLOCK_EBUSY);
@@ -103,7 +94,7 @@ static void test_lock_classic_sequence(void **state)
 static void test_lock_key_has_ttl_and_token(void **state)
 {
     struct fixture *f = *state;
-    dlock_lock *a = must_acquire(f->a, "lock:ttl", 30000);
+    dlock_lock *a = must_acquire(f->a, "lock:ttl", 30000, NULL);
     char *owner;
     char pid[32];
     long long pttl = pttl_of(f->redis, "lock:ttl");
@@ -133,7 +124,7 @@ static void test_lock_key_has_ttl_and_token(void **state)
     /* Two acquisitions never share a token. */
     assert_int_equal(dlock_lock_release(a), 0);
     {
-        dlock_lock *again = must_acquire(f->a, "lock:ttl", 30000);
+        dlock_lock *again = must_acquire(f->a, "lock:ttl", 30000, NULL);
         assert_string_not_equal(dlock_lock_token(again), dlock_lock_token(a));
         assert_int_equal(dlock_lock_release(again), 0);
         dlock_lock_free(again);
@@ -144,7 +135,7 @@ static void test_lock_key_has_ttl_and_token(void **state)
 static void test_lock_validity_is_conservative(void **state)
 {
     struct fixture *f = *state;
-    dlock_lock *a = must_acquire(f->a, "lock:validity", 10000);
+    dlock_lock *a = must_acquire(f->a, "lock:validity", 10000, NULL);
     int64_t v = dlock_lock_validity_ms(a);
     /* ttl - elapsed - (ttl * 0.01 + 2 ms) */
     assert_true(v > 0);
@@ -156,13 +147,13 @@ static void test_lock_validity_is_conservative(void **state)
 static void test_lock_expired_can_be_taken_by_another(void **state)
 {
     struct fixture *f = *state;
-    dlock_lock *a = must_acquire(f->a, "lock:expiry", 100);
+    dlock_lock *a = must_acquire(f->a, "lock:expiry", 100, NULL);
     dlock_lock *b;
     usleep(250 * 1000);
     assert_false(key_exists(f->redis, "lock:expiry"));
     assert_int_equal(dlock_lock_validity_ms(a), 0);
 
-    b = must_acquire(f->b, "lock:expiry", 30000);
+    b = must_acquire(f->b, "lock:expiry", 30000, NULL);
     assert_true(dlock_lock_fence(b) > dlock_lock_fence(a));
     assert_int_equal(dlock_lock_release(a), DLOCK_ENOTOWNER);
     assert_int_equal(dlock_lock_extend(a, 30000), DLOCK_ENOTOWNER);
@@ -178,7 +169,7 @@ static void test_lock_expired_can_be_taken_by_another(void **state)
 static void test_lock_extend_only_for_the_owner(void **state)
 {
     struct fixture *f = *state;
-    dlock_lock *a = must_acquire(f->a, "lock:extend", 1000);
+    dlock_lock *a = must_acquire(f->a, "lock:extend", 1000, NULL);
     dlock_lock *stranger;
     long long pttl;
 
@@ -208,7 +199,7 @@ static void test_lock_extend_only_for_the_owner(void **state)
 static void test_lock_adopted_token_releases(void **state)
 {
     struct fixture *f = *state;
-    dlock_lock *a = must_acquire(f->a, "lock:adopt", 30000);
+    dlock_lock *a = must_acquire(f->a, "lock:adopt", 30000, NULL);
     dlock_lock *later;
     assert_int_equal(dlock_lock_adopt(&later, f->b, "lock:adopt", dlock_lock_token(a)), 0);
     assert_int_equal(dlock_lock_validity_ms(later), 0);
@@ -254,13 +245,13 @@ static void test_lock_plain_set_makes_acquire_busy(void **state)
 static void test_lock_release_survives_script_flush(void **state)
 {
     struct fixture *f = *state;
-    dlock_lock *a = must_acquire(f->a, "lock:noscript", 30000);
+    dlock_lock *a = must_acquire(f->a, "lock:noscript", 30000, NULL);
     freeReplyObject(run(f->redis, "SCRIPT FLUSH"));
     assert_int_equal(dlock_lock_release(a), 0);
     assert_false(key_exists(f->redis, "lock:noscript"));
     freeReplyObject(run(f->redis, "SCRIPT FLUSH"));
     dlock_lock_free(a);
-    a = must_acquire(f->a, "lock:noscript", 30000);
+    a = must_acquire(f->a, "lock:noscript", 30000, NULL);
     freeReplyObject(run(f->redis, "SCRIPT FLUSH"));
     assert_int_equal(dlock_lock_extend(a, 30000), 0);
     assert_int_equal(dlock_lock_release(a), 0);
@@ -291,7 +282,7 @@ static void test_lock_binary_name_works(void **state)
 {
     struct fixture *f = *state;
     const char name[] = "bin:\x01\x7f\xff\xfe name";
-    dlock_lock *a = must_acquire(f->a, name, 30000);
+    dlock_lock *a = must_acquire(f->a, name, 30000, NULL);
     redisReply *r = run(f->redis, "GET %b", name, sizeof(name) - 1);
     assert_int_equal(r->type, REDIS_REPLY_STRING);
     assert_string_equal(r->str, dlock_lock_token(a));
@@ -311,7 +302,7 @@ static void test_lock_name_limits(void **state)
 
     memset(name, 'n', DLOCK_NAME_MAX);
     name[DLOCK_NAME_MAX] = '\0';
-    lock = must_acquire(f->a, name, 30000);
+    lock = must_acquire(f->a, name, 30000, NULL);
     assert_int_equal(dlock_lock_release(lock), 0);
     dlock_lock_free(lock);
     lock = NULL;
@@ -328,7 +319,7 @@ static void test_lock_name_limits(void **state)
     }
     assert_null(lock);
     /* A valid hash tag keeps the name as the prefix of its auxiliary keys. */
-    lock = must_acquire(f->a, "{user:7}:lock", 30000);
+    lock = must_acquire(f->a, "{user:7}:lock", 30000, NULL);
     assert_true(key_exists(f->redis, "{user:7}:lock:owner"));
     assert_true(key_exists(f->redis, "{user:7}:lock:fence"));
     assert_int_equal(dlock_lock_release(lock), 0);
@@ -346,7 +337,7 @@ static void test_lock_bad_ttl_refused(void **state)
     }
     assert_null(lock);
     assert_false(key_exists(f->redis, "lock:ttlbad"));
-    lock = must_acquire(f->a, "lock:ttlbad", 30000);
+    lock = must_acquire(f->a, "lock:ttlbad", 30000, NULL);
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         assert_int_equal(dlock_lock_extend(lock, bad[i]), DLOCK_EINVAL);
     /* Nothing was sent: the key keeps its TTL (PEXPIRE 0 would delete it). */
@@ -383,7 +374,7 @@ static void test_lock_errmsg_cleared_on_success(void **state)
     dlock_lock *lock = NULL;
     assert_int_equal(dlock_lock_acquire(&lock, f->a, "", 1000, NULL), DLOCK_EINVAL);
     assert_true(strlen(dlock_client_errmsg(f->a)) > 0);
-    lock = must_acquire(f->a, "lock:errmsg", 1000);
+    lock = must_acquire(f->a, "lock:errmsg", 1000, NULL);
     assert_string_equal(dlock_client_errmsg(f->a), "");
     assert_int_equal(dlock_lock_release(lock), 0);
     dlock_lock_free(lock);
@@ -403,7 +394,7 @@ static void test_lock_status_tells_holder_and_fence(void **state)
     assert_int_equal(st.fence, 0);
     assert_false(st.has_owner);
 
-    a = must_acquire(f->a, "lock:status", 30000);
+    a = must_acquire(f->a, "lock:status", 30000, NULL);
     assert_int_equal(dlock_status_query(&st, f->b, "lock:status"), 0);
     assert_true(st.held);
     assert_true(st.pttl_ms > 20000 && st.pttl_ms <= 30000);

@@ -93,16 +93,6 @@ static int nodes_holding(const char *key, const char *value)
     return n;
 }
 
-static dlock_lock *must_acquire(dlock_client *c, const char *name, int64_t ttl_ms,
-                                const dlock_acquire_options *opts)
-{
-    dlock_lock *lock = NULL;
-    int rc = dlock_lock_acquire(&lock, c, name, ttl_ms, opts);
-    if (rc != 0)
-        fail_msg("acquire %s: %s: %s", name, dlock_err_name(rc), dlock_client_errmsg(c));
-    return lock;
-}
-
 static void test_redlock_holds_on_every_node(void **state)
 {
     dlock_client *c = open_redlock(0, 0);

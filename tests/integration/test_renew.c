@@ -31,20 +31,6 @@ static void record_loss(dlock_lock *lock, int reason, void *arg)
     atomic_fetch_add(&r->calls, 1);
 }
 
-static int setup_server(void **state)
-{
-    test_redis *server = calloc(1, sizeof(*server));
-    *state = server;
-    return test_redis_start(server, NULL);
-}
-
-static int teardown_server(void **state)
-{
-    test_redis_stop(*state);
-    free(*state);
-    return 0;
-}
-
 static dlock_lock *acquire_renewed(dlock_client *c, const char *name, int64_t ttl_ms,
                                    int64_t max_hold_ms, struct lost_record *record)
 {

@@ -18,20 +18,6 @@
 
 #include <cmocka.h>
 
-static int setup_server(void **state)
-{
-    test_redis *server = calloc(1, sizeof(*server));
-    *state = server;
-    return test_redis_start(server, NULL);
-}
-
-static int teardown_server(void **state)
-{
-    test_redis_stop(*state);
-    free(*state);
-    return 0;
-}
-
 /* A waiter on its own thread and client; the test thread asserts on what it
  * recorded. */
 struct waiter {
@@ -81,20 +67,11 @@ static void finish_waiter(struct waiter *w)
     dlock_client_close(w->client);
 }
 
-static dlock_lock *must_acquire(dlock_client *c, const char *name, int64_t ttl_ms)
-{
-    dlock_lock *lock = NULL;
-    int rc = dlock_lock_acquire(&lock, c, name, ttl_ms, NULL);
-    if (rc != 0)
-        fail_msg("acquire %s: %s: %s", name, dlock_err_name(rc), dlock_client_errmsg(c));
-    return lock;
-}
-
 static void test_wait_wakes_on_release(void **state)
 {
     test_redis *server = *state;
     dlock_client *holder = open_client(server->url, 0, 0);
-    dlock_lock *lock = must_acquire(holder, "wait:release", 30000);
+    dlock_lock *lock = must_acquire(holder, "wait:release", 30000, NULL);
     struct waiter w;
     long long released_at;
 
@@ -116,7 +93,7 @@ static void test_wait_takes_expired_lock_promptly(void **state)
 {
     test_redis *server = *state;
     dlock_client *holder = open_client(server->url, 0, 0);
-    dlock_lock *lock = must_acquire(holder, "wait:expiry", 500);
+    dlock_lock *lock = must_acquire(holder, "wait:expiry", 500, NULL);
     long long start = test_now_ms();
     struct waiter w;
 
@@ -134,7 +111,7 @@ static void test_wait_deadline_returns_busy(void **state)
 {
     test_redis *server = *state;
     dlock_client *holder = open_client(server->url, 0, 0);
-    dlock_lock *lock = must_acquire(holder, "wait:deadline", 30000);
+    dlock_lock *lock = must_acquire(holder, "wait:deadline", 30000, NULL);
     long long start = test_now_ms();
     struct waiter w;
 
@@ -152,7 +129,7 @@ static void test_wait_cancel_from_another_thread(void **state)
 {
     test_redis *server = *state;
     dlock_client *holder = open_client(server->url, 0, 0);
-    dlock_lock *lock = must_acquire(holder, "wait:cancel", 30000);
+    dlock_lock *lock = must_acquire(holder, "wait:cancel", 30000, NULL);
     dlock_acquire_options opts = DLOCK_ACQUIRE_OPTIONS_INIT;
     dlock_lock *other = NULL;
     long long canceled_at;

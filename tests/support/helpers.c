@@ -61,3 +61,27 @@ int key_exists(redisContext *c, const char *key)
     freeReplyObject(r);
     return v;
 }
+
+dlock_lock *must_acquire(dlock_client *c, const char *name, int64_t ttl_ms,
+                         const dlock_acquire_options *opts)
+{
+    dlock_lock *lock = NULL;
+    int rc = dlock_lock_acquire(&lock, c, name, ttl_ms, opts);
+    if (rc != 0)
+        fail_msg("acquire %s: %s: %s", name, dlock_err_name(rc), dlock_client_errmsg(c));
+    return lock;
+}
+
+int setup_server(void **state)
+{
+    test_redis *server = calloc(1, sizeof(*server));
+    *state = server;
+    return server ? test_redis_start(server, NULL) : -1;
+}
+
+int teardown_server(void **state)
+{
+    test_redis_stop(*state);
+    free(*state);
+    return 0;
+}

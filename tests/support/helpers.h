@@ -25,4 +25,12 @@ long long pttl_of(redisContext *c, const char *key);
 /* 1 if `key` exists. */
 int key_exists(redisContext *c, const char *key);
 
+/* Acquires or fails the test with the client's message. */
+dlock_lock *must_acquire(dlock_client *c, const char *name, int64_t ttl_ms,
+                         const dlock_acquire_options *opts);
+
+/* cmocka setup/teardown: a redis-server of the test's own in *state. */
+int setup_server(void **state);
+int teardown_server(void **state);
+
 #endif
