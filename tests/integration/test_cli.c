@@ -16,20 +16,8 @@
 
 #include <cmocka.h>
 
-static test_redis server;
-
-static int group_setup(void **state)
-{
-    (void)state;
-    return test_redis_start(&server, NULL);
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    test_redis_stop(&server);
-    return 0;
-}
+/* The group's server: group_server, from the helpers. */
+#define server group_server
 
 static int setup(void **state)
 {
@@ -488,5 +476,5 @@ int main(void)
         T(test_cli_password_never_shown),
     };
 #undef T
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, group_setup_server, group_teardown_server);
 }

@@ -15,20 +15,8 @@
 
 #define FAR_FUTURE 4503599627370496ULL /* 2^52 µs: year 2112, still exact in Lua */
 
-static test_redis server;
-
-static int group_setup(void **state)
-{
-    (void)state;
-    return test_redis_start(&server, NULL);
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    test_redis_stop(&server);
-    return 0;
-}
+/* The group's server: group_server, from the helpers. */
+#define server group_server
 
 static uint64_t acquire_release(dlock_client *c, const char *name)
 {
@@ -133,5 +121,5 @@ int main(void)
         cmocka_unit_test(test_fence_key_lifetime_is_an_option),
         cmocka_unit_test(test_fence_garbage_refused_before_any_write),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, group_setup_server, group_teardown_server);
 }

@@ -17,25 +17,13 @@
 
 #define TOKEN_OF_NOBODY "0123456789abcdef0123456789abcdef"
 
-static test_redis server;
+/* The group's server: group_server, from the helpers. */
+#define server group_server
 
 struct fixture {
     dlock_client *a, *b;
     redisContext *redis;
 };
-
-static int group_setup(void **state)
-{
-    (void)state;
-    return test_redis_start(&server, NULL);
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    test_redis_stop(&server);
-    return 0;
-}
 
 static int setup(void **state)
 {
@@ -455,5 +443,5 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_lock_errmsg_cleared_on_success, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lock_status_tells_holder_and_fence, setup, teardown),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, group_setup_server, group_teardown_server);
 }

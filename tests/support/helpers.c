@@ -85,3 +85,18 @@ int teardown_server(void **state)
     free(*state);
     return 0;
 }
+
+test_redis group_server;
+
+int group_setup_server(void **state)
+{
+    (void)state;
+    return test_redis_start(&group_server, NULL);
+}
+
+int group_teardown_server(void **state)
+{
+    (void)state;
+    test_redis_stop(&group_server);
+    return 0;
+}

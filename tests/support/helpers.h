@@ -29,6 +29,12 @@ int key_exists(redisContext *c, const char *key);
 dlock_lock *must_acquire(dlock_client *c, const char *name, int64_t ttl_ms,
                          const dlock_acquire_options *opts);
 
+/* cmocka group setup/teardown: one redis-server, group_server, shared by
+ * the tests of a file. */
+extern test_redis group_server;
+int group_setup_server(void **state);
+int group_teardown_server(void **state);
+
 /* cmocka setup/teardown: a redis-server of the test's own in *state. */
 int setup_server(void **state);
 int teardown_server(void **state);
