@@ -217,7 +217,8 @@ int dlock__wait_acquire(dlock_lock *lock, int64_t ttl_ms, const dlock_acquire_op
             rc = DLOCK_ECANCELED;
             break;
         }
-        rc = subscribe(&w, dlock__node_deadline(c, ttl_ms, now));
+        until = dlock__node_deadline(c, ttl_ms, now);
+        rc = subscribe(&w, until < deadline ? until : deadline);
         if (rc == 0)
             rc = dlock__lock_try(lock, &c->main, ttl_ms);
         if (rc == 0 || !retryable(rc, !opts->no_io_retry))
