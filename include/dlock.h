@@ -260,7 +260,9 @@ DLOCK_EXTERN int dlock_acquire_options_init(dlock_acquire_options *opts, unsigne
  * Returns 0; DLOCK_EBUSY (held by another owner, and the wait, if any, ran
  * out while it stayed held); DLOCK_ECANCELED (dlock_client_cancel());
  * DLOCK_EWRONGTYPE (the key holds a list, hash...; nothing was written);
- * DLOCK_EINVAL (bad name, TTL or options); DLOCK_ETIMEDOUT, DLOCK_ECONN,
+ * DLOCK_EINVAL (bad name, TTL or options); DLOCK_ENOQUORUM (several
+ * servers: no majority answered; each one's failure is in the client's
+ * message); DLOCK_ETIMEDOUT, DLOCK_ECONN,
  * DLOCK_EAUTH, DLOCK_ESERVER, DLOCK_EPROTO (the last cause, when a wait ran
  * out while the server failed), DLOCK_ENOMEM, DLOCK_ESYSTEM (no random
  * bytes, or no renewal thread).

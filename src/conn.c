@@ -256,16 +256,30 @@ static int open_connection(dlock__conn *c, int64_t now_ns)
     return 0;
 }
 
-/* An idle connection that is readable was closed by the server (or sent
- * something nobody asked for): either way, start afresh. */
-static void drop_if_dead(dlock__conn *c)
+static int read_input(dlock__conn *c, dlock__reply **reply);
+
+/* Before a connection is used again: if its socket is readable, either
+ * replies we still owe a look at arrived (read and drop them), or the server
+ * closed it (a restart, an idle timeout) or sent what nobody asked for:
+ * then start afresh, rather than send a command into a dead connection. */
+static void refresh_idle(dlock__conn *c)
 {
     struct pollfd p = {.fd = c->fd, .events = POLLIN};
-    if (c->push_mode || c->handshake_owed || c->preload_owed || c->stale_owed ||
-        c->out_sent < c->out_len)
+    dlock__reply *unexpected = NULL;
+    if (c->push_mode || c->out_sent < c->out_len)
         return;
-    if (poll(&p, 1, 0) != 0 && !(c->ssl && dlock__tls_idle_ok(c)))
-        dlock__conn_close(c);
+    /* Owed replies and the end of the stream may come in separate reads. */
+    while (c->state == DLOCK__CONN_READY && poll(&p, 1, 0) > 0) {
+        if (!c->handshake_owed && !c->preload_owed && !c->stale_owed) {
+            if (!(c->ssl && dlock__tls_idle_ok(c)))
+                dlock__conn_close(c);
+            return;
+        }
+        if (read_input(c, &unexpected) == 1) {
+            dlock__reply_free(unexpected);
+            dlock__conn_close(c);
+        }
+    }
 }
 
 int dlock__conn_begin(dlock__conn *c, const char *cmd, size_t len, int64_t now_ns)
@@ -273,7 +287,7 @@ int dlock__conn_begin(dlock__conn *c, const char *cmd, size_t len, int64_t now_n
     int rc;
     c->err[0] = '\0';
     if (c->state == DLOCK__CONN_READY)
-        drop_if_dead(c);
+        refresh_idle(c);
     if (c->state == DLOCK__CONN_CONNECTING && now_ns > c->connect_deadline_ns)
         dlock__conn_close(c);
     if (c->state == DLOCK__CONN_CLOSED) {

@@ -106,7 +106,10 @@ static bool acquire_decided(const dlock__node_result *results, size_t n, void *c
     return t->confirmed >= t->quorum || n - t->refused - failed < t->quorum;
 }
 
-/* The one code every failing node agrees on, else DLOCK_ENOQUORUM. */
+/* One node: its failure. Several: DLOCK_ENOQUORUM, unless every failing
+ * node reports the same failure that is not about reaching it (a wrong
+ * password everywhere is DLOCK_EAUTH); which node said what is in the
+ * message. */
 static int common_failure(const dlock__node_result *results, size_t n, bool acquire)
 {
     int code = 0;
@@ -120,6 +123,8 @@ static int common_failure(const dlock__node_result *results, size_t n, bool acqu
             return DLOCK_ENOQUORUM;
         code = vote;
     }
+    if (n > 1 && (code == DLOCK_ECONN || code == DLOCK_ETIMEDOUT))
+        return DLOCK_ENOQUORUM;
     return code ? code : DLOCK_ENOQUORUM;
 }
 
@@ -209,14 +214,7 @@ static bool majority_confirmed(const dlock__node_result *results, size_t n, void
     return t->confirmed >= t->quorum;
 }
 
-/* Release and extend: decided once a majority confirmed, or can no longer.
- * The nodes not waited for were sent the command all the same. */
-static bool compare_decided(const dlock__node_result *results, size_t n, void *ctx)
-{
-    struct tally *t = ctx;
-    size_t failed = count(t, results, n, false);
-    return t->confirmed >= t->quorum || n - t->refused - t->repaired - failed < t->quorum;
-}
+
 
 /* Redlock: the token is the largest fence of the quorum. It is written back
  * (never lowering a stored value) to every node, and must reach a majority
@@ -439,8 +437,11 @@ static int compare_and_act(dlock_lock *lock, dlock__lane *lane, enum dlock__scri
         dlock__set_error(lane, "cannot encode the command");
         return rc;
     }
-    dlock__fanout(lane->conns, c->n, &call, dlock__node_deadline(c, ttl_ms, start), results,
-                  compare_decided, &t);
+    /* Every node is waited for (within its deadline): a release should
+     * reach them all, and an extend repairs the ones that lost our key, also
+     * those whose connection is still being made again. */
+    dlock__fanout(lane->conns, c->n, &call, dlock__node_deadline(c, ttl_ms, start), results, NULL,
+                  NULL);
     count(&t, results, c->n, false);
     if (t.confirmed >= t.quorum) {
         rc = 0;
