@@ -45,6 +45,7 @@ void dlock__conn_close(dlock__conn *c)
     c->state = DLOCK__CONN_CLOSED;
     c->trying = NULL;
     c->handshake_owed = c->preload_owed = c->stale_owed = 0;
+    c->answered = false;
     clear_output(c);
     dlock__reader_free(c->reader);
     c->reader = NULL;
@@ -345,6 +346,13 @@ static int finish_connect(dlock__conn *c)
     return 0;
 }
 
+/* A TLS server that refuses us after the handshake (TLS 1.3 checks the
+ * client certificate then) resets the connection before its first reply. */
+static bool refused_after_handshake(const dlock__conn *c)
+{
+    return c->ssl && !c->answered;
+}
+
 static int io_failure(dlock__conn *c, const char *what)
 {
     if (c->ssl && errno == EPROTO) {
@@ -352,6 +360,11 @@ static int io_failure(dlock__conn *c, const char *what)
         memcpy(why, c->err, sizeof(why));
         return fail(c, DLOCK_ETLS, "%s", why);
     }
+    if (refused_after_handshake(c))
+        return fail(c, DLOCK_ETLS,
+                    "%s: TLS: the server closed the connection after the handshake (%s: %s; "
+                    "does it want a client certificate?)",
+                    c->ep->label, what, strerror(errno));
     return fail(c, DLOCK_ECONN, "%s: %s: %s", c->ep->label, what, strerror(errno));
 }
 
@@ -387,6 +400,7 @@ static int take_replies(dlock__conn *c, dlock__reply **reply)
     dlock__reply *r;
     int rc;
     while ((rc = dlock__reader_next(c->reader, &r)) == 1) {
+        c->answered = true;
         if (c->handshake_owed) {
             c->handshake_owed--;
             if (r->type == DLOCK__REPLY_ERROR) {
@@ -425,6 +439,11 @@ static int read_input(dlock__conn *c, dlock__reply **reply)
             break;
         if (n < 0)
             return io_failure(c, "recv");
+        if (n == 0 && refused_after_handshake(c))
+            return fail(c, DLOCK_ETLS,
+                        "%s: TLS: the server closed the connection after the handshake "
+                        "(does it want a client certificate?)",
+                        c->ep->label);
         if (n == 0)
             return fail(c, DLOCK_ECONN, "%s: connection closed by the server", c->ep->label);
         if (dlock__reader_feed(c->reader, buf, (size_t)n) < 0)

@@ -47,6 +47,7 @@ typedef struct dlock__conn {
     const char *tls_name;       /* name to send and verify; NULL: the host */
     struct ssl_st *ssl;         /* the TLS session while connected */
     short tls_wants;            /* poll() event the handshake waits for */
+    bool answered;              /* a reply arrived since the connection was made */
 } dlock__conn;
 
 /* Resolves a TCP endpoint's addresses into *out (free with freeaddrinfo);
