@@ -146,7 +146,9 @@ static void test_redlock_decides_without_paused_nodes(void **state)
     dlock_lock *lock;
     long long start, took;
     (void)state;
-    assert_int_equal(dlock_lock_release(must_acquire(c, "rl:warm", 30000, NULL)), 0);
+    lock = must_acquire(c, "rl:warm", 30000, NULL); /* connections made, scripts loaded */
+    assert_int_equal(dlock_lock_release(lock), 0);
+    dlock_lock_free(lock);
     test_redis_pause(&servers[3]);
     test_redis_pause(&servers[4]);
     start = test_now_ms();
