@@ -283,6 +283,27 @@ static void test_cli_sigterm_reaches_the_command_and_releases(void **state)
     assert_false(key_exists(redis, "cli:forward"));
 }
 
+/* A signal while dlock waits for the lock cancels the wait: 128 + signal,
+ * at once, and nothing was run. */
+static void test_cli_signal_while_waiting(void **state)
+{
+    char marker[160], script[240];
+    cli_proc holder, waiter;
+    (void)state;
+    scratch(marker, sizeof(marker), "cli-never-ran");
+    snprintf(script, sizeof(script), "touch %s", marker);
+    assert_int_equal(DLOCK(&holder, 10000, "acquire", "-t", "30", "cli:interrupt"), 0);
+    {
+        const char *args[] = {"run", "cli:interrupt", "-c", script, NULL};
+        assert_int_equal(cli_start(&waiter, server.url, args, NULL), 0);
+    }
+    usleep(300 * 1000);
+    kill(waiter.pid, SIGINT);
+    assert_int_equal(cli_wait(&waiter, 10000), 128 + SIGINT);
+    assert_true(waiter.took_ms < 300 + 3000LL * test_slowdown());
+    assert_int_equal(access(marker, F_OK), -1);
+}
+
 static void test_cli_sigkill_of_dlock_takes_the_command_down(void **state)
 {
     char pidfile[160], script[300];
@@ -469,6 +490,7 @@ int main(void)
         T(test_cli_run_kills_a_command_that_ignores_sigterm),
         T(test_cli_lost_lock_stops_a_whole_pipeline),
         T(test_cli_sigterm_reaches_the_command_and_releases),
+        T(test_cli_signal_while_waiting),
         T(test_cli_sigkill_of_dlock_takes_the_command_down),
         T(test_cli_exit_codes),
         T(test_cli_waiting_status_line_on_a_terminal),
