@@ -51,6 +51,13 @@ void dlock__conn_close(dlock__conn *c)
     c->reader = NULL;
 }
 
+/* Closes after a failure whose detail is already in c->err (close keeps it). */
+static int fail_as_is(dlock__conn *c, int code)
+{
+    dlock__conn_close(c);
+    return code;
+}
+
 static int fail(dlock__conn *c, int code, const char *fmt, ...)
 {
     va_list ap;
@@ -249,11 +256,8 @@ static int open_connection(dlock__conn *c, int64_t now_ns)
     rc = connect_from(c, c->addrs);
     if (rc == 0 && c->state == DLOCK__CONN_READY)
         rc = after_connect(c); /* connected at once (Unix sockets) */
-    if (rc < 0) {
-        char why[sizeof(c->err)];
-        memcpy(why, c->err, sizeof(why));
-        return fail(c, rc, "%s", why);
-    }
+    if (rc < 0)
+        return fail_as_is(c, rc);
     return 0;
 }
 
@@ -338,11 +342,8 @@ static int finish_connect(dlock__conn *c)
         if (c->trying && c->trying->ai_next && connect_from(c, c->trying->ai_next) == 0)
             rc = c->state == DLOCK__CONN_READY ? after_connect(c) : 0;
     }
-    if (rc < 0) {
-        char why[sizeof(c->err)];
-        memcpy(why, c->err, sizeof(why));
-        return fail(c, rc, "%s", why);
-    }
+    if (rc < 0)
+        return fail_as_is(c, rc);
     return 0;
 }
 
@@ -355,11 +356,8 @@ static bool refused_after_handshake(const dlock__conn *c)
 
 static int io_failure(dlock__conn *c, const char *what)
 {
-    if (c->ssl && errno == EPROTO) {
-        char why[sizeof(c->err)];
-        memcpy(why, c->err, sizeof(why));
-        return fail(c, DLOCK_ETLS, "%s", why);
-    }
+    if (c->ssl && errno == EPROTO)
+        return fail_as_is(c, DLOCK_ETLS);
     if (refused_after_handshake(c))
         return fail(c, DLOCK_ETLS,
                     "%s: TLS: the server closed the connection after the handshake (%s: %s; "
@@ -456,11 +454,8 @@ static int read_input(dlock__conn *c, dlock__reply **reply)
 static int step_handshake(dlock__conn *c)
 {
     int rc = dlock__tls_handshake(c);
-    if (rc < 0) {
-        char why[sizeof(c->err)];
-        memcpy(why, c->err, sizeof(why));
-        return fail(c, rc, "%s", why);
-    }
+    if (rc < 0)
+        return fail_as_is(c, rc);
     if (rc == 1)
         c->state = DLOCK__CONN_READY;
     return 0;

@@ -46,7 +46,7 @@ enum { VOTE_NO = 0, VOTE_YES = 1, VOTE_REPAIRED = 2, VOTE_UNKNOWN = 3 };
  * (held by another, or 0), VOTE_REPAIRED (extend put our key back on a node
  * that had lost it: not a vote), VOTE_UNKNOWN (not waited for) or its error
  * code.
- * `fence` and `pttl` are set for acquire replies. */
+ * `fence` and `pttl` (either may be NULL) are set for acquire replies. */
 static int vote_of(const dlock__node_result *r, bool acquire, uint64_t *fence, int64_t *pttl)
 {
     const dlock__reply *a = r->reply;
@@ -65,13 +65,16 @@ static int vote_of(const dlock__node_result *r, bool acquire, uint64_t *fence, i
         a->element[0]->type != DLOCK__REPLY_INTEGER)
         return DLOCK_EPROTO;
     if (a->element[0]->integer == 0 && a->element[1]->type == DLOCK__REPLY_INTEGER) {
-        *pttl = a->element[1]->integer;
+        if (pttl)
+            *pttl = a->element[1]->integer;
         return VOTE_NO;
     }
     if (a->element[0]->integer == 1 && a->element[1]->type == DLOCK__REPLY_STRING) {
         char *end;
-        *fence = strtoull(a->element[1]->str, &end, 10);
-        return *end == '\0' && *fence > 0 ? VOTE_YES : DLOCK_EPROTO;
+        uint64_t value = strtoull(a->element[1]->str, &end, 10);
+        if (fence)
+            *fence = value;
+        return *end == '\0' && value > 0 ? VOTE_YES : DLOCK_EPROTO;
     }
     return DLOCK_EPROTO;
 }
@@ -114,7 +117,7 @@ static int common_failure(const dlock__node_result *results, size_t n, bool acqu
 {
     int code = 0;
     for (size_t i = 0; i < n; i++) {
-        int vote = vote_of(&results[i], acquire, &(uint64_t){0}, &(int64_t){0});
+        int vote = vote_of(&results[i], acquire, NULL, NULL);
         if (vote == VOTE_YES || vote == VOTE_NO || vote == VOTE_REPAIRED)
             continue;
         if (vote == VOTE_UNKNOWN)
@@ -132,7 +135,7 @@ static int common_failure(const dlock__node_result *results, size_t n, bool acqu
  * the command went out and no verdict came back (it may have run). */
 static bool may_hold_our_key(const dlock__node_result *r)
 {
-    int vote = vote_of(r, true, &(uint64_t){0}, &(int64_t){0});
+    int vote = vote_of(r, true, NULL, NULL);
     if (vote == VOTE_YES)
         return true;
     return r->sent && r->status != DLOCK__REPLIED;

@@ -40,6 +40,9 @@ int cli_fail(dlock_client *client, int rc, const char *what);
  * number with ms, s, m or h. Returns 0 and the milliseconds, or -1. */
 int cli_parse_duration_ms(const char *s, int64_t *ms);
 
+/* Milliseconds on CLOCK_MONOTONIC. */
+int64_t cli_now_ms(void);
+
 /* An exit code 0..255 for -E. Returns 0 or -1. */
 int cli_parse_exit_code(const char *s, int *code);
 

@@ -258,13 +258,6 @@ static pid_t spawn(const struct run_opts *o, char **env, int *exec_errno)
     return pid;
 }
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
-
 struct supervision {
     pid_t pid;
     int status;
@@ -283,7 +276,7 @@ static void lock_lost(const struct cli *cli, const struct run_opts *o, struct su
     else
         cli_error("lock %s was lost (%s); stopping the command", o->name, dlock_strerror(reason));
     kill(-s->pid, SIGTERM);
-    s->kill_at_ms = now_ms() + o->kill_after_ms;
+    s->kill_at_ms = cli_now_ms() + o->kill_after_ms;
     cli_debug(cli, "sent SIGTERM to process group %ld", (long)s->pid);
 }
 
@@ -297,7 +290,7 @@ static void supervise(const struct cli *cli, const struct run_opts *o, struct su
         int timeout = -1;
         ssize_t got;
         if (s->kill_at_ms) {
-            int64_t left = s->kill_at_ms - now_ms();
+            int64_t left = s->kill_at_ms - cli_now_ms();
             timeout = left > 0 ? (int)left : 0;
         }
         if (poll(&p, 1, timeout) < 0 && errno != EINTR)
@@ -310,7 +303,7 @@ static void supervise(const struct cli *cli, const struct run_opts *o, struct su
                     kill(-s->pid, buf[i]); /* forward to the whole group */
             }
         }
-        if (s->kill_at_ms && now_ms() >= s->kill_at_ms) {
+        if (s->kill_at_ms && cli_now_ms() >= s->kill_at_ms) {
             kill(-s->pid, SIGKILL);
             s->kill_at_ms = 0;
             cli_debug(cli, "sent SIGKILL to process group %ld", (long)s->pid);

@@ -162,7 +162,7 @@ int cli_open_client(const struct cli *cli, dlock_client **out)
     return 0;
 }
 
-static int64_t now_ms(void)
+int64_t cli_now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -188,7 +188,7 @@ int cli_acquire(const struct cli *cli, dlock_client *client, const char *name,
 {
     dlock_acquire_options opts = DLOCK_ACQUIRE_OPTIONS_INIT;
     bool show = !cli->quiet && isatty(STDERR_FILENO) && how->wait_ms != 0;
-    int64_t start = now_ms();
+    int64_t start = cli_now_ms();
     int rc;
 
     /* The command waits for a busy lock, not for an unreachable server. */
@@ -202,12 +202,12 @@ int cli_acquire(const struct cli *cli, dlock_client *client, const char *name,
         return dlock_lock_acquire(out, client, name, how->ttl_ms, &opts);
     /* On a terminal, wait in slices and say between them what we wait for. */
     for (;;) {
-        int64_t waited = now_ms() - start;
+        int64_t waited = cli_now_ms() - start;
         opts.wait_ms = STATUS_EVERY_MS;
         if (how->wait_ms != DLOCK_WAIT_FOREVER && how->wait_ms - waited < STATUS_EVERY_MS)
             opts.wait_ms = how->wait_ms - waited > 0 ? how->wait_ms - waited : 0;
         rc = dlock_lock_acquire(out, client, name, how->ttl_ms, &opts);
-        waited = now_ms() - start;
+        waited = cli_now_ms() - start;
         if (rc != DLOCK_EBUSY || opts.wait_ms == 0 ||
             (how->wait_ms != DLOCK_WAIT_FOREVER && waited >= how->wait_ms))
             break;
