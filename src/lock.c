@@ -378,7 +378,7 @@ int dlock_lock_acquire(dlock_lock **out, dlock_client *c, const char *name, int6
 {
     static const dlock_acquire_options defaults = DLOCK_ACQUIRE_OPTIONS_INIT;
     const dlock_acquire_options *o = opts ? opts : &defaults;
-    dlock_lock *lock;
+    dlock_lock *lock = NULL;
     int rc = dlock__call_start(c, out);
     if (rc == 0)
         rc = check_ttl(&c->main, ttl_ms);
@@ -386,7 +386,7 @@ int dlock_lock_acquire(dlock_lock **out, dlock_client *c, const char *name, int6
         rc = check_acquire_options(&c->main, o, ttl_ms);
     if (rc == 0)
         rc = new_lock(&lock, c, name);
-    if (rc < 0)
+    if (rc != 0)
         return rc;
     rc = dlock__token_new(c->tokens, lock->token);
     if (rc < 0)
