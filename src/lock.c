@@ -24,6 +24,7 @@ struct tally {
     size_t refused;   /* acquire: held by another; release/extend: 0 */
     size_t repaired;  /* extend: 2 */
     uint64_t fence;   /* acquire: the largest fence granted */
+    size_t at_fence;  /* acquire: grants that reported `fence` (and store it) */
     int64_t pttl;     /* acquire: the smallest PTTL of the refusals */
 };
 
@@ -82,14 +83,20 @@ static int vote_of(const dlock__node_result *r, bool acquire, uint64_t *fence, i
 static size_t count(struct tally *t, const dlock__node_result *results, size_t n, bool acquire)
 {
     size_t failed = 0;
-    t->confirmed = t->refused = t->repaired = 0;
+    t->confirmed = t->refused = t->repaired = t->at_fence = 0;
+    t->fence = 0;
     for (size_t i = 0; i < n; i++) {
         uint64_t fence = 0;
         int64_t pttl = 0;
         int vote = vote_of(&results[i], acquire, &fence, &pttl);
         if (vote == VOTE_YES) {
             t->confirmed++;
-            t->fence = fence > t->fence ? fence : t->fence;
+            if (fence > t->fence)
+                t->at_fence = 0;
+            if (fence >= t->fence) {
+                t->fence = fence;
+                t->at_fence++;
+            }
         } else if (vote == VOTE_NO) {
             t->refused++;
             t->pttl = t->refused == 1 || pttl < t->pttl ? pttl : t->pttl;
@@ -219,11 +226,12 @@ static bool majority_confirmed(const dlock__node_result *results, size_t n, void
 
 
 
-/* Redlock: the token is the largest fence of the quorum. It is written back
- * (never lowering a stored value) to every node, and must reach a majority
- * before `valid_until`, so that any later quorum, which shares a node with
- * this majority, sees it and goes above it. The nodes that do not answer in
- * time were sent it all the same. */
+/* Redlock: the token is the largest fence of the quorum. A majority must
+ * store it before `valid_until`, so that any later quorum, which shares a
+ * node with this majority, sees it and goes above it. When a majority granted
+ * with that very value (nodes in step, the usual case) it is stored already;
+ * otherwise it is written back (never lowering a stored value) to every
+ * node. */
 static int record_fence(dlock_lock *lock, dlock__lane *lane, int64_t ttl_ms, uint64_t fence,
                         int64_t valid_until)
 {
@@ -282,7 +290,7 @@ int dlock__lock_try(dlock_lock *lock, dlock__lane *lane, int64_t ttl_ms)
     valid_until = start + ttl_ms * DLOCK__NS_PER_MS - drift_ns(c, ttl_ms);
     count(&t, results, c->n, true);
     rc = t.confirmed >= t.quorum && valid_until > dlock__now_ns() ? 0 : DLOCK_EBUSY;
-    if (rc == 0 && c->n > 1) {
+    if (rc == 0 && c->n > 1 && t.at_fence < t.quorum) {
         rc = record_fence(lock, lane, ttl_ms, t.fence, valid_until);
         if (rc == 0 && valid_until <= dlock__now_ns()) {
             rc = DLOCK_ETIMEDOUT;
