@@ -24,7 +24,7 @@ struct tally {
     size_t refused;   /* acquire: held by another; release/extend: 0 */
     size_t repaired;  /* extend: 2 */
     uint64_t fence;   /* acquire: the largest fence granted */
-    size_t at_fence;  /* acquire: grants that reported `fence` (and store it) */
+    size_t settled;   /* acquire: grants of `fence` that need no write-back */
     int64_t pttl;     /* acquire: the smallest PTTL of the refusals */
 };
 
@@ -43,14 +43,23 @@ static int check_ttl(dlock__lane *lane, int64_t ttl_ms)
 
 enum { VOTE_NO = 0, VOTE_YES = 1, VOTE_REPAIRED = 2, VOTE_UNKNOWN = 3 };
 
+/* What an acquire reply says besides its vote. */
+struct grant {
+    uint64_t fence;
+    bool behind_clock; /* the fence is below the node's clock */
+    int64_t pttl;      /* refused: the holder's key expires in that many ms */
+};
+
 /* A node's answer: VOTE_YES (granted, or 1 from release/extend), VOTE_NO
  * (held by another, or 0), VOTE_REPAIRED (extend put our key back on a node
  * that had lost it: not a vote), VOTE_UNKNOWN (not waited for) or its error
- * code.
- * `fence` and `pttl` (either may be NULL) are set for acquire replies. */
-static int vote_of(const dlock__node_result *r, bool acquire, uint64_t *fence, int64_t *pttl)
+ * code. `g` (may be NULL) is filled from acquire replies. */
+static int vote_of(const dlock__node_result *r, bool acquire, struct grant *g)
 {
     const dlock__reply *a = r->reply;
+    struct grant ignored;
+    if (!g)
+        g = &ignored;
     if (r->status == DLOCK__PENDING)
         return VOTE_UNKNOWN;
     if (r->status != DLOCK__REPLIED)
@@ -62,20 +71,21 @@ static int vote_of(const dlock__node_result *r, bool acquire, uint64_t *fence, i
                        a->integer <= VOTE_REPAIRED
                    ? (int)a->integer
                    : DLOCK_EPROTO;
-    if (a->type != DLOCK__REPLY_ARRAY || a->elements != 2 ||
+    if (a->type != DLOCK__REPLY_ARRAY || a->elements < 2 ||
         a->element[0]->type != DLOCK__REPLY_INTEGER)
         return DLOCK_EPROTO;
-    if (a->element[0]->integer == 0 && a->element[1]->type == DLOCK__REPLY_INTEGER) {
-        if (pttl)
-            *pttl = a->element[1]->integer;
+    if (a->element[0]->integer == 0 && a->elements == 2 &&
+        a->element[1]->type == DLOCK__REPLY_INTEGER) {
+        g->pttl = a->element[1]->integer;
         return VOTE_NO;
     }
-    if (a->element[0]->integer == 1 && a->element[1]->type == DLOCK__REPLY_STRING) {
+    if (a->element[0]->integer == 1 && a->elements == 3 &&
+        a->element[1]->type == DLOCK__REPLY_STRING &&
+        a->element[2]->type == DLOCK__REPLY_INTEGER) {
         char *end;
-        uint64_t value = strtoull(a->element[1]->str, &end, 10);
-        if (fence)
-            *fence = value;
-        return *end == '\0' && value > 0 ? VOTE_YES : DLOCK_EPROTO;
+        g->fence = strtoull(a->element[1]->str, &end, 10);
+        g->behind_clock = a->element[2]->integer == 1;
+        return *end == '\0' && g->fence > 0 ? VOTE_YES : DLOCK_EPROTO;
     }
     return DLOCK_EPROTO;
 }
@@ -83,23 +93,22 @@ static int vote_of(const dlock__node_result *r, bool acquire, uint64_t *fence, i
 static size_t count(struct tally *t, const dlock__node_result *results, size_t n, bool acquire)
 {
     size_t failed = 0;
-    t->confirmed = t->refused = t->repaired = t->at_fence = 0;
+    t->confirmed = t->refused = t->repaired = t->settled = 0;
     t->fence = 0;
     for (size_t i = 0; i < n; i++) {
-        uint64_t fence = 0;
-        int64_t pttl = 0;
-        int vote = vote_of(&results[i], acquire, &fence, &pttl);
+        struct grant g = {0, false, 0};
+        int vote = vote_of(&results[i], acquire, &g);
         if (vote == VOTE_YES) {
             t->confirmed++;
-            if (fence > t->fence)
-                t->at_fence = 0;
-            if (fence >= t->fence) {
-                t->fence = fence;
-                t->at_fence++;
+            if (g.fence > t->fence)
+                t->settled = 0;
+            if (g.fence >= t->fence) {
+                t->fence = g.fence;
+                t->settled += g.behind_clock;
             }
         } else if (vote == VOTE_NO) {
             t->refused++;
-            t->pttl = t->refused == 1 || pttl < t->pttl ? pttl : t->pttl;
+            t->pttl = t->refused == 1 || g.pttl < t->pttl ? g.pttl : t->pttl;
         } else if (vote == VOTE_REPAIRED) {
             t->repaired++;
         } else if (vote < 0) {
@@ -124,7 +133,7 @@ static int common_failure(const dlock__node_result *results, size_t n, bool acqu
 {
     int code = 0;
     for (size_t i = 0; i < n; i++) {
-        int vote = vote_of(&results[i], acquire, NULL, NULL);
+        int vote = vote_of(&results[i], acquire, NULL);
         if (vote == VOTE_YES || vote == VOTE_NO || vote == VOTE_REPAIRED)
             continue;
         if (vote == VOTE_UNKNOWN)
@@ -142,7 +151,7 @@ static int common_failure(const dlock__node_result *results, size_t n, bool acqu
  * the command went out and no verdict came back (it may have run). */
 static bool may_hold_our_key(const dlock__node_result *r)
 {
-    int vote = vote_of(r, true, NULL, NULL);
+    int vote = vote_of(r, true, NULL);
     if (vote == VOTE_YES)
         return true;
     return r->sent && r->status != DLOCK__REPLIED;
@@ -226,12 +235,13 @@ static bool majority_confirmed(const dlock__node_result *results, size_t n, void
 
 
 
-/* Redlock: the token is the largest fence of the quorum. A majority must
- * store it before `valid_until`, so that any later quorum, which shares a
- * node with this majority, sees it and goes above it. When a majority granted
- * with that very value (nodes in step, the usual case) it is stored already;
- * otherwise it is written back (never lowering a stored value) to every
- * node. */
+/* Redlock: the token is the largest fence of the quorum. Any later quorum
+ * must go above it: it shares a node with every majority, which must still
+ * hold the token or, having restarted empty since, start from its clock above
+ * it. So it is written back (never lowering a stored value) to every node,
+ * and must reach a majority before `valid_until`; unless a majority granted
+ * this very token below their clocks (nodes in step, the usual case), which
+ * already is all of that. */
 static int record_fence(dlock_lock *lock, dlock__lane *lane, int64_t ttl_ms, uint64_t fence,
                         int64_t valid_until)
 {
@@ -290,7 +300,7 @@ int dlock__lock_try(dlock_lock *lock, dlock__lane *lane, int64_t ttl_ms)
     valid_until = start + ttl_ms * DLOCK__NS_PER_MS - drift_ns(c, ttl_ms);
     count(&t, results, c->n, true);
     rc = t.confirmed >= t.quorum && valid_until > dlock__now_ns() ? 0 : DLOCK_EBUSY;
-    if (rc == 0 && c->n > 1 && t.at_fence < t.quorum) {
+    if (rc == 0 && c->n > 1 && t.settled < t.quorum) {
         rc = record_fence(lock, lane, ttl_ms, t.fence, valid_until);
         if (rc == 0 && valid_until <= dlock__now_ns()) {
             rc = DLOCK_ETIMEDOUT;

@@ -33,6 +33,8 @@ static const char acquire_lua[] =
     "    return redis.error_reply('ERR ' .. KEYS[2] .. ' does not hold a number')\n"
     "  end\n"
     "end\n"
+    "local now = redis.call('TIME')\n"
+    "local clock = tonumber(now[1]) * 1000000 + tonumber(now[2])\n"
     "local fence = last + 1\n"
     "if current and last > 0 then\n"
     "  fence = last -- a retry of our own call keeps its token\n"
@@ -40,14 +42,12 @@ static const char acquire_lua[] =
     "  -- No counter (expired, or lost in a restart): the clock in\n"
     "  -- microseconds is above every token issued before, since a counter\n"
     "  -- starts from it and grows by 1 per acquisition.\n"
-    "  local now = redis.call('TIME')\n"
-    "  fence = tonumber(now[1]) * 1000000 + tonumber(now[2])\n"
-    "end\n"
-    "local f = string.format('%d', fence)\n"
+    "  fence = clock\n"
+    "end\n"    "local f = string.format('%d', fence)\n"
     "redis.call('SET', KEYS[1], ARGV[1], current and 'XX' or 'NX', 'PX', ARGV[2])\n"
     "redis.call('SET', KEYS[2], f, 'PX', ARGV[3])\n"
     "redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[2])\n"
-    "return {1, f}\n";
+    "return {1, f, fence < clock and 1 or 0}\n";
 
 static const char release_lua[] =
     "if redis.call('GET', KEYS[1]) ~= ARGV[1] then\n"

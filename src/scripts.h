@@ -7,7 +7,8 @@
 
 enum dlock__script_id {
     /* KEYS lock, fence, owner; ARGV token, ttl_ms, fence_ttl_ms, owner record.
-     * Returns {1, fence} (granted) or {0, PTTL of the lock}. */
+     * Returns {1, fence, 1 if the fence is below the server's clock in µs
+     * or 0} (granted) or {0, PTTL of the lock}. */
     DLOCK__SCRIPT_ACQUIRE,
     /* KEYS lock, owner; ARGV token, channel, "1" to publish or "0".
      * Returns 1 (released) or 0 (not ours). */
