@@ -304,10 +304,17 @@ int dlock__conn_begin(dlock__conn *c, const char *cmd, size_t len, int64_t now_n
         c->out_sent = c->out_len = 0;
     c->call_start = c->out_len;
     c->call_sent = false;
-    rc = append(c, cmd, len);
-    if (rc < 0)
-        return fail(c, rc, "out of memory");
-    /* Most of the time the socket takes it all now: one poll() saved. */
+    return dlock__conn_queue(c, cmd, len);
+}
+
+int dlock__conn_queue(dlock__conn *c, const char *cmd, size_t len)
+{
+    int rc = append(c, cmd, len);
+    return rc < 0 ? fail(c, rc, "out of memory") : 0;
+}
+
+int dlock__conn_send(dlock__conn *c)
+{
     return c->state == DLOCK__CONN_READY ? flush_output(c) : 0;
 }
 
@@ -496,7 +503,7 @@ int dlock__conn_progress(dlock__conn *c, short revents, dlock__reply **reply)
     return 0;
 }
 
-void dlock__conn_abandon(dlock__conn *c)
+void dlock__conn_abandon(dlock__conn *c, unsigned owed)
 {
     if (c->state == DLOCK__CONN_CLOSED)
         return;
@@ -504,7 +511,9 @@ void dlock__conn_abandon(dlock__conn *c)
         /* Not a byte of the call went out: forget it, keep the connection
          * (a connect in progress goes on and serves the next call). */
         c->out_len = c->call_start;
-    } else if (c->out_sent < c->out_len || ++c->stale_owed > STALE_MAX) {
-        dlock__conn_close(c); /* half a command on the wire, or too far behind */
+        return;
     }
+    c->stale_owed += owed;
+    if (c->out_sent < c->out_len || c->stale_owed > STALE_MAX)
+        dlock__conn_close(c); /* part of the call still unsent, or too far behind */
 }

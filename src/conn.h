@@ -66,6 +66,16 @@ void dlock__conn_close(dlock__conn *c);
  * queues `cmd`. Returns 0 or a negative code (c->err says why). */
 int dlock__conn_begin(dlock__conn *c, const char *cmd, size_t len, int64_t now_ns);
 
+/* Adds `cmd` to the call begun last (pipelining: its reply comes after
+ * theirs). Returns 0 or a negative code. */
+int dlock__conn_queue(dlock__conn *c, const char *cmd, size_t len);
+
+/* Writes what the socket takes of the queued commands now, if connected
+ * (most of the time all of it: one poll() saved); poll() for
+ * dlock__conn_events() and dlock__conn_progress() send the rest. Returns 0
+ * or a negative code. */
+int dlock__conn_send(dlock__conn *c);
+
 /* The poll() events the connection waits for. */
 short dlock__conn_events(const dlock__conn *c);
 
@@ -75,7 +85,8 @@ short dlock__conn_events(const dlock__conn *c);
  * the connection is closed. */
 int dlock__conn_progress(dlock__conn *c, short revents, dlock__reply **reply);
 
-/* The current call's deadline passed: its reply, if it comes, is discarded. */
-void dlock__conn_abandon(dlock__conn *c);
+/* The current call's deadline passed with `owed` of its replies still to
+ * come: they are discarded when they arrive. */
+void dlock__conn_abandon(dlock__conn *c, unsigned owed);
 
 #endif

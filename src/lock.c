@@ -442,75 +442,88 @@ int dlock_lock_adopt(dlock_lock **out, dlock_client *c, const char *name, const 
     return 0;
 }
 
-/* Runs the release or extend script on every node and tallies the 1s and
- * 0s. Returns 0 (a majority confirmed), DLOCK_ENOTOWNER (every node gave a
- * verdict, and not enough were ours) or the nodes' failure. */
-static int compare_and_act(dlock_lock *lock, dlock__lane *lane, enum dlock__script_id id,
-                           int nkeys, const char **keys, int nargs, const char **args,
-                           int64_t ttl_ms, int64_t start)
+/* Tallies the 1s and 0s of a release or extend. Returns 0 (a majority
+ * confirmed), DLOCK_ENOTOWNER (enough nodes gave a verdict, and not enough
+ * were ours) or the nodes' failure. */
+static int verdict(const dlock_client *c, dlock__lane *lane, const dlock__node_result *results)
 {
-    dlock_client *c = lock->client;
-    dlock__node_result results[DLOCK__NODES_MAX];
     struct tally t = {.quorum = dlock__quorum(c)};
-    dlock__call call;
-    int rc = dlock__script_call(&call, id, nkeys, keys, nargs, args);
-    if (rc < 0) {
-        dlock__set_error(lane, "cannot encode the command");
-        return rc;
-    }
-    /* Every node is waited for (within its deadline): a release should
-     * reach them all, and an extend repairs the ones that lost our key, also
-     * those whose connection is still being made again. */
-    dlock__fanout(lane->conns, c->n, &call, dlock__node_deadline(c, ttl_ms, start), results, NULL,
-                  NULL);
+    int rc;
     count(&t, results, c->n, false);
-    if (t.confirmed >= t.quorum) {
-        rc = 0;
-    } else if (t.confirmed + t.refused + t.repaired >= t.quorum) {
-        rc = DLOCK_ENOTOWNER;
+    if (t.confirmed >= t.quorum)
+        return 0;
+    if (t.confirmed + t.refused + t.repaired >= t.quorum) {
         dlock__set_error(lane, "the lock is not ours: another owner holds it, or it expired");
-    } else {
-        rc = common_failure(results, c->n, false);
-        dlock__set_error(lane, "%s", dlock_strerror(rc));
-        dlock__append_node_errors(lane, lane->conns, results, c->n);
+        return DLOCK_ENOTOWNER;
     }
-    dlock__results_clear(results, c->n);
-    dlock__script_call_free(&call);
+    rc = common_failure(results, c->n, false);
+    dlock__set_error(lane, "%s", dlock_strerror(rc));
+    dlock__append_node_errors(lane, lane->conns, results, c->n);
     return rc;
 }
 
 int dlock__lock_release(dlock_lock *lock, dlock__lane *lane, bool publish)
 {
+    dlock_client *c = lock->client;
+    dlock__node_result results[DLOCK__NODES_MAX];
     const char *keys[] = {lock->keys.lock, lock->keys.owner};
     const char *args[] = {lock->token, lock->keys.channel, publish ? "1" : "0"};
-    /* No validity is at stake: a release gets the whole command timeout
-     * (TTL 0), since one that gives up early leaves the key until it
-     * expires. */
-    int rc = compare_and_act(lock, lane, DLOCK__SCRIPT_RELEASE, 2, keys, 3, args, 0,
-                             dlock__now_ns());
+    dlock__call call;
+    int rc = dlock__script_call(&call, DLOCK__SCRIPT_RELEASE, 2, keys, 3, args);
+    if (rc < 0) {
+        dlock__set_error(lane, "cannot encode the command");
+        return rc;
+    }
+    /* Every node is waited for: a release should reach them all. No
+     * validity is at stake: it gets the whole command timeout (TTL 0), since
+     * one that gives up early leaves the key until it expires. */
+    dlock__fanout(lane->conns, c->n, &call, dlock__node_deadline(c, 0, dlock__now_ns()), results,
+                  NULL, NULL);
+    rc = verdict(c, lane, results);
     if (rc == 0 || rc == DLOCK_ENOTOWNER)
         lock->valid_until_ns = 0;
+    dlock__results_clear(results, c->n);
+    dlock__script_call_free(&call);
     return rc;
 }
 
-int dlock__lock_extend(dlock_lock *lock, dlock__lane *lane, int64_t ttl_ms)
+/* One lock's part of a batch of extends: the strings its call borrows. */
+struct extend_job {
+    char ttl[24], fence[24], fence_ttl[24];
+    const char *keys[3];
+    const char *args[5];
+    bool repair;
+};
+
+static int encode_extend(dlock__call *call, struct extend_job *job, dlock_lock *lock,
+                         int64_t ttl_ms, int64_t start)
 {
     dlock_client *c = lock->client;
-    char ttl[24], fence[24], fence_ttl[24];
-    int64_t start = dlock__now_ns(), valid_until;
     /* Redlock only, and only while the lock is ours for sure: a node that
      * restarted empty gets our key back (but is no vote). With one node, a
      * missing key means the lock is lost, never silently taken again. */
-    bool repair = c->n > 1 && lock->valid_until_ns > start;
-    const char *keys[] = {lock->keys.lock, lock->keys.owner, lock->keys.fence};
-    const char *args[] = {lock->token, ttl, repair ? "1" : "0", fence, fence_ttl};
-    int rc;
+    job->repair = c->n > 1 && lock->valid_until_ns > start;
+    snprintf(job->ttl, sizeof(job->ttl), "%" PRId64, ttl_ms);
+    snprintf(job->fence, sizeof(job->fence), "%" PRIu64, lock->fence);
+    snprintf(job->fence_ttl, sizeof(job->fence_ttl), "%" PRId64, c->fence_ttl_ms);
+    job->keys[0] = lock->keys.lock;
+    job->keys[1] = lock->keys.owner;
+    job->keys[2] = lock->keys.fence;
+    job->args[0] = lock->token;
+    job->args[1] = job->ttl;
+    job->args[2] = job->repair ? "1" : "0";
+    job->args[3] = job->fence;
+    job->args[4] = job->fence_ttl;
+    return dlock__script_call(call, DLOCK__SCRIPT_EXTEND, 3, job->keys, 5, job->args);
+}
 
-    snprintf(ttl, sizeof(ttl), "%" PRId64, ttl_ms);
-    snprintf(fence, sizeof(fence), "%" PRIu64, lock->fence);
-    snprintf(fence_ttl, sizeof(fence_ttl), "%" PRId64, c->fence_ttl_ms);
-    rc = compare_and_act(lock, lane, DLOCK__SCRIPT_EXTEND, 3, keys, 5, args, ttl_ms, start);
-    if (rc == DLOCK_ENOTOWNER && repair)
+static int finish_extend(dlock_lock *lock, dlock__lane *lane, const struct extend_job *job,
+                         const dlock__node_result *results, int64_t ttl_ms, int64_t start)
+{
+    dlock_client *c = lock->client;
+    int64_t valid_until;
+    int rc = verdict(c, lane, results);
+    if (rc == DLOCK_ENOTOWNER && job->repair)
         dlock__lock_release(lock, lane, false); /* take back what the repair put there */
     if (rc == DLOCK_ENOTOWNER)
         lock->valid_until_ns = 0;
@@ -524,6 +537,46 @@ int dlock__lock_extend(dlock_lock *lock, dlock__lane *lane, int64_t ttl_ms)
     lock->ttl_ms = ttl_ms;
     lock->valid_until_ns = valid_until;
     return 0;
+}
+
+void dlock__locks_extend(dlock_lock *const *locks, size_t k, dlock__lane *lane,
+                         const int64_t *ttls, int *rcs)
+{
+    dlock_client *c = locks[0]->client;
+    struct extend_job *jobs = calloc(k, sizeof(*jobs));
+    dlock__call *calls = calloc(k, sizeof(*calls));
+    dlock__node_result *results = calloc(k * c->n, sizeof(*results));
+    int64_t start = dlock__now_ns(), shortest = ttls[0];
+    size_t encoded = 0;
+    int rc = jobs && calls && results ? 0 : DLOCK_ENOMEM;
+
+    for (; rc == 0 && encoded < k; encoded++) {
+        rc = encode_extend(&calls[encoded], &jobs[encoded], locks[encoded], ttls[encoded], start);
+        shortest = ttls[encoded] < shortest ? ttls[encoded] : shortest;
+    }
+    if (rc == 0) {
+        dlock__fanout_batch(lane->conns, c->n, calls, k, dlock__node_deadline(c, shortest, start),
+                            results, NULL, NULL);
+        for (size_t j = 0; j < k; j++)
+            rcs[j] = finish_extend(locks[j], lane, &jobs[j], &results[j * c->n], ttls[j], start);
+        dlock__results_clear(results, k * c->n);
+    } else {
+        dlock__set_error(lane, "cannot encode the command");
+        for (size_t j = 0; j < k; j++)
+            rcs[j] = rc;
+    }
+    for (size_t j = 0; calls && j < encoded; j++)
+        dlock__script_call_free(&calls[j]);
+    free(results);
+    free(calls);
+    free(jobs);
+}
+
+int dlock__lock_extend(dlock_lock *lock, dlock__lane *lane, int64_t ttl_ms)
+{
+    int rc;
+    dlock__locks_extend(&lock, 1, lane, &ttl_ms, &rc);
+    return rc;
 }
 
 int dlock_lock_release(dlock_lock *lock)

@@ -44,6 +44,12 @@ int dlock__lock_try(dlock_lock *lock, dlock__lane *lane, int64_t ttl_ms);
  * DLOCK_ENOTOWNER. */
 int dlock__lock_extend(dlock_lock *lock, dlock__lane *lane, int64_t ttl_ms);
 
+/* The same for locks[0..k) (k <= DLOCK__BATCH_MAX, all of one client) to
+ * ttls[j], pipelined: one round trip per node for all of them. rcs[j] is
+ * lock j's result. */
+void dlock__locks_extend(dlock_lock *const *locks, size_t k, dlock__lane *lane,
+                         const int64_t *ttls, int *rcs);
+
 /* Release on `lane`; `publish` wakes waiters (cleanups do not). */
 int dlock__lock_release(dlock_lock *lock, dlock__lane *lane, bool publish);
 

@@ -1,4 +1,4 @@
-/* Fan-out of one call to N connections. See quorum.h. */
+/* Fan-out of calls to N connections. See quorum.h. */
 #include "quorum.h"
 
 #include "clock.h"
@@ -31,74 +31,160 @@ static bool is_noscript(const dlock__reply *r)
     return r->type == DLOCK__REPLY_ERROR && starts_with(r->str, "NOSCRIPT");
 }
 
-/* Records a reply, or re-sends the call as EVAL after NOSCRIPT (the script
- * cache was flushed or the server restarted): once per node and call. */
-static void on_reply(dlock__conn *conn, dlock__call *call, dlock__node_result *res,
-                     bool *fallback_sent, dlock__reply *reply, int64_t now_ns)
+/* The replies one node owes, in the order it will send them: call indexes,
+ * with FALLBACK marking the EVAL re-sent after a NOSCRIPT. */
+#define FALLBACK 0x8000u
+
+struct owed {
+    uint16_t call[2 * DLOCK__BATCH_MAX];
+    size_t head, tail;
+};
+
+struct batch {
+    dlock__conn *conns;
+    size_t n, k;
+    dlock__call *calls;
+    dlock__node_result *results; /* [call * n + node] */
+    struct owed owed[DLOCK__NODES_MAX];
+};
+
+static dlock__node_result *result_of(struct batch *b, size_t node, uint16_t entry)
 {
-    if (is_noscript(reply) && call->encode_fallback && !*fallback_sent) {
+    return &b->results[(size_t)(entry & ~FALLBACK) * b->n + node];
+}
+
+/* Settles every reply node `i` still owes with `status`. */
+static void settle_owed(struct batch *b, size_t i, int status)
+{
+    struct owed *o = &b->owed[i];
+    for (; o->head < o->tail; o->head++) {
+        dlock__node_result *res = result_of(b, i, o->call[o->head]);
+        res->sent |= b->conns[i].call_sent;
+        res->status = status;
+    }
+}
+
+/* Records the next reply of node `i`, or re-sends its call as EVAL after
+ * NOSCRIPT (the script cache was flushed or the server restarted): once per
+ * node and call. */
+static void on_reply(struct batch *b, size_t i, dlock__reply *reply)
+{
+    struct owed *o = &b->owed[i];
+    uint16_t entry = o->call[o->head++];
+    dlock__call *call = &b->calls[entry & ~FALLBACK];
+    dlock__node_result *res = result_of(b, i, entry);
+
+    res->sent = true;
+    if (is_noscript(reply) && call->encode_fallback && !(entry & FALLBACK)) {
         int rc;
         dlock__reply_free(reply);
-        *fallback_sent = true;
         rc = call->fallback ? 0 : call->encode_fallback(call);
         if (rc == 0)
-            rc = dlock__conn_begin(conn, call->fallback, call->fallback_len, now_ns);
-        if (rc < 0)
+            rc = dlock__conn_queue(&b->conns[i], call->fallback, call->fallback_len);
+        if (rc == 0)
+            rc = dlock__conn_send(&b->conns[i]);
+        if (rc < 0) {
             res->status = rc;
+            settle_owed(b, i, rc); /* the connection is closed */
+        } else {
+            o->call[o->tail++] = (uint16_t)(entry | FALLBACK);
+        }
         return;
     }
     res->status = DLOCK__REPLIED;
     res->reply = reply;
 }
 
-static size_t poll_pending(dlock__conn *conns, size_t n, const dlock__node_result *results,
-                           struct pollfd *fds, size_t *index)
+/* Hands out every reply the node has, or settles what it owes on failure. */
+static void take_replies(struct batch *b, size_t i, short revents)
+{
+    dlock__conn *conn = &b->conns[i];
+    struct owed *o = &b->owed[i];
+    while (o->head < o->tail) {
+        dlock__reply *reply = NULL;
+        int rc = dlock__conn_progress(conn, revents, &reply);
+        revents = 0; /* then only what the reader holds already */
+        if (rc == 0)
+            return;
+        if (rc < 0) {
+            settle_owed(b, i, rc);
+            return;
+        }
+        on_reply(b, i, reply);
+    }
+}
+
+static size_t poll_pending(const struct batch *b, struct pollfd *fds, size_t *index)
 {
     size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (results[i].status != DLOCK__PENDING)
+    for (size_t i = 0; i < b->n; i++) {
+        if (b->owed[i].head == b->owed[i].tail)
             continue;
-        fds[k].fd = conns[i].fd;
-        fds[k].events = dlock__conn_events(&conns[i]);
+        fds[k].fd = b->conns[i].fd;
+        fds[k].events = dlock__conn_events(&b->conns[i]);
         fds[k].revents = 0;
         index[k++] = i;
     }
     return k;
 }
 
-static void give_up_on_late_nodes(dlock__conn *conns, size_t n, dlock__node_result *results,
-                                  bool timed_out, int64_t waited_ms)
+static void give_up_on_late_nodes(struct batch *b, bool timed_out, int64_t waited_ms)
 {
-    for (size_t i = 0; i < n; i++) {
-        if (results[i].status != DLOCK__PENDING)
+    for (size_t i = 0; i < b->n; i++) {
+        struct owed *o = &b->owed[i];
+        dlock__conn *conn = &b->conns[i];
+        if (o->head == o->tail)
             continue;
-        results[i].sent |= conns[i].call_sent;
-        dlock__conn_abandon(&conns[i]);
+        for (size_t e = o->head; e < o->tail; e++)
+            result_of(b, i, o->call[e])->sent |= conn->call_sent;
+        dlock__conn_abandon(conn, (unsigned)(o->tail - o->head));
         if (timed_out) {
-            results[i].status = DLOCK_ETIMEDOUT;
-            snprintf(conns[i].err, sizeof(conns[i].err), "%s: no reply within %lld ms",
-                     conns[i].ep->label, (long long)waited_ms);
+            settle_owed(b, i, DLOCK_ETIMEDOUT);
+            snprintf(conn->err, sizeof(conn->err), "%s: no reply within %lld ms",
+                     conn->ep->label, (long long)waited_ms);
         }
     }
 }
 
-void dlock__fanout(dlock__conn *conns, size_t n, dlock__call *call, int64_t deadline_ns,
-                   dlock__node_result *results, dlock__enough_fn enough, void *ctx)
+/* Sends every call to node `i`, back to back. */
+static void send_batch(struct batch *b, size_t i, int64_t now)
+{
+    struct owed *o = &b->owed[i];
+    int rc = 0;
+    o->head = o->tail = 0;
+    for (size_t j = 0; j < b->k && rc == 0; j++) {
+        dlock__call *call = &b->calls[j];
+        dlock__node_result *res = &b->results[j * b->n + i];
+        res->status = DLOCK__PENDING;
+        res->reply = NULL;
+        res->sent = false;
+        rc = j == 0 ? dlock__conn_begin(&b->conns[i], call->cmd, call->len, now)
+                    : dlock__conn_queue(&b->conns[i], call->cmd, call->len);
+        o->call[o->tail++] = (uint16_t)j;
+    }
+    if (rc == 0)
+        rc = dlock__conn_send(&b->conns[i]);
+    if (rc < 0) {
+        for (size_t j = o->tail; j < b->k; j++)
+            b->results[j * b->n + i] = (dlock__node_result){NULL, rc, false};
+        settle_owed(b, i, rc);
+    }
+}
+
+void dlock__fanout_batch(dlock__conn *conns, size_t n, dlock__call *calls, size_t k,
+                         int64_t deadline_ns, dlock__node_result *results,
+                         dlock__enough_fn enough, void *ctx)
 {
     struct pollfd fds[DLOCK__NODES_MAX];
     size_t index[DLOCK__NODES_MAX];
-    bool fallback_sent[DLOCK__NODES_MAX] = {false};
+    struct batch b = {.conns = conns, .n = n, .k = k, .calls = calls, .results = results};
     int64_t start = dlock__now_ns(), now = start;
     bool decided = false;
     size_t pending;
 
-    for (size_t i = 0; i < n; i++) {
-        int rc = dlock__conn_begin(&conns[i], call->cmd, call->len, now);
-        results[i].status = rc < 0 ? rc : DLOCK__PENDING;
-        results[i].reply = NULL;
-        results[i].sent = conns[i].call_sent; /* begin may have sent it already */
-    }
-    while ((pending = poll_pending(conns, n, results, fds, index)) > 0) {
+    for (size_t i = 0; i < n; i++)
+        send_batch(&b, i, now);
+    while ((pending = poll_pending(&b, fds, index)) > 0) {
         int timeout = dlock__ms_until(deadline_ns, now);
         int ready;
         decided = enough && enough(results, n, ctx);
@@ -108,21 +194,18 @@ void dlock__fanout(dlock__conn *conns, size_t n, dlock__call *call, int64_t dead
         now = dlock__now_ns();
         if (ready < 0 && errno != EINTR)
             break; /* only with invalid descriptors: the pending nodes time out */
-        for (size_t k = 0; ready > 0 && k < pending; k++) {
-            size_t i = index[k];
-            dlock__reply *reply = NULL;
-            int rc;
-            if (!fds[k].revents)
-                continue;
-            rc = dlock__conn_progress(&conns[i], fds[k].revents, &reply);
-            results[i].sent |= conns[i].call_sent;
-            if (rc == 1)
-                on_reply(&conns[i], call, &results[i], &fallback_sent[i], reply, now);
-            else if (rc < 0)
-                results[i].status = rc;
+        for (size_t f = 0; ready > 0 && f < pending; f++) {
+            if (fds[f].revents)
+                take_replies(&b, index[f], fds[f].revents);
         }
     }
-    give_up_on_late_nodes(conns, n, results, !decided, (now - start) / DLOCK__NS_PER_MS);
+    give_up_on_late_nodes(&b, !decided, (now - start) / DLOCK__NS_PER_MS);
+}
+
+void dlock__fanout(dlock__conn *conns, size_t n, dlock__call *call, int64_t deadline_ns,
+                   dlock__node_result *results, dlock__enough_fn enough, void *ctx)
+{
+    dlock__fanout_batch(conns, n, call, 1, deadline_ns, results, enough, ctx);
 }
 
 void dlock__results_clear(dlock__node_result *results, size_t n)

@@ -1,6 +1,7 @@
-/* Fan-out: one call to N connections at once, replies collected with poll()
- * until each answered, its deadline passed, or the caller has enough. N = 1
- * is the single-instance case: one code path for one node and for Redlock. */
+/* Fan-out: one call (or a pipelined batch of calls) to N connections at
+ * once, replies collected with poll() until each answered, its deadline
+ * passed, or the caller has enough. N = 1 is the single-instance case: one
+ * code path for one node and for Redlock. */
 #ifndef DLOCK_QUORUM_H
 #define DLOCK_QUORUM_H
 
@@ -12,6 +13,7 @@
 #include <stdint.h>
 
 #define DLOCK__NODES_MAX DLOCK_NODES_MAX
+#define DLOCK__BATCH_MAX 128 /* calls in one pipelined batch */
 
 typedef struct dlock__call {
     char *cmd; /* usually EVALSHA */
@@ -44,6 +46,14 @@ typedef bool (*dlock__enough_fn)(const dlock__node_result *results, size_t n, vo
  * Free the replies with dlock__results_clear(). */
 void dlock__fanout(dlock__conn *conns, size_t n, dlock__call *call, int64_t deadline_ns,
                    dlock__node_result *results, dlock__enough_fn enough, void *ctx);
+
+/* The same for `k` calls (1..DLOCK__BATCH_MAX), written to each connection
+ * back to back, each node's replies read as they come: one round trip for
+ * all. results[j * n + i] is call j's answer from node i. `enough`, if not
+ * NULL, is shown the first call's results. */
+void dlock__fanout_batch(dlock__conn *conns, size_t n, dlock__call *calls, size_t k,
+                         int64_t deadline_ns, dlock__node_result *results,
+                         dlock__enough_fn enough, void *ctx);
 
 void dlock__results_clear(dlock__node_result *results, size_t n);
 

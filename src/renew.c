@@ -1,5 +1,6 @@
 /* The renewal thread. It sleeps until the earliest renewal or expiry of the
- * locks in its set, extends due locks at ttl/3 on its own connections, and
+ * locks in its set, extends due locks at ttl/3 on its own connections (the
+ * locks due together in one pipelined batch per node), and
  * declares a lock lost when the extend is refused or the validity runs out
  * before an extend succeeds: it marks the handle, sends a cleanup release
  * and calls on_lost once. */
@@ -14,6 +15,7 @@
 #include <time.h>
 
 #define MIN_RETRY_MS 10
+#define BATCH_SLACK_MS 50
 
 struct dlock__renewer {
     dlock_client *client;
@@ -149,27 +151,49 @@ static void declare_lost(struct dlock__renewer *r, dlock_lock *lock, int reason)
     pthread_cond_broadcast(&r->idle);
 }
 
-/* Called with the mutex held; returns with it held. */
-static void renew(struct dlock__renewer *r, dlock_lock *lock, int64_t now)
+/* The TTL the next renewal asks for: the lock's own, or what is left of its
+ * max-hold; 0 when the max-hold is reached. */
+static int64_t renewal_ttl_ms(const dlock_lock *lock, int64_t now)
 {
     int64_t ttl_ms = lock->renew_ttl_ms;
-    int64_t retry_ms = ttl_ms / 10 > MIN_RETRY_MS ? ttl_ms / 10 : MIN_RETRY_MS;
-    int rc;
-
     if (lock->hold_until_ns != INT64_MAX && (lock->hold_until_ns - now) / DLOCK__NS_PER_MS < ttl_ms)
         ttl_ms = (lock->hold_until_ns - now) / DLOCK__NS_PER_MS;
-    if (ttl_ms < 1) {
-        lock->hold_reached = true;
-        lock->next_renewal_ns = INT64_MAX; /* held long enough: let it expire */
-        reposition(r, lock);
+    return ttl_ms > 0 ? ttl_ms : 0;
+}
+
+/* How early a renewal may go, to share a round trip with others due soon:
+ * a thirtieth of the TTL, at most BATCH_SLACK_MS. */
+static int64_t slack_ns(const dlock_lock *lock)
+{
+    int64_t ms = lock->renew_ttl_ms / 30 < BATCH_SLACK_MS ? lock->renew_ttl_ms / 30 : BATCH_SLACK_MS;
+    return ms * DLOCK__NS_PER_MS;
+}
+
+/* Collects into `out` the locks whose renewal is due by now (give or take
+ * their slack) and still valid. Only the top of the heap can be due: a
+ * subtree whose root is not due within BATCH_SLACK_MS is skipped. */
+static void collect_due(const struct dlock__renewer *r, size_t i, int64_t now, dlock_lock **out,
+                        size_t *k)
+{
+    dlock_lock *l;
+    if (i >= r->count || *k == DLOCK__BATCH_MAX ||
+        due_at(r->heap[i]) > now + BATCH_SLACK_MS * DLOCK__NS_PER_MS)
         return;
-    }
-    lock->renewing = true;
-    pthread_mutex_unlock(&r->mutex);
-    rc = dlock__lock_extend(lock, &r->lane, ttl_ms);
-    pthread_mutex_lock(&r->mutex);
+    l = r->heap[i];
+    if (l->next_renewal_ns - slack_ns(l) <= now && l->valid_until_ns > now)
+        out[(*k)++] = l;
+    collect_due(r, 2 * i + 1, now, out, k);
+    collect_due(r, 2 * i + 2, now, out, k);
+}
+
+/* After the renewal of `lock` returned `rc`. Called with the mutex held;
+ * returns with it held. */
+static void renewed(struct dlock__renewer *r, dlock_lock *lock, int64_t ttl_ms, int rc,
+                    int64_t started)
+{
+    int64_t retry_ms = lock->renew_ttl_ms / 10 > MIN_RETRY_MS ? lock->renew_ttl_ms / 10
+                                                              : MIN_RETRY_MS;
     lock->renewing = false;
-    pthread_cond_broadcast(&r->idle);
     if (!lock->in_renewal_set)
         return; /* released or freed meanwhile */
     if (rc == DLOCK_ENOTOWNER) {
@@ -180,12 +204,46 @@ static void renew(struct dlock__renewer *r, dlock_lock *lock, int64_t now)
         lock->last_renew_error = 0;
         lock->hold_reached = ttl_ms < lock->renew_ttl_ms;
         lock->next_renewal_ns = lock->hold_reached ? INT64_MAX
-                                                   : now + ttl_ms * DLOCK__NS_PER_MS / 3;
+                                                   : started + ttl_ms * DLOCK__NS_PER_MS / 3;
     } else {
         lock->last_renew_error = rc;
         lock->next_renewal_ns = dlock__now_ns() + retry_ms * DLOCK__NS_PER_MS;
     }
     reposition(r, lock);
+}
+
+/* Renews every lock that is due, in batches pipelined to each node. Called
+ * with the mutex held; returns with it held. */
+static void renew_due(struct dlock__renewer *r, int64_t now)
+{
+    dlock_lock *due[DLOCK__BATCH_MAX], *batch[DLOCK__BATCH_MAX];
+    int64_t ttls[DLOCK__BATCH_MAX];
+    int rcs[DLOCK__BATCH_MAX];
+    size_t n_due = 0, k = 0;
+
+    collect_due(r, 0, now, due, &n_due);
+    for (size_t j = 0; j < n_due; j++) {
+        int64_t ttl_ms = renewal_ttl_ms(due[j], now);
+        if (ttl_ms == 0) {
+            due[j]->hold_reached = true;
+            due[j]->next_renewal_ns = INT64_MAX; /* held long enough: let it expire */
+            reposition(r, due[j]);
+            continue;
+        }
+        due[j]->renewing = true;
+        ttls[k] = ttl_ms;
+        batch[k++] = due[j];
+    }
+    if (k == 0)
+        return;
+    pthread_mutex_unlock(&r->mutex);
+    dlock__locks_extend(batch, k, &r->lane, ttls, rcs);
+    pthread_mutex_lock(&r->mutex);
+    /* A lock still marked renewing cannot be released or freed meanwhile,
+     * even while declare_lost() lets go of the mutex. */
+    for (size_t j = 0; j < k; j++)
+        renewed(r, batch[j], ttls[j], rcs[j], now);
+    pthread_cond_broadcast(&r->idle);
 }
 
 static void *renewal_thread(void *arg)
@@ -203,7 +261,7 @@ static void *renewal_thread(void *arg)
                          : due->last_renew_error   ? due->last_renew_error
                                                    : DLOCK_ETIMEDOUT);
         else
-            renew(r, due, now);
+            renew_due(r, now);
     }
     pthread_mutex_unlock(&r->mutex);
     return NULL;

@@ -127,7 +127,8 @@ static void send_to_subscribers(struct waiter *w, const char *verb, bool only_id
         bool active = w->subscribed[i] || w->pending[i];
         if (only_idle ? active : !active)
             continue;
-        if (dlock__conn_begin(&w->c->subs[i], cmd, (size_t)len, now) == 0)
+        if (dlock__conn_begin(&w->c->subs[i], cmd, (size_t)len, now) == 0 &&
+            dlock__conn_send(&w->c->subs[i]) == 0)
             w->pending[i] = only_idle;
     }
     dlock__command_free(cmd);

@@ -189,6 +189,59 @@ static void test_renew_nothing_after_release_or_free(void **state)
     dlock_client_close(a);
 }
 
+/* Many locks on one client: their renewals share round trips (Redis reads
+ * many commands per read), a script cache flushed in the middle of a batch
+ * costs nothing, and the one lock taken away is the only one lost. */
+static void test_renew_many_locks_pipelined(void **state)
+{
+    enum { LOCKS = 300, TTL_MS = 600 };
+    test_redis *server = *state;
+    dlock_client *c = open_client(server->url, 0, 0);
+    redisContext *redis = test_redis_connect(server, NULL);
+    static dlock_lock *locks[LOCKS];
+    static struct lost_record records[LOCKS];
+    long long reads, renewals;
+    char name[32];
+
+    memset(records, 0, sizeof(records));
+    for (int i = 0; i < LOCKS; i++) {
+        snprintf(name, sizeof(name), "renew:many:%d", i);
+        locks[i] = acquire_renewed(c, name, TTL_MS, 0, &records[i]);
+    }
+    reads = info_field(redis, "stats", "total_reads_processed:");
+    renewals = info_field(redis, "commandstats", "cmdstat_evalsha:calls=");
+    freeReplyObject(run(redis, "DEL renew:many:7"));
+    usleep(TTL_MS * 1000 / 2);
+    freeReplyObject(run(redis, "SCRIPT FLUSH"));
+    usleep(TTL_MS * 1000 * 2);
+    /* Our own INFO, DEL and SCRIPT calls are reads too; a read per renewal
+     * would make this about 1. */
+    reads = info_field(redis, "stats", "total_reads_processed:") - reads;
+    renewals = info_field(redis, "commandstats", "cmdstat_evalsha:calls=") - renewals +
+               info_field(redis, "commandstats", "cmdstat_eval:calls=");
+    if (renewals < LOCKS * 2 || renewals < reads * 4)
+        fail_msg("%lld renewals in %lld reads: not pipelined", renewals, reads);
+
+    for (int i = 0; i < LOCKS; i++) {
+        snprintf(name, sizeof(name), "renew:many:%d", i);
+        if (i == 7) {
+            assert_int_equal(atomic_load(&records[i].calls), 1);
+            assert_int_equal(atomic_load(&records[i].reason), DLOCK_ENOTOWNER);
+            assert_false(dlock_lock_held(locks[i]));
+            assert_false(key_exists(redis, name));
+            assert_int_equal(dlock_lock_release(locks[i]), DLOCK_ELOST);
+        } else {
+            assert_int_equal(atomic_load(&records[i].calls), 0);
+            assert_true(dlock_lock_held(locks[i]));
+            assert_true(pttl_of(redis, name) > 0);
+            assert_int_equal(dlock_lock_release(locks[i]), 0);
+        }
+        dlock_lock_free(locks[i]);
+    }
+    redisFree(redis);
+    dlock_client_close(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -199,6 +252,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_renew_loss_when_the_server_stalls, setup_server,
                                         teardown_server),
         cmocka_unit_test_setup_teardown(test_renew_stops_at_max_hold, setup_server,
+                                        teardown_server),
+        cmocka_unit_test_setup_teardown(test_renew_many_locks_pipelined, setup_server,
                                         teardown_server),
         cmocka_unit_test_setup_teardown(test_renew_nothing_after_release_or_free, setup_server,
                                         teardown_server),

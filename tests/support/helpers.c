@@ -54,6 +54,17 @@ long long pttl_of(redisContext *c, const char *key)
     return v;
 }
 
+long long info_field(redisContext *c, const char *section, const char *field)
+{
+    redisReply *r = run(c, "INFO %s", section);
+    const char *at = r->type == REDIS_REPLY_STRING ? strstr(r->str, field) : NULL;
+    long long v = at ? strtoll(at + strlen(field), NULL, 10) : -1;
+    freeReplyObject(r);
+    if (!at)
+        fail_msg("INFO %s has no %s", section, field);
+    return v;
+}
+
 int key_exists(redisContext *c, const char *key)
 {
     redisReply *r = run(c, "EXISTS %s", key);

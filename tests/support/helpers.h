@@ -22,6 +22,11 @@ char *get_string(redisContext *c, const char *key);
 /* PTTL of `key`. */
 long long pttl_of(redisContext *c, const char *key);
 
+/* The number after `field` in INFO `section`, separator included:
+ * ("stats", "total_reads_processed:"), ("commandstats",
+ * "cmdstat_evalsha:calls="). Fails the test if it is missing. */
+long long info_field(redisContext *c, const char *section, const char *field);
+
 /* 1 if `key` exists. */
 int key_exists(redisContext *c, const char *key);
 
