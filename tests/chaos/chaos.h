@@ -1,0 +1,128 @@
+/* The fault-injection harness: real redis-servers behind fault proxies,
+ * client processes contending through dlock, a nemesis that breaks things
+ * on a seeded schedule, and a checker that keeps a fenced store and judges
+ * the history afterwards. */
+#ifndef DLOCK_CHAOS_H
+#define DLOCK_CHAOS_H
+
+#include "fault_proxy.h"
+#include "redis_server.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#define CHAOS_NODES_MAX 7
+#define CHAOS_CLIENTS_MAX 32
+#define CHAOS_NAMES_MAX 16
+
+enum persistence { PERSIST_NONE, PERSIST_AOF_EVERYSEC, PERSIST_AOF_ALWAYS };
+
+/* What a run is made of; a scenario fills it in. */
+struct chaos_config {
+    const char *scenario;
+    unsigned seed;
+    int nodes, clients, names;
+    int ttl_ms;
+    int cs_ms;          /* time inside the critical section */
+    bool auto_renew;    /* long critical sections kept alive by renewal */
+    int seconds;        /* how long the workload runs */
+    int min_grants;     /* fewer makes the run invalid */
+    enum persistence persistence;
+    int command_timeout_ms;
+};
+
+/* Client -> checker messages, one per datagram. */
+enum msg_type {
+    MSG_GRANT,   /* fence, t (acquire returned), until (validity end), nodes */
+    MSG_ENTER,   /* t */
+    MSG_WRITE,   /* fence, t, held (dlock_lock_held() just before): answered */
+    MSG_EXIT,    /* t */
+    MSG_RELEASE, /* t (about to release), code (its result, sent after) */
+    MSG_LOST,    /* t, code: on_lost ran */
+    MSG_FAILED,  /* t, code, duration: an acquire that gave up */
+    MSG_VALID,   /* t, until: the validity seen inside the section (renewed) */
+};
+
+struct chaos_msg {
+    int32_t type, client, name, code;
+    int32_t held;
+    uint32_t nodes; /* bit i: node i holds our token right after the grant */
+    uint64_t fence;
+    int64_t t_ns, until_ns, duration_ns;
+};
+
+/* Nemesis events, for the history and for judging overlaps. */
+enum fault_kind {
+    FAULT_CLIENT_PAUSE,
+    FAULT_CLIENT_RESUME,
+    FAULT_NODE_PAUSE,
+    FAULT_NODE_RESUME,
+    FAULT_NODE_CRASH,
+    FAULT_NODE_RESTART, /* data lost unless persisted */
+    FAULT_NET,          /* proxy mode change */
+    FAULT_CLOCK_JUMP,   /* node's clock moved forward by `amount` ms */
+};
+
+struct fault_event {
+    enum fault_kind kind;
+    int target; /* client or node */
+    int64_t t_ns;
+    long long amount;
+    bool data_lost;
+};
+
+/* Nodes: servers, their proxies, their clock offsets. */
+struct chaos_nodes {
+    int n;
+    test_redis servers[CHAOS_NODES_MAX];
+    fault_proxy *proxies[CHAOS_NODES_MAX];
+    char clock_file[CHAOS_NODES_MAX][160];
+    long long clock_offset_ms[CHAOS_NODES_MAX];
+    bool down[CHAOS_NODES_MAX];
+    enum persistence persistence;
+    char shim[512]; /* path of the clock shim, or "" */
+};
+
+int nodes_start(struct chaos_nodes *ns, int n, enum persistence p, const char *shim);
+void nodes_stop(struct chaos_nodes *ns);
+void nodes_crash(struct chaos_nodes *ns, int i);
+int nodes_restart(struct chaos_nodes *ns, int i);
+void nodes_pause(struct chaos_nodes *ns, int i, bool paused);
+void nodes_shift_clock(struct chaos_nodes *ns, int i, long long ms);
+/* Lock and owner keys of the run's names still on any node (fence keys are
+ * meant to stay); -1 if a node cannot be asked. */
+int nodes_stray_keys(struct chaos_nodes *ns, int names);
+/* "redis://127.0.0.1:P" of each proxy, for the clients. */
+void nodes_urls(const struct chaos_nodes *ns, char urls[][64]);
+
+/* The workload of one client process; never returns. `sock` talks to the
+ * checker. */
+void client_main(const struct chaos_config *cfg, int id, int sock, char urls[][64]);
+
+/* The checker: the fenced store live, the judgement afterwards. */
+struct checker;
+struct checker *checker_new(const struct chaos_config *cfg, FILE *history);
+/* Handles one message from client socket `sock` (answers writes). */
+void checker_receive(struct checker *k, int sock);
+void checker_fault(struct checker *k, const struct fault_event *e);
+/* A client inside its critical section (the first from `from` on), or -1. */
+int checker_client_in_section(const struct checker *k, int from);
+long checker_grants(const struct checker *k);
+
+struct verdict {
+    long grants, failed_acquires, slow_ops;
+    long degraded_grants; /* granted without every node */
+    long validity_overlaps, permitted_overlaps, bug_overlaps;
+    long section_overlaps, fence_regressions;
+    long stale_rejected, stale_accepted;
+    long held_after_expiry; /* held() said yes past the validity */
+    long lost;
+};
+void checker_judge(struct checker *k, struct verdict *v);
+void checker_free(struct checker *k);
+
+int64_t chaos_now_ns(void);
+
+#endif

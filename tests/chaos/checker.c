@@ -1,0 +1,272 @@
+/* The checker: a fenced store that answers the clients' writes, a history
+ * written as JSON lines, and the judgement of that history. */
+#include "chaos.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SLOW_RELEASE_NS (100 * 1000000LL) /* a node deadline of TTL 2 s */
+
+struct grant {
+    int client, name;
+    uint64_t fence;
+    uint32_t nodes;
+    int64_t start, until, end; /* end: release sent or loss reported */
+    int64_t enter, exit, write_t;
+    bool write_accepted;
+};
+
+struct checker {
+    const struct chaos_config *cfg;
+    FILE *history;
+    struct grant *grants;
+    size_t n_grants, cap_grants;
+    long current[CHAOS_CLIENTS_MAX]; /* index of each client's open grant, -1 */
+    uint64_t store[CHAOS_NAMES_MAX]; /* highest fence written per name */
+    struct fault_event faults[4096];
+    size_t n_faults;
+    struct verdict live;
+};
+
+int64_t chaos_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+struct checker *checker_new(const struct chaos_config *cfg, FILE *history)
+{
+    struct checker *k = calloc(1, sizeof(*k));
+    if (!k)
+        return NULL;
+    k->cfg = cfg;
+    k->history = history;
+    for (int i = 0; i < CHAOS_CLIENTS_MAX; i++)
+        k->current[i] = -1;
+    return k;
+}
+
+void checker_free(struct checker *k)
+{
+    if (!k)
+        return;
+    free(k->grants);
+    free(k);
+}
+
+static struct grant *current(struct checker *k, int client)
+{
+    return k->current[client] >= 0 ? &k->grants[k->current[client]] : NULL;
+}
+
+static void new_grant(struct checker *k, const struct chaos_msg *m)
+{
+    if (k->n_grants == k->cap_grants) {
+        size_t cap = k->cap_grants ? 2 * k->cap_grants : 1024;
+        struct grant *bigger = realloc(k->grants, cap * sizeof(*bigger));
+        if (!bigger) {
+            perror("checker");
+            exit(1);
+        }
+        k->grants = bigger;
+        k->cap_grants = cap;
+    }
+    k->grants[k->n_grants] = (struct grant){.client = m->client, .name = m->name,
+                                            .fence = m->fence, .nodes = m->nodes,
+                                            .start = m->t_ns, .until = m->until_ns,
+                                            .end = INT64_MAX};
+    k->current[m->client] = (long)k->n_grants++;
+}
+
+static void end_grant(struct checker *k, int client, int64_t t)
+{
+    struct grant *g = current(k, client);
+    if (g && t < g->end)
+        g->end = t;
+}
+
+/* The fenced store: a write counts only with a token at least the highest
+ * one it has seen for that name. */
+static void store_write(struct checker *k, int sock, const struct chaos_msg *m)
+{
+    struct grant *g = current(k, m->client);
+    char accepted = m->fence >= k->store[m->name];
+    if (accepted)
+        k->store[m->name] = m->fence;
+    else
+        k->live.stale_rejected++;
+    if (m->held && g && m->t_ns > g->until)
+        k->live.held_after_expiry++;
+    if (g) {
+        g->write_t = m->t_ns;
+        g->write_accepted = accepted;
+    }
+    if (send(sock, &accepted, 1, MSG_NOSIGNAL) != 1)
+        perror("checker: answer");
+}
+
+static const char *const type_names[] = {"grant", "enter", "write", "exit",
+                                         "release", "lost",  "failed", "valid"};
+
+void checker_receive(struct checker *k, int sock)
+{
+    struct chaos_msg m;
+    struct grant *g;
+    if (recv(sock, &m, sizeof(m), 0) != (ssize_t)sizeof(m) || m.client < 0 ||
+        m.client >= CHAOS_CLIENTS_MAX || m.name < 0 || m.name >= CHAOS_NAMES_MAX ||
+        m.type < MSG_GRANT || m.type > MSG_VALID)
+        return;
+    g = current(k, m.client);
+    switch (m.type) {
+    case MSG_GRANT:
+        new_grant(k, &m);
+        k->live.degraded_grants += m.nodes != (1u << k->cfg->nodes) - 1;
+        break;
+    case MSG_ENTER:
+        if (g)
+            g->enter = m.t_ns;
+        break;
+    case MSG_WRITE:
+        store_write(k, sock, &m);
+        break;
+    case MSG_EXIT:
+        if (g)
+            g->exit = m.t_ns;
+        break;
+    case MSG_RELEASE:
+        end_grant(k, m.client, m.t_ns);
+        k->live.slow_ops += m.duration_ns >= SLOW_RELEASE_NS;
+        k->current[m.client] = -1;
+        break;
+    case MSG_LOST:
+        end_grant(k, m.client, m.t_ns);
+        k->live.lost++;
+        break;
+    case MSG_FAILED:
+        k->live.failed_acquires++;
+        break;
+    case MSG_VALID:
+        if (g && m.until_ns > g->until)
+            g->until = m.until_ns;
+        break;
+    }
+    if (k->history)
+        fprintf(k->history,
+                "{\"t\":%lld,\"type\":\"%s\",\"client\":%d,\"name\":%d,\"fence\":%llu,"
+                "\"until\":%lld,\"nodes\":%u,\"held\":%d,\"code\":%d,\"duration\":%lld}\n",
+                (long long)m.t_ns, type_names[m.type], m.client, m.name,
+                (unsigned long long)m.fence, (long long)m.until_ns, m.nodes, m.held, m.code,
+                (long long)m.duration_ns);
+}
+
+static const char *const fault_names[] = {"client-pause", "client-resume", "node-pause",
+                                          "node-resume",  "node-crash",    "node-restart",
+                                          "net",          "clock-jump"};
+
+void checker_fault(struct checker *k, const struct fault_event *e)
+{
+    if (k->n_faults < sizeof(k->faults) / sizeof(k->faults[0]))
+        k->faults[k->n_faults++] = *e;
+    if (k->history)
+        fprintf(k->history,
+                "{\"t\":%lld,\"type\":\"fault\",\"fault\":\"%s\",\"target\":%d,\"amount\":%lld,"
+                "\"data_lost\":%s}\n",
+                (long long)e->t_ns, fault_names[e->kind], e->target, e->amount,
+                e->data_lost ? "true" : "false");
+}
+
+int checker_client_in_section(const struct checker *k, int from)
+{
+    for (int j = 0; j < k->cfg->clients; j++) {
+        int c = (from + j) % k->cfg->clients;
+        const struct grant *g = k->current[c] >= 0 ? &k->grants[k->current[c]] : NULL;
+        if (g && g->enter && !g->exit)
+            return c;
+    }
+    return -1;
+}
+
+long checker_grants(const struct checker *k)
+{
+    return (long)k->n_grants;
+}
+
+/* Nodes of `nodes` whose copy of a key was lost in (from, to]: a restart
+ * without the data, or a clock jumping forward (keys expire early). */
+static int nodes_that_lost_data(const struct checker *k, uint32_t nodes, int64_t from, int64_t to)
+{
+    uint32_t lost = 0;
+    int count = 0;
+    for (size_t i = 0; i < k->n_faults; i++) {
+        const struct fault_event *e = &k->faults[i];
+        bool loses = (e->kind == FAULT_NODE_RESTART && e->data_lost) ||
+                     (e->kind == FAULT_CLOCK_JUMP && e->amount > 0);
+        if (loses && e->t_ns > from && e->t_ns <= to && (nodes & (1u << e->target)))
+            lost |= 1u << e->target;
+    }
+    for (; lost; lost &= lost - 1)
+        count++;
+    return count;
+}
+
+static int popcount(uint32_t x)
+{
+    int n = 0;
+    for (; x; x &= x - 1)
+        n++;
+    return n;
+}
+
+/* A later grant b while a still held: the model permits it only if enough
+ * of a's nodes lost the key that b could find a majority without them. */
+static bool overlap_permitted(const struct checker *k, const struct grant *a,
+                              const struct grant *b)
+{
+    int n = k->cfg->nodes, quorum = n / 2 + 1;
+    uint32_t nodes = a->nodes ? a->nodes : (1u << n) - 1;
+    int needed = popcount(nodes) - (n - quorum);
+    return nodes_that_lost_data(k, nodes, a->start, b->start) >= (needed > 1 ? needed : 1);
+}
+
+static int by_start(const void *x, const void *y)
+{
+    const struct grant *a = x, *b = y;
+    if (a->name != b->name)
+        return a->name - b->name;
+    return (a->start > b->start) - (a->start < b->start);
+}
+
+void checker_judge(struct checker *k, struct verdict *v)
+{
+    *v = k->live;
+    v->grants = (long)k->n_grants;
+    qsort(k->grants, k->n_grants, sizeof(*k->grants), by_start);
+    for (size_t i = 0; i < k->n_grants; i++) {
+        const struct grant *a = &k->grants[i];
+        int64_t a_end = a->end < a->until ? a->end : a->until;
+        uint64_t highest = 0;
+        for (size_t h = i; h-- > 0 && k->grants[h].name == a->name;)
+            highest = k->grants[h].fence > highest ? k->grants[h].fence : highest;
+        v->fence_regressions += highest >= a->fence;
+        for (size_t j = i + 1; j < k->n_grants && k->grants[j].name == a->name; j++) {
+            const struct grant *b = &k->grants[j];
+            if (b->start < a_end) {
+                v->validity_overlaps++;
+                if (overlap_permitted(k, a, b))
+                    v->permitted_overlaps++;
+                else
+                    v->bug_overlaps++;
+            }
+            if (a->enter && b->enter && b->enter < (a->exit ? a->exit : INT64_MAX) &&
+                a->client != b->client)
+                v->section_overlaps++;
+            /* The store took a's write after a newer holder had written. */
+            if (a->write_accepted && b->write_accepted && b->write_t < a->write_t)
+                v->stale_accepted++;
+        }
+    }
+}

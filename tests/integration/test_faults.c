@@ -1,0 +1,211 @@
+/* Network faults through the loopback fault proxy, one node and three: a
+ * silent node (the command may still land later: no vote, but cleaned up),
+ * a slow one, connections reset or cut mid-stream. Each gets a clear error
+ * within its deadline, and no key is left behind. */
+#include "fault_proxy.h"
+#include "helpers.h"
+
+#include <dlock.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#define NODES 3
+
+struct fixture {
+    test_redis servers[NODES];
+    fault_proxy *proxies[NODES];
+    char urls[NODES][64];
+};
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof(*f));
+    for (int i = 0; i < NODES; i++) {
+        if (test_redis_start(&f->servers[i], NULL) != 0)
+            return -1;
+        f->proxies[i] = fault_proxy_start(f->servers[i].port);
+        if (!f->proxies[i])
+            return -1;
+        snprintf(f->urls[i], sizeof(f->urls[i]), "redis://127.0.0.1:%d",
+                 fault_proxy_port(f->proxies[i]));
+    }
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    for (int i = 0; i < NODES; i++) {
+        fault_proxy_stop(f->proxies[i]);
+        test_redis_stop(&f->servers[i]);
+    }
+    free(f);
+    return 0;
+}
+
+/* A client on the first `n` proxies. */
+static dlock_client *open_through(struct fixture *f, size_t n, int node_timeout_ms,
+                                  int command_timeout_ms)
+{
+    dlock_client_options opts = DLOCK_CLIENT_OPTIONS_INIT;
+    const char *urls[NODES];
+    dlock_client *c = NULL;
+    char why[256];
+    for (size_t i = 0; i < n; i++)
+        urls[i] = f->urls[i];
+    opts.urls = urls;
+    opts.n_urls = n;
+    opts.node_timeout_ms = node_timeout_ms;
+    opts.command_timeout_ms = command_timeout_ms;
+    if (dlock_client_open(&c, &opts, why, sizeof(why)) != 0)
+        fail_msg("open: %s", why);
+    return c;
+}
+
+/* Acquire and release: the connections are made, nothing is held. */
+static void take_turn(dlock_client *c, const char *name)
+{
+    dlock_lock *lock = must_acquire(c, name, 5000, NULL);
+    assert_int_equal(dlock_lock_release(lock), 0);
+    dlock_lock_free(lock);
+}
+
+static int keys_left(struct fixture *f, const char *name)
+{
+    int n = 0;
+    for (int i = 0; i < NODES; i++) {
+        redisContext *r = test_redis_connect(&f->servers[i], NULL);
+        n += key_exists(r, name);
+        redisFree(r);
+    }
+    return n;
+}
+
+/* A silent node: the acquire times out within the node deadline; the
+ * command was sent and may land once the network heals, and so does the
+ * cleanup behind it: no key is left. */
+static void test_blackholed_node_times_out_and_leaves_nothing(void **state)
+{
+    struct fixture *f = *state;
+    dlock_client *c = open_through(f, 1, 100, 300);
+    dlock_lock *lock = NULL;
+    long long t0;
+
+    take_turn(c, "fault:bh");
+    fault_proxy_set(f->proxies[0], FAULT_BLACKHOLE, 0);
+    t0 = test_now_ms();
+    assert_int_equal(dlock_lock_acquire(&lock, c, "fault:bh", 5000, NULL), DLOCK_ETIMEDOUT);
+    /* 100 ms for the attempt, the cleanup within the command timeout. */
+    assert_true(test_now_ms() - t0 < (100 + 300 + 200) * test_slowdown());
+    assert_non_null(strstr(dlock_client_errmsg(c), "no reply"));
+    assert_true(fault_proxy_hits(f->proxies[0]) > 0);
+    fault_proxy_set(f->proxies[0], FAULT_PASS, 0);
+    usleep(200 * 1000);
+    assert_int_equal(keys_left(f, "fault:bh"), 0);
+    take_turn(c, "fault:bh");
+    dlock_client_close(c);
+}
+
+static void test_slow_node_within_and_past_its_deadline(void **state)
+{
+    struct fixture *f = *state;
+    dlock_client *c = open_through(f, 1, 200 * test_slowdown(), 1000);
+    dlock_lock *lock;
+
+    fault_proxy_set(f->proxies[0], FAULT_DELAY, 30);
+    lock = must_acquire(c, "fault:slow", 5000, NULL);
+    assert_int_equal(dlock_lock_release(lock), 0);
+    dlock_lock_free(lock);
+
+    fault_proxy_set(f->proxies[0], FAULT_DELAY, 400 * test_slowdown());
+    lock = NULL;
+    assert_int_equal(dlock_lock_acquire(&lock, c, "fault:slow", 5000, NULL), DLOCK_ETIMEDOUT);
+    fault_proxy_set(f->proxies[0], FAULT_PASS, 0);
+    usleep(1000 * 1000);
+    assert_int_equal(keys_left(f, "fault:slow"), 0);
+    dlock_client_close(c);
+}
+
+static void test_reset_connections_then_reconnect(void **state)
+{
+    struct fixture *f = *state;
+    dlock_client *c = open_through(f, 1, 0, 500);
+    dlock_lock *lock = must_acquire(c, "fault:reset", 5000, NULL);
+
+    fault_proxy_set(f->proxies[0], FAULT_RESET, 0);
+    usleep(50 * 1000);
+    assert_int_equal(dlock_lock_release(lock), DLOCK_ECONN);
+    assert_true(dlock_lock_held(lock)); /* not released: it still runs out by itself */
+    fault_proxy_set(f->proxies[0], FAULT_PASS, 0);
+    assert_int_equal(dlock_lock_release(lock), 0);
+    assert_int_equal(keys_left(f, "fault:reset"), 0);
+    dlock_lock_free(lock);
+    dlock_client_close(c);
+}
+
+/* Bytes lost mid-stream: the proxy resets such connections when it heals;
+ * dlock reports the failure and reconnects for the next call. */
+static void test_dropped_bytes_then_reconnect(void **state)
+{
+    struct fixture *f = *state;
+    dlock_client *c = open_through(f, 1, 100, 300);
+    dlock_lock *lock = NULL;
+
+    take_turn(c, "fault:drop");
+    fault_proxy_set(f->proxies[0], FAULT_DROP, 0);
+    assert_int_equal(dlock_lock_acquire(&lock, c, "fault:drop", 5000, NULL), DLOCK_ETIMEDOUT);
+    fault_proxy_set(f->proxies[0], FAULT_PASS, 0);
+    usleep(50 * 1000);
+    lock = must_acquire(c, "fault:drop", 5000, NULL);
+    assert_int_equal(dlock_lock_release(lock), 0);
+    dlock_lock_free(lock);
+    assert_int_equal(keys_left(f, "fault:drop"), 0);
+    dlock_client_close(c);
+}
+
+/* Redlock with one node silent: granted by the other two without waiting
+ * for it (bounded by the node deadline), released everywhere, and the
+ * silent node's copy is cleaned up once it hears again. */
+static void test_redlock_with_a_blackholed_node(void **state)
+{
+    struct fixture *f = *state;
+    dlock_client *c = open_through(f, NODES, 100, 300);
+    dlock_lock *lock;
+    long long t0;
+
+    take_turn(c, "fault:rl");
+    fault_proxy_set(f->proxies[1], FAULT_BLACKHOLE, 0);
+    t0 = test_now_ms();
+    lock = must_acquire(c, "fault:rl", 5000, NULL);
+    assert_true(test_now_ms() - t0 < 100 * test_slowdown());
+    assert_true(dlock_lock_held(lock));
+    assert_int_equal(dlock_lock_release(lock), 0);
+    dlock_lock_free(lock);
+    fault_proxy_set(f->proxies[1], FAULT_PASS, 0);
+    usleep(200 * 1000);
+    assert_int_equal(keys_left(f, "fault:rl"), 0);
+    dlock_client_close(c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_blackholed_node_times_out_and_leaves_nothing, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_slow_node_within_and_past_its_deadline, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_reset_connections_then_reconnect, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dropped_bytes_then_reconnect, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_redlock_with_a_blackholed_node, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
