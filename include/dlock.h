@@ -293,7 +293,9 @@ DLOCK_EXTERN int dlock_lock_adopt(dlock_lock **out, dlock_client *client,
  * renewal in flight), so no renewal follows the release. The handle stays
  * valid (and no longer held) until freed.
  * Returns 0; DLOCK_ENOTOWNER (someone else holds it, or it is gone);
- * DLOCK_ELOST (the renewal thread found it lost: nothing was sent);
+ * DLOCK_ELOST (auto-renewed, and lost: the renewal thread found it lost and
+ * cleaned up, or its validity ran out before a renewal, e.g. the process was
+ * paused: then the compare-and-delete is still sent, for what may remain);
  * DLOCK_ETIMEDOUT, DLOCK_ECONN, DLOCK_EAUTH, DLOCK_ESERVER, DLOCK_EPROTO,
  * DLOCK_EWRONGTYPE, DLOCK_ENOMEM.
  */

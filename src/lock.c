@@ -589,6 +589,15 @@ int dlock_lock_release(dlock_lock *lock)
         dlock__set_error(&lock->client->main, "the lock was lost before this release");
         return DLOCK_ELOST;
     }
+    if (lock->auto_renew && lock->valid_until_ns <= dlock__now_ns()) {
+        /* The validity ran out (a pause, say) before the renewal thread
+         * noticed: lost all the same. What may remain of our key goes. */
+        lock->lost = true;
+        dlock__lock_release(lock, &lock->client->main, true);
+        dlock__set_error(&lock->client->main, "the lock was lost before this release: its "
+                                              "validity ran out before a renewal");
+        return DLOCK_ELOST;
+    }
     return dlock__lock_release(lock, &lock->client->main, true);
 }
 

@@ -31,6 +31,7 @@ struct chaos_config {
     int min_grants;     /* fewer makes the run invalid */
     enum persistence persistence;
     int command_timeout_ms;
+    int stray_check_ms; /* after the end, no lock key may be left; 0: 2 x TTL */
 };
 
 /* Client -> checker messages, one per datagram. */
@@ -119,6 +120,8 @@ struct verdict {
     long stale_rejected, stale_accepted;
     long held_after_expiry; /* held() said yes past the validity */
     long lost;
+    long late_loss_reports; /* renewed: a resumed holder heard of its loss late */
+    long loss_report_max_ms;
 };
 void checker_judge(struct checker *k, struct verdict *v);
 void checker_free(struct checker *k);

@@ -28,6 +28,8 @@ struct checker {
     uint64_t store[CHAOS_NAMES_MAX]; /* highest fence written per name */
     struct fault_event faults[4096];
     size_t n_faults;
+    struct chaos_msg losses[4096];
+    size_t n_losses;
     struct verdict live;
 };
 
@@ -145,6 +147,8 @@ void checker_receive(struct checker *k, int sock)
     case MSG_LOST:
         end_grant(k, m.client, m.t_ns);
         k->live.lost++;
+        if (k->n_losses < sizeof(k->losses) / sizeof(k->losses[0]))
+            k->losses[k->n_losses++] = m;
         break;
     case MSG_FAILED:
         k->live.failed_acquires++;
@@ -195,22 +199,24 @@ long checker_grants(const struct checker *k)
     return (long)k->n_grants;
 }
 
-/* Nodes of `nodes` whose copy of a key was lost in (from, to]: a restart
- * without the data, or a clock jumping forward (keys expire early). */
-static int nodes_that_lost_data(const struct checker *k, uint32_t nodes, int64_t from, int64_t to)
+/* How late a clock jump may take effect: the shim reads its file every
+ * 10 ms and Redis caches the time per event loop. */
+#define JUMP_LAG_NS (50 * 1000000LL)
+
+/* The nodes that may have lost a key in (from, to]: a restart without the
+ * data, or a clock jumping forward (keys expire early). */
+static uint32_t nodes_that_lost_data(const struct checker *k, int64_t from, int64_t to)
 {
     uint32_t lost = 0;
-    int count = 0;
     for (size_t i = 0; i < k->n_faults; i++) {
         const struct fault_event *e = &k->faults[i];
-        bool loses = (e->kind == FAULT_NODE_RESTART && e->data_lost) ||
-                     (e->kind == FAULT_CLOCK_JUMP && e->amount > 0);
-        if (loses && e->t_ns > from && e->t_ns <= to && (nodes & (1u << e->target)))
+        bool restart = e->kind == FAULT_NODE_RESTART && e->data_lost;
+        bool jump = e->kind == FAULT_CLOCK_JUMP && e->amount > 0;
+        if ((restart && e->t_ns > from && e->t_ns <= to) ||
+            (jump && e->t_ns > from - JUMP_LAG_NS && e->t_ns <= to))
             lost |= 1u << e->target;
     }
-    for (; lost; lost &= lost - 1)
-        count++;
-    return count;
+    return lost;
 }
 
 static int popcount(uint32_t x)
@@ -221,15 +227,16 @@ static int popcount(uint32_t x)
     return n;
 }
 
-/* A later grant b while a still held: the model permits it only if enough
- * of a's nodes lost the key that b could find a majority without them. */
+/* A later grant b while a still held. a's majority lay within the nodes
+ * that held its key right after the grant (`nodes`) and those that may
+ * have lost it since; the model permits b only if b could find a majority
+ * among the nodes that do not certainly still hold a's key. */
 static bool overlap_permitted(const struct checker *k, const struct grant *a,
                               const struct grant *b)
 {
     int n = k->cfg->nodes, quorum = n / 2 + 1;
-    uint32_t nodes = a->nodes ? a->nodes : (1u << n) - 1;
-    int needed = popcount(nodes) - (n - quorum);
-    return nodes_that_lost_data(k, nodes, a->start, b->start) >= (needed > 1 ? needed : 1);
+    uint32_t lost = nodes_that_lost_data(k, a->start, b->start);
+    return popcount(a->nodes | lost) >= quorum && popcount(a->nodes & ~lost) <= n - quorum;
 }
 
 static int by_start(const void *x, const void *y)
@@ -240,9 +247,31 @@ static int by_start(const void *x, const void *y)
     return (a->start > b->start) - (a->start < b->start);
 }
 
+/* A renewed holder paused past its validity must hear of the loss within
+ * one renewal interval of resuming (plus scheduling slack). */
+static void judge_loss_reports(const struct checker *k, struct verdict *v)
+{
+    int64_t allowed = (int64_t)k->cfg->ttl_ms / 3 * 1000000 + 250 * 1000000LL;
+    for (size_t i = 0; k->cfg->auto_renew && i < k->n_faults; i++) {
+        const struct fault_event *e = &k->faults[i];
+        int64_t first = INT64_MAX;
+        if (e->kind != FAULT_CLIENT_RESUME)
+            continue;
+        for (size_t j = 0; j < k->n_losses; j++)
+            if (k->losses[j].client == e->target && k->losses[j].t_ns >= e->t_ns &&
+                k->losses[j].t_ns < first)
+                first = k->losses[j].t_ns;
+        if (first == INT64_MAX || first - e->t_ns > allowed)
+            v->late_loss_reports++;
+        if (first != INT64_MAX && (first - e->t_ns) / 1000000 > v->loss_report_max_ms)
+            v->loss_report_max_ms = (first - e->t_ns) / 1000000;
+    }
+}
+
 void checker_judge(struct checker *k, struct verdict *v)
 {
     *v = k->live;
+    judge_loss_reports(k, v);
     v->grants = (long)k->n_grants;
     qsort(k->grants, k->n_grants, sizeof(*k->grants), by_start);
     for (size_t i = 0; i < k->n_grants; i++) {

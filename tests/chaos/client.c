@@ -6,6 +6,7 @@
 
 #include <dlock.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -33,9 +34,12 @@ static void report(struct chaos_msg m)
         _exit(3); /* the checker is gone */
 }
 
+static atomic_bool loss_reported;
+
 static void on_lost(dlock_lock *lock, int reason, void *arg)
 {
     (void)lock;
+    atomic_store(&loss_reported, true);
     report((struct chaos_msg){.type = MSG_LOST, .name = *(int *)arg, .code = reason,
                               .t_ns = chaos_now_ns()});
 }
@@ -91,6 +95,7 @@ static void one_turn(const struct chaos_config *cfg, unsigned *rng)
     opts.auto_renew = cfg->auto_renew;
     opts.on_lost = cfg->auto_renew ? on_lost : NULL;
     opts.on_lost_arg = cfg->auto_renew ? &name : NULL;
+    atomic_store(&loss_reported, false);
     rc = dlock_lock_acquire(&lock, client, key, cfg->ttl_ms, &opts);
     t = chaos_now_ns();
     if (rc != 0) {
@@ -116,6 +121,9 @@ static void one_turn(const struct chaos_config *cfg, unsigned *rng)
     report((struct chaos_msg){.type = MSG_EXIT, .name = name, .t_ns = chaos_now_ns()});
     t = chaos_now_ns();
     rc = dlock_lock_release(lock);
+    /* A release can be the first to know: the validity ran out in a pause. */
+    if (rc == DLOCK_ELOST && !atomic_load(&loss_reported))
+        report((struct chaos_msg){.type = MSG_LOST, .name = name, .code = rc, .t_ns = t});
     report((struct chaos_msg){.type = MSG_RELEASE, .name = name, .code = rc, .t_ns = t,
                               .duration_ns = chaos_now_ns() - t});
     dlock_lock_free(lock);

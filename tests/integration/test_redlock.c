@@ -190,6 +190,139 @@ static void test_redlock_partial_attempt_is_cleaned_up(void **state)
     dlock_client_close(c);
 }
 
+/* Every way another owner can occupy nodes: granted iff at least three of
+ * the five are free; theirs untouched either way; ours everywhere free on
+ * success, nowhere on failure. */
+static void test_redlock_all_occupied_masks(void **state)
+{
+    dlock_client *c = open_redlock(0, 0);
+    char name[32];
+    (void)state;
+    for (unsigned mask = 0; mask < (1u << NODES); mask++) {
+        dlock_lock *lock = NULL;
+        int occupied = 0, rc;
+        snprintf(name, sizeof(name), "rl:mask:%u", mask);
+        for (int i = 0; i < NODES; i++) {
+            redisContext *r;
+            if (!(mask & (1u << i)))
+                continue;
+            r = test_redis_connect(&servers[i], NULL);
+            freeReplyObject(run(r, "SET %s theirs PX 30000", name));
+            redisFree(r);
+            occupied++;
+        }
+        rc = dlock_lock_acquire(&lock, c, name, 30000, NULL);
+        if (NODES - occupied >= 3) {
+            if (rc != 0)
+                fail_msg("mask %#x: %s", mask, dlock_client_errmsg(c));
+            assert_int_equal(nodes_holding(name, dlock_lock_token(lock)), NODES - occupied);
+            assert_int_equal(dlock_lock_release(lock), 0);
+            dlock_lock_free(lock);
+        } else {
+            if (rc != DLOCK_EBUSY)
+                fail_msg("mask %#x: %s, not busy", mask, dlock_strerror(rc));
+            usleep(10 * 1000); /* the cleanup reaches every node */
+        }
+        assert_int_equal(nodes_holding(name, "theirs"), occupied);
+        assert_int_equal(nodes_holding(name, NULL), occupied);
+    }
+    dlock_client_close(c);
+}
+
+/* A waiter's validity is counted from the attempt that succeeded, not from
+ * its first attempt a second earlier. */
+static void test_redlock_validity_from_the_successful_attempt(void **state)
+{
+    dlock_client *holder = open_redlock(0, 0), *waiter = open_redlock(0, 0);
+    dlock_acquire_options opts = DLOCK_ACQUIRE_OPTIONS_INIT;
+    dlock_lock *first = must_acquire(holder, "rl:validity", 2000, NULL), *second;
+    long long started;
+    (void)state;
+    opts.wait_ms = 5000;
+    started = test_now_ms();
+    /* The holder goes away without releasing: the waiter tries for 2 s. */
+    dlock_lock_free(first);
+    second = must_acquire(waiter, "rl:validity", 2000, &opts);
+    assert_true(test_now_ms() - started >= 1500);
+    assert_true(dlock_lock_validity_ms(second) > 2000 - 300);
+    assert_int_equal(dlock_lock_release(second), 0);
+    dlock_lock_free(second);
+    dlock_client_close(holder);
+    dlock_client_close(waiter);
+}
+
+/* After expiry, neither extend nor release touches the next owner's lock. */
+static void test_redlock_extend_and_release_after_expiry_refused(void **state)
+{
+    dlock_client *a = open_redlock(0, 0), *b = open_redlock(0, 0);
+    dlock_lock *old = must_acquire(a, "rl:expired", 200, NULL), *next;
+    (void)state;
+    usleep(300 * 1000);
+    next = must_acquire(b, "rl:expired", 30000, NULL);
+    assert_int_equal(dlock_lock_extend(old, 30000), DLOCK_ENOTOWNER);
+    assert_int_equal(dlock_lock_release(old), DLOCK_ENOTOWNER);
+    assert_int_equal(nodes_holding("rl:expired", dlock_lock_token(next)), NODES);
+    assert_int_equal(dlock_lock_release(next), 0);
+    dlock_lock_free(old);
+    dlock_lock_free(next);
+    dlock_client_close(a);
+    dlock_client_close(b);
+}
+
+/* Releases at random moments of a fast renewal cycle: after each one, no
+ * renewal (or repair) puts the key back. */
+static void test_redlock_release_while_renewing(void **state)
+{
+    dlock_client *c = open_redlock(0, 0);
+    dlock_acquire_options opts = DLOCK_ACQUIRE_OPTIONS_INIT;
+    (void)state;
+    opts.auto_renew = 1;
+    srand(5);
+    for (int i = 0; i < 400; i++) {
+        dlock_lock *lock = must_acquire(c, "rl:renewing", 60, &opts);
+        usleep((useconds_t)(rand() % 40) * 1000); /* renewals every 20 ms */
+        assert_int_equal(dlock_lock_release(lock), 0);
+        dlock_lock_free(lock);
+        if (nodes_holding("rl:renewing", NULL) != 0)
+            fail_msg("iteration %d: a key is back after the release", i);
+    }
+    usleep(100 * 1000);
+    assert_int_equal(nodes_holding("rl:renewing", NULL), 0);
+    dlock_client_close(c);
+}
+
+/* CLIENT PAUSE holds the acquire past its deadline; the SET lands later,
+ * but so does the cleanup behind it: the retry and another client never
+ * both hold the lock. */
+static void test_redlock_timed_out_acquire_then_retry(void **state)
+{
+    dlock_client *a = open_redlock(50, 300), *b = open_redlock(0, 0);
+    dlock_lock *lock = NULL, *theirs;
+    redisContext *r[NODES];
+    (void)state;
+    lock = must_acquire(a, "rl:warm", 1000, NULL); /* the connections are made */
+    assert_int_equal(dlock_lock_release(lock), 0);
+    dlock_lock_free(lock);
+    lock = NULL;
+    for (int i = 0; i < NODES; i++) {
+        r[i] = test_redis_connect(&servers[i], NULL);
+        freeReplyObject(run(r[i], "CLIENT PAUSE 400 WRITE"));
+    }
+    assert_int_equal(dlock_lock_acquire(&lock, a, "rl:paused-write", 30000, NULL),
+                     DLOCK_ENOQUORUM);
+    usleep(600 * 1000); /* the pause is over: the late SETs and the cleanup ran */
+    assert_int_equal(nodes_holding("rl:paused-write", NULL), 0);
+    theirs = must_acquire(b, "rl:paused-write", 30000, NULL);
+    assert_int_equal(dlock_lock_acquire(&lock, a, "rl:paused-write", 30000, NULL), DLOCK_EBUSY);
+    assert_int_equal(nodes_holding("rl:paused-write", dlock_lock_token(theirs)), NODES);
+    assert_int_equal(dlock_lock_release(theirs), 0);
+    dlock_lock_free(theirs);
+    for (int i = 0; i < NODES; i++)
+        redisFree(r[i]);
+    dlock_client_close(a);
+    dlock_client_close(b);
+}
+
 struct contender {
     const char *path;
     int grants, failures;
@@ -451,6 +584,11 @@ int main(void)
         T(test_redlock_partial_attempt_is_cleaned_up),
         T(test_redlock_contention_is_exclusive),
         T(test_redlock_fences_increase_across_restarts),
+        T(test_redlock_all_occupied_masks),
+        T(test_redlock_validity_from_the_successful_attempt),
+        T(test_redlock_extend_and_release_after_expiry_refused),
+        T(test_redlock_release_while_renewing),
+        T(test_redlock_timed_out_acquire_then_retry),
         T(test_redlock_extend_repairs_a_restarted_node),
         T(test_redlock_three_node_holder_loses_on_a_restart),
         T(test_redlock_waiter_wakes_on_release),
