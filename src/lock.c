@@ -17,20 +17,11 @@
 
 #define OWNER_RECORD_MAX (DLOCK__HOST_MAX * 6 + 128)
 
-/* Tally of one fan-out: who confirmed, who refused, who failed. */
-struct tally {
-    size_t quorum;
-    size_t confirmed; /* acquire: granted; release/extend: 1 */
-    size_t refused;   /* acquire: held by another; release/extend: 0 */
-    size_t repaired;  /* extend: 2 */
-    uint64_t fence;   /* acquire: the largest fence granted */
-    size_t settled;   /* acquire: grants of `fence` that need no write-back */
-    int64_t pttl;     /* acquire: the smallest PTTL of the refusals */
-};
-
-static int64_t drift_ns(const dlock_client *c, int64_t ttl_ms)
+/* The clock drift allowed for over `ttl_ms`: ttl x factor + 2 ms (the Redis
+ * distlock page). */
+static int64_t drift_ns(double drift_factor, int64_t ttl_ms)
 {
-    return (int64_t)((double)ttl_ms * c->drift_factor * DLOCK__NS_PER_MS) + 2 * DLOCK__NS_PER_MS;
+    return (int64_t)((double)ttl_ms * drift_factor * DLOCK__NS_PER_MS) + 2 * DLOCK__NS_PER_MS;
 }
 
 static int check_ttl(dlock__lane *lane, int64_t ttl_ms)
@@ -90,7 +81,7 @@ static int vote_of(const dlock__node_result *r, bool acquire, struct grant *g)
     return DLOCK_EPROTO;
 }
 
-static size_t count(struct tally *t, const dlock__node_result *results, size_t n, bool acquire)
+static size_t count(dlock__tally *t, const dlock__node_result *results, size_t n, bool acquire)
 {
     size_t failed = 0;
     t->confirmed = t->refused = t->repaired = t->settled = 0;
@@ -118,9 +109,18 @@ static size_t count(struct tally *t, const dlock__node_result *results, size_t n
     return failed;
 }
 
+int dlock__acquire_judge(dlock__tally *t, const dlock__node_result *results, size_t n,
+                         int64_t ttl_ms, double drift_factor, int64_t start_ns, int64_t now_ns,
+                         int64_t *valid_until_ns)
+{
+    count(t, results, n, true);
+    *valid_until_ns = start_ns + ttl_ms * DLOCK__NS_PER_MS - drift_ns(drift_factor, ttl_ms);
+    return t->confirmed >= t->quorum && *valid_until_ns > now_ns ? 0 : DLOCK_EBUSY;
+}
+
 static bool acquire_decided(const dlock__node_result *results, size_t n, void *ctx)
 {
-    struct tally *t = ctx;
+    dlock__tally *t = ctx;
     size_t failed = count(t, results, n, true);
     return t->confirmed >= t->quorum || n - t->refused - failed < t->quorum;
 }
@@ -204,7 +204,7 @@ static void clean_up_attempt(dlock_lock *lock, dlock__lane *lane,
     dlock__script_call_free(&call);
 }
 
-static int acquire_failed(dlock_lock *lock, dlock__lane *lane, const struct tally *t,
+static int acquire_failed(dlock_lock *lock, dlock__lane *lane, const dlock__tally *t,
                           const dlock__node_result *results, int64_t ttl_ms)
 {
     dlock_client *c = lock->client;
@@ -228,7 +228,7 @@ static int acquire_failed(dlock_lock *lock, dlock__lane *lane, const struct tall
 
 static bool majority_confirmed(const dlock__node_result *results, size_t n, void *ctx)
 {
-    struct tally *t = ctx;
+    dlock__tally *t = ctx;
     count(t, results, n, false);
     return t->confirmed >= t->quorum;
 }
@@ -250,7 +250,7 @@ static int record_fence(dlock_lock *lock, dlock__lane *lane, int64_t ttl_ms, uin
     char value[24], fence_ttl[24];
     const char *keys[] = {lock->keys.fence};
     const char *args[] = {value, fence_ttl};
-    struct tally t = {.quorum = dlock__quorum(c)};
+    dlock__tally t = {.quorum = dlock__quorum(c)};
     int64_t deadline = dlock__node_deadline(c, ttl_ms, dlock__now_ns());
     dlock__call call;
     int rc;
@@ -280,7 +280,7 @@ int dlock__lock_try(dlock_lock *lock, dlock__lane *lane, int64_t ttl_ms)
     char ttl[24], fence_ttl[24], owner[OWNER_RECORD_MAX];
     const char *keys[] = {lock->keys.lock, lock->keys.fence, lock->keys.owner};
     const char *args[] = {lock->token, ttl, fence_ttl, owner};
-    struct tally t = {.quorum = dlock__quorum(c)};
+    dlock__tally t = {.quorum = dlock__quorum(c)};
     int64_t start, valid_until;
     dlock__call call;
     int rc;
@@ -297,9 +297,8 @@ int dlock__lock_try(dlock_lock *lock, dlock__lane *lane, int64_t ttl_ms)
     start = dlock__now_ns();
     dlock__fanout(lane->conns, c->n, &call, dlock__node_deadline(c, ttl_ms, start), results,
                   acquire_decided, &t);
-    valid_until = start + ttl_ms * DLOCK__NS_PER_MS - drift_ns(c, ttl_ms);
-    count(&t, results, c->n, true);
-    rc = t.confirmed >= t.quorum && valid_until > dlock__now_ns() ? 0 : DLOCK_EBUSY;
+    rc = dlock__acquire_judge(&t, results, c->n, ttl_ms, c->drift_factor, start, dlock__now_ns(),
+                              &valid_until);
     if (rc == 0 && c->n > 1 && t.settled < t.quorum) {
         rc = record_fence(lock, lane, ttl_ms, t.fence, valid_until);
         if (rc == 0 && valid_until <= dlock__now_ns()) {
@@ -447,7 +446,7 @@ int dlock_lock_adopt(dlock_lock **out, dlock_client *c, const char *name, const 
  * were ours) or the nodes' failure. */
 static int verdict(const dlock_client *c, dlock__lane *lane, const dlock__node_result *results)
 {
-    struct tally t = {.quorum = dlock__quorum(c)};
+    dlock__tally t = {.quorum = dlock__quorum(c)};
     int rc;
     count(&t, results, c->n, false);
     if (t.confirmed >= t.quorum)
@@ -529,7 +528,7 @@ static int finish_extend(dlock_lock *lock, dlock__lane *lane, const struct exten
         lock->valid_until_ns = 0;
     if (rc < 0)
         return rc;
-    valid_until = start + ttl_ms * DLOCK__NS_PER_MS - drift_ns(c, ttl_ms);
+    valid_until = start + ttl_ms * DLOCK__NS_PER_MS - drift_ns(c->drift_factor, ttl_ms);
     if (valid_until <= dlock__now_ns()) {
         dlock__set_error(lane, "extending took longer than the TTL of %" PRId64 " ms", ttl_ms);
         return DLOCK_ETIMEDOUT;

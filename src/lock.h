@@ -36,6 +36,26 @@ struct dlock_lock {
     int64_t heap_due_ns;          /* its key there: changed only with the mutex held */
 };
 
+/* Tally of one fan-out: who confirmed, who refused, who failed. */
+typedef struct dlock__tally {
+    size_t quorum;
+    size_t confirmed; /* acquire: granted; release/extend: 1 */
+    size_t refused;   /* acquire: held by another; release/extend: 0 */
+    size_t repaired;  /* extend: 2 */
+    uint64_t fence;   /* acquire: the largest fence granted */
+    size_t settled;   /* acquire: grants of `fence` that need no write-back */
+    int64_t pttl;     /* acquire: the smallest PTTL of the refusals */
+} dlock__tally;
+
+/* Judges an acquire round that started at `start_ns`, from the replies of
+ * the n nodes so far: fills *t (t->quorum set by the caller) and the end of
+ * the validity, start + ttl - drift. Returns 0 when a majority granted and
+ * that end is still ahead at `now_ns`, else DLOCK_EBUSY (the caller tells
+ * busy from failed and late by the tally). */
+int dlock__acquire_judge(dlock__tally *t, const dlock__node_result *results, size_t n,
+                         int64_t ttl_ms, double drift_factor, int64_t start_ns, int64_t now_ns,
+                         int64_t *valid_until_ns);
+
 /* One attempt to acquire, on `lane`. On DLOCK_EBUSY, lock->last_pttl_ms says
  * how long the holder's key still lives (-1: no TTL). */
 int dlock__lock_try(dlock_lock *lock, dlock__lane *lane, int64_t ttl_ms);
