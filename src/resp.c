@@ -7,6 +7,7 @@
 #include "dlock.h"
 
 #include <hiredis/hiredis.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -125,13 +126,30 @@ int dlock__reader_feed(dlock__reader *r, const char *buf, size_t len)
     return redisReaderFeed(h, buf, len) == REDIS_OK ? 0 : DLOCK_EPROTO;
 }
 
+/* The reader stops inside a bulk string it has not all of, after its '$'
+ * (hiredis 0.14, Debian's: the task stack is an array): one announced
+ * larger than we would ever buffer is refused now, rather than waited for
+ * until the deadline. */
+static bool announces_huge_bulk(const redisReader *h)
+{
+    unsigned long long len = 0;
+    if (h->ridx < 0 || h->rstack[h->ridx].type != REDIS_REPLY_STRING)
+        return false;
+    for (size_t i = h->pos; i < h->len && h->buf[i] >= '0' && h->buf[i] <= '9'; i++) {
+        len = len * 10 + (unsigned long long)(h->buf[i] - '0');
+        if (len > DLOCK__REPLY_BYTES_MAX)
+            return true;
+    }
+    return false;
+}
+
 int dlock__reader_next(dlock__reader *r, dlock__reply **out)
 {
     void *reply = NULL;
     if (redisReaderGetReply(r->hiredis, &reply) != REDIS_OK)
         return DLOCK_EPROTO;
     if (!reply)
-        return 0;
+        return announces_huge_bulk(r->hiredis) ? DLOCK_EPROTO : 0;
     *out = reply;
     return 1;
 }

@@ -7,6 +7,7 @@
 #include <dlock.h>
 
 #include <fcntl.h>
+#include <signal.h>
 #include <netinet/in.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -328,6 +331,14 @@ static void test_conn_hostile_replies(void **state)
          "can't run"},
         {"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n", false,
          DLOCK_EWRONGTYPE, "WRONGTYPE"},
+        {"-WRONGPASS invalid username-password pair or user is disabled.\r\n", false,
+         DLOCK_EAUTH, "WRONGPASS"},
+        {"-NOPERM this user has no permissions to run the 'evalsha' command\r\n", false,
+         DLOCK_EAUTH, "NOPERM"},
+        {"-MOVED 3999 127.0.0.1:6381\r\n", false, DLOCK_ESERVER, "MOVED"},
+        {"-WHATEVER something no Redis says\r\n", false, DLOCK_ESERVER, "WHATEVER"},
+        {"$99999999999\r\n", false, DLOCK_EPROTO, NULL},
+        {"\x01\x02\xff garbage\r\n", false, DLOCK_EPROTO, NULL},
         {"+OK\r\n", false, DLOCK_EPROTO, NULL},
         {"*1\r\n:1\r\n", false, DLOCK_EPROTO, NULL},
         {"*2\r\n:1\r\n$3\r\nabc\r\n", false, DLOCK_EPROTO, NULL},
@@ -355,6 +366,62 @@ static void test_conn_hostile_replies(void **state)
         dlock_client_close(c);
         fake_server_stop(&fake);
     }
+}
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+}
+
+/* A signal every millisecond (no SA_RESTART: every wait sees EINTR), a
+ * server that hangs up while we write (SIGPIPE left at its default, which
+ * would kill us), and no file descriptor left: each gives a clear result. */
+static void test_conn_signals_and_no_descriptors(void **state)
+{
+    test_redis *server = *state;
+    dlock_client *a = open_client(server->url, 0, 0), *b = open_client(server->url, 0, 0);
+    struct sigaction sa = {.sa_handler = on_alarm}, old_sa;
+    struct itimerval every_ms = {{0, 1000}, {0, 1000}}, off = {{0, 0}, {0, 0}};
+    dlock_acquire_options opts = DLOCK_ACQUIRE_OPTIONS_INIT;
+    struct rlimit old_limit, low;
+    dlock_lock *held, *lock = NULL;
+    fake_server fake;
+    dlock_client *c;
+
+    sigaction(SIGALRM, &sa, &old_sa);
+    setitimer(ITIMER_REAL, &every_ms, NULL);
+    held = must_acquire(a, "conn:eintr", 300, NULL);
+    opts.wait_ms = 3000;
+    lock = must_acquire(b, "conn:eintr", 300, &opts); /* waits through the signals */
+    assert_int_equal(dlock_lock_release(lock), 0);
+    dlock_lock_free(lock);
+    dlock_lock_free(held);
+    setitimer(ITIMER_REAL, &off, NULL);
+    sigaction(SIGALRM, &old_sa, NULL);
+
+    signal(SIGPIPE, SIG_DFL);
+    assert_int_equal(fake_server_start(&fake, "", 0, true), 0);
+    c = open_client(fake.url, 1000, 500);
+    lock = NULL;
+    assert_int_equal(dlock_lock_acquire(&lock, c, "conn:pipe", 30000, NULL), DLOCK_ECONN);
+    dlock_client_close(c);
+    fake_server_stop(&fake);
+
+    getrlimit(RLIMIT_NOFILE, &old_limit);
+    low = old_limit;
+    low.rlim_cur = 3; /* stdin, stdout, stderr: no socket possible */
+    c = open_client(server->url, 0, 0);
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+    lock = NULL;
+    assert_int_equal(dlock_lock_acquire(&lock, c, "conn:nofd", 30000, NULL), DLOCK_ECONN);
+    setrlimit(RLIMIT_NOFILE, &old_limit);
+    assert_non_null(strstr(dlock_client_errmsg(c), "socket"));
+    lock = must_acquire(c, "conn:nofd", 30000, NULL); /* fine again */
+    assert_int_equal(dlock_lock_release(lock), 0);
+    dlock_lock_free(lock);
+    dlock_client_close(c);
+    dlock_client_close(a);
+    dlock_client_close(b);
 }
 
 static void test_conn_open_refuses_bad_options(void **state)
@@ -415,6 +482,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_conn_reconnects_after_restart, setup_server, teardown_server),
         cmocka_unit_test(test_conn_hostile_replies),
         cmocka_unit_test(test_conn_open_refuses_bad_options),
+        cmocka_unit_test_setup_teardown(test_conn_signals_and_no_descriptors, setup_server,
+                                        teardown_server),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

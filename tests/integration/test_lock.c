@@ -269,15 +269,19 @@ static void test_lock_wrong_type_is_not_busy(void **state)
 static void test_lock_binary_name_works(void **state)
 {
     struct fixture *f = *state;
-    const char name[] = "bin:\x01\x7f\xff\xfe name";
-    dlock_lock *a = must_acquire(f->a, name, 30000, NULL);
-    redisReply *r = run(f->redis, "GET %b", name, sizeof(name) - 1);
-    assert_int_equal(r->type, REDIS_REPLY_STRING);
-    assert_string_equal(r->str, dlock_lock_token(a));
-    freeReplyObject(r);
-    assert_string_equal(dlock_lock_name(a), name);
-    assert_int_equal(dlock_lock_release(a), 0);
-    dlock_lock_free(a);
+    /* Bytes of every kind, and CRLF, which must not split the command. */
+    static const char *const names[] = {"bin:\x01\x7f\xff\xfe name", "crlf:\r\nPING\r\n"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        dlock_lock *a = must_acquire(f->a, names[i], 30000, NULL);
+        redisReply *r = run(f->redis, "GET %b", names[i], strlen(names[i]));
+        assert_int_equal(r->type, REDIS_REPLY_STRING);
+        assert_string_equal(r->str, dlock_lock_token(a));
+        freeReplyObject(r);
+        assert_string_equal(dlock_lock_name(a), names[i]);
+        assert_int_equal(dlock_lock_release(a), 0);
+        assert_false(key_exists(f->redis, names[i]));
+        dlock_lock_free(a);
+    }
 }
 
 static void test_lock_name_limits(void **state)

@@ -73,9 +73,17 @@ static void test_resp_huge_bulk_refused(void **state)
     int rc = 0;
     (void)state;
     memset(chunk, 'x', 65536);
-    assert_int_equal(feed(r, "$2000000000\r\n", 13, &reply), 0);
-    /* Keep sending: the reader refuses before it buffers much more than
-     * its limit. */
+    /* A bulk string announced larger than the limit: refused at once. */
+    assert_int_equal(feed(r, "$2000000000\r\n", 13, &reply), DLOCK_EPROTO);
+    dlock__reader_free(r);
+    /* One just under it is waited for. */
+    r = dlock__reader_new();
+    assert_int_equal(feed(r, "$1000000\r\nxx", 13, &reply), 0);
+    dlock__reader_free(r);
+    /* A line that never ends: refused before much more than the limit is
+     * buffered. */
+    r = dlock__reader_new();
+    assert_int_equal(feed(r, "+", 1, &reply), 0);
     for (size_t sent = 0; rc == 0 && sent < 4 * DLOCK__REPLY_BYTES_MAX; sent += 65536)
         rc = feed(r, chunk, 65536, &reply);
     assert_int_equal(rc, DLOCK_EPROTO);
