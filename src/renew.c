@@ -16,6 +16,7 @@
 
 #define MIN_RETRY_MS 10
 #define BATCH_SLACK_MS 50
+#define VISIT_MAX (4 * DLOCK__BATCH_MAX)
 
 struct dlock__renewer {
     dlock_client *client;
@@ -171,19 +172,26 @@ static int64_t slack_ns(const dlock_lock *lock)
 
 /* Collects into `out` the locks whose renewal is due by now (give or take
  * their slack) and still valid. Only the top of the heap can be due: a
- * subtree whose root is not due within BATCH_SLACK_MS is skipped. */
-static void collect_due(const struct dlock__renewer *r, size_t i, int64_t now, dlock_lock **out,
-                        size_t *k)
+ * subtree whose root is not due within BATCH_SLACK_MS is skipped, and at
+ * most VISIT_MAX entries are looked at. */
+static size_t collect_due(const struct dlock__renewer *r, int64_t now, dlock_lock **out)
 {
-    dlock_lock *l;
-    if (i >= r->count || *k == DLOCK__BATCH_MAX ||
-        due_at(r->heap[i]) > now + BATCH_SLACK_MS * DLOCK__NS_PER_MS)
-        return;
-    l = r->heap[i];
-    if (l->next_renewal_ns - slack_ns(l) <= now && l->valid_until_ns > now)
-        out[(*k)++] = l;
-    collect_due(r, 2 * i + 1, now, out, k);
-    collect_due(r, 2 * i + 2, now, out, k);
+    size_t stack[2 * VISIT_MAX + 1], depth = 0, k = 0;
+    int visits = 0;
+    if (r->count)
+        stack[depth++] = 0;
+    while (depth > 0 && k < DLOCK__BATCH_MAX && visits++ < VISIT_MAX) {
+        size_t i = stack[--depth];
+        dlock_lock *l = r->heap[i];
+        if (due_at(l) > now + BATCH_SLACK_MS * DLOCK__NS_PER_MS)
+            continue;
+        if (l->next_renewal_ns - slack_ns(l) <= now && l->valid_until_ns > now)
+            out[k++] = l;
+        for (size_t child = 2 * i + 2; child >= 2 * i + 1; child--)
+            if (child < r->count)
+                stack[depth++] = child;
+    }
+    return k;
 }
 
 /* After the renewal of `lock` returned `rc`. Called with the mutex held;
@@ -219,9 +227,8 @@ static void renew_due(struct dlock__renewer *r, int64_t now)
     dlock_lock *due[DLOCK__BATCH_MAX], *batch[DLOCK__BATCH_MAX];
     int64_t ttls[DLOCK__BATCH_MAX];
     int rcs[DLOCK__BATCH_MAX];
-    size_t n_due = 0, k = 0;
+    size_t n_due = collect_due(r, now, due), k = 0;
 
-    collect_due(r, 0, now, due, &n_due);
     for (size_t j = 0; j < n_due; j++) {
         int64_t ttl_ms = renewal_ttl_ms(due[j], now);
         if (ttl_ms == 0) {

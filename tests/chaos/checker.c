@@ -96,7 +96,7 @@ static void end_grant(struct checker *k, int client, int64_t t)
 static void store_write(struct checker *k, int sock, const struct chaos_msg *m)
 {
     struct grant *g = current(k, m->client);
-    char accepted = m->fence >= k->store[m->name];
+    char accepted = (char)(m->fence >= k->store[m->name]);
     if (accepted)
         k->store[m->name] = m->fence;
     else

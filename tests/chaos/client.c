@@ -91,7 +91,7 @@ static void one_turn(const struct chaos_config *cfg, unsigned *rng)
     char verdict;
 
     snprintf(key, sizeof(key), "chaos:%d", name);
-    opts.wait_ms = 2 * cfg->ttl_ms;
+    opts.wait_ms = 2 * (int64_t)cfg->ttl_ms;
     opts.auto_renew = cfg->auto_renew;
     opts.on_lost = cfg->auto_renew ? on_lost : NULL;
     opts.on_lost_arg = cfg->auto_renew ? &name : NULL;

@@ -436,11 +436,11 @@ int main(int argc, char **argv)
         switch (opt) {
         case 'S': r.sc = find(optarg); if (!r.sc) usage(); break;
         case 's': r.cfg.seed = (unsigned)strtoul(optarg, NULL, 10); break;
-        case 't': seconds = atoi(optarg); break;
+        case 't': seconds = (int)strtol(optarg, NULL, 10); break;
         case 'H': history_path = optarg; break;
         case 'c': shim = optarg; break;
-        case 'C': client_id = atoi(optarg); break;
-        case 'F': client_fd = atoi(optarg); break;
+        case 'C': client_id = (int)strtol(optarg, NULL, 10); break;
+        case 'F': client_fd = (int)strtol(optarg, NULL, 10); break;
         case 'l':
             for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++)
                 printf("%-17s %s\n", scenarios[i].name, scenarios[i].what);

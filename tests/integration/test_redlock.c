@@ -273,15 +273,21 @@ static void test_redlock_extend_and_release_after_expiry_refused(void **state)
  * renewal (or repair) puts the key back. */
 static void test_redlock_release_while_renewing(void **state)
 {
-    dlock_client *c = open_redlock(0, 0);
+    int ttl_ms = 60 * test_slowdown(); /* renewals every 20 ms, unless slowed down */
+    dlock_client *c = open_redlock(ttl_ms / 3, 0);
     dlock_acquire_options opts = DLOCK_ACQUIRE_OPTIONS_INIT;
     (void)state;
     opts.auto_renew = 1;
+    opts.wait_ms = 5000; /* through a busy machine's late replies */
     srand(5);
     for (int i = 0; i < 400; i++) {
-        dlock_lock *lock = must_acquire(c, "rl:renewing", 60, &opts);
-        usleep((useconds_t)(rand() % 40) * 1000); /* renewals every 20 ms */
-        assert_int_equal(dlock_lock_release(lock), 0);
+        dlock_lock *lock = must_acquire(c, "rl:renewing", ttl_ms, &opts);
+        int rc;
+        usleep((useconds_t)(rand() % (2 * ttl_ms / 3)) * 1000);
+        rc = dlock_lock_release(lock);
+        /* Lost in a renewal that came too late is fine; a key back is not. */
+        if (rc != 0 && rc != DLOCK_ELOST)
+            fail_msg("iteration %d: release: %s", i, dlock_strerror(rc));
         dlock_lock_free(lock);
         if (nodes_holding("rl:renewing", NULL) != 0)
             fail_msg("iteration %d: a key is back after the release", i);

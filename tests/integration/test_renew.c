@@ -194,7 +194,8 @@ static void test_renew_nothing_after_release_or_free(void **state)
  * costs nothing, and the one lock taken away is the only one lost. */
 static void test_renew_many_locks_pipelined(void **state)
 {
-    enum { LOCKS = 300, TTL_MS = 600 };
+    enum { LOCKS = 300 };
+    const int ttl_ms = 600 * test_slowdown();
     test_redis *server = *state;
     dlock_client *c = open_client(server->url, 0, 0);
     redisContext *redis = test_redis_connect(server, NULL);
@@ -206,14 +207,14 @@ static void test_renew_many_locks_pipelined(void **state)
     memset(records, 0, sizeof(records));
     for (int i = 0; i < LOCKS; i++) {
         snprintf(name, sizeof(name), "renew:many:%d", i);
-        locks[i] = acquire_renewed(c, name, TTL_MS, 0, &records[i]);
+        locks[i] = acquire_renewed(c, name, ttl_ms, 0, &records[i]);
     }
     reads = info_field(redis, "stats", "total_reads_processed:");
     renewals = info_field(redis, "commandstats", "cmdstat_evalsha:calls=");
     freeReplyObject(run(redis, "DEL renew:many:7"));
-    usleep(TTL_MS * 1000 / 2);
+    usleep((useconds_t)ttl_ms * 1000 / 2);
     freeReplyObject(run(redis, "SCRIPT FLUSH"));
-    usleep(TTL_MS * 1000 * 2);
+    usleep((useconds_t)ttl_ms * 1000 * 2);
     /* Our own INFO, DEL and SCRIPT calls are reads too; a read per renewal
      * would make this about 1. */
     reads = info_field(redis, "stats", "total_reads_processed:") - reads;
