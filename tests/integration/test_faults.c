@@ -56,19 +56,10 @@ static int teardown(void **state)
 static dlock_client *open_through(struct fixture *f, size_t n, int node_timeout_ms,
                                   int command_timeout_ms)
 {
-    dlock_client_options opts = DLOCK_CLIENT_OPTIONS_INIT;
     const char *urls[NODES];
-    dlock_client *c = NULL;
-    char why[256];
     for (size_t i = 0; i < n; i++)
         urls[i] = f->urls[i];
-    opts.urls = urls;
-    opts.n_urls = n;
-    opts.node_timeout_ms = node_timeout_ms;
-    opts.command_timeout_ms = command_timeout_ms;
-    if (dlock_client_open(&c, &opts, why, sizeof(why)) != 0)
-        fail_msg("open: %s", why);
-    return c;
+    return open_nodes(urls, n, node_timeout_ms, command_timeout_ms);
 }
 
 /* Acquire and release: the connections are made, nothing is held. */

@@ -60,19 +60,10 @@ static int setup(void **state)
 
 static dlock_client *open_redlock(int node_timeout_ms, int command_timeout_ms)
 {
-    dlock_client_options opts = DLOCK_CLIENT_OPTIONS_INIT;
     const char *urls[NODES];
-    dlock_client *c = NULL;
-    char why[256];
     for (int i = 0; i < NODES; i++)
         urls[i] = servers[i].url;
-    opts.urls = urls;
-    opts.n_urls = NODES;
-    opts.node_timeout_ms = node_timeout_ms;
-    opts.command_timeout_ms = command_timeout_ms;
-    if (dlock_client_open(&c, &opts, why, sizeof(why)) != 0)
-        fail_msg("open: %s", why);
-    return c;
+    return open_nodes(urls, NODES, node_timeout_ms, command_timeout_ms);
 }
 
 /* How many live nodes hold `value` at `key` (value NULL: hold the key at all). */

@@ -26,6 +26,21 @@ dlock_client *open_client(const char *url, int connect_timeout_ms, int command_t
     return client;
 }
 
+dlock_client *open_nodes(const char *const *urls, size_t n, int node_timeout_ms,
+                         int command_timeout_ms)
+{
+    dlock_client_options opts = DLOCK_CLIENT_OPTIONS_INIT;
+    dlock_client *c = NULL;
+    char why[256];
+    opts.urls = urls;
+    opts.n_urls = n;
+    opts.node_timeout_ms = node_timeout_ms;
+    opts.command_timeout_ms = command_timeout_ms;
+    if (dlock_client_open(&c, &opts, why, sizeof(why)) != 0)
+        fail_msg("open: %s", why);
+    return c;
+}
+
 redisReply *run(redisContext *c, const char *fmt, ...)
 {
     va_list ap;

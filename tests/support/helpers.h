@@ -12,6 +12,12 @@
  * test on error. */
 dlock_client *open_client(const char *url, int connect_timeout_ms, int command_timeout_ms);
 
+/* Opens a client on the n servers of `urls` (a Redlock for n > 1) with the
+ * given per-node and command timeouts (0: defaults); fails the test on
+ * error. */
+dlock_client *open_nodes(const char *const *urls, size_t n, int node_timeout_ms,
+                         int command_timeout_ms);
+
 /* Runs a command on a plain hiredis connection and returns the reply
  * (caller frees); fails the test if there is no reply. */
 redisReply *run(redisContext *c, const char *fmt, ...);
