@@ -27,6 +27,8 @@ struct chaos_config {
     int ttl_ms;
     int cs_ms;          /* time inside the critical section */
     bool auto_renew;    /* long critical sections kept alive by renewal */
+    bool try_only;      /* single attempts (the client backs off itself): each
+                           attempt's time is judged */
     int seconds;        /* how long the workload runs */
     int min_grants;     /* fewer makes the run invalid */
     enum persistence persistence;
@@ -121,6 +123,11 @@ struct verdict {
     long held_after_expiry; /* held() said yes past the validity */
     long lost;
     long late_loss_reports; /* renewed: a resumed holder heard of its loss late */
+    long max_attempt_ms;    /* try_only: the longest single attempt */
+    /* Clock jumps by size (< 1 s, 1-2 s, >= 2 s), and the permitted
+     * overlaps in whose window the largest jump was of that size. */
+    long jumps[3], jump_overlaps[3];
+    long slow_attempts;     /* try_only: attempts past 3 node deadlines + slack */
     long loss_report_max_ms;
 };
 void checker_judge(struct checker *k, struct verdict *v);

@@ -2,6 +2,8 @@
  * written as JSON lines, and the judgement of that history. */
 #include "chaos.h"
 
+#include <dlock.h>
+
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -9,6 +11,7 @@
 #include <unistd.h>
 
 #define SLOW_RELEASE_NS (100 * 1000000LL) /* a node deadline of TTL 2 s */
+#define ATTEMPT_SLACK_MS 200 /* scheduling on two busy cores, sanitizers */
 
 struct grant {
     int client, name;
@@ -111,6 +114,19 @@ static void store_write(struct checker *k, int sock, const struct chaos_msg *m)
         perror("checker: answer");
 }
 
+/* A single attempt (try_only) takes at most a node deadline for the vote,
+ * one for the fence write-back and one for the cleanup of a failure. */
+static void note_attempt(struct checker *k, const struct chaos_msg *m)
+{
+    int64_t deadline_ms = k->cfg->ttl_ms / 20 > 5 ? k->cfg->ttl_ms / 20 : 5;
+    long ms = (long)(m->duration_ns / 1000000);
+    if (!k->cfg->try_only)
+        return;
+    if (ms > k->live.max_attempt_ms)
+        k->live.max_attempt_ms = ms;
+    k->live.slow_attempts += ms > 3 * deadline_ms + ATTEMPT_SLACK_MS;
+}
+
 static const char *const type_names[] = {"grant", "enter", "write", "exit",
                                          "release", "lost",  "failed", "valid"};
 
@@ -125,6 +141,7 @@ void checker_receive(struct checker *k, int sock)
     g = current(k, m.client);
     switch (m.type) {
     case MSG_GRANT:
+        note_attempt(k, &m);
         new_grant(k, &m);
         k->live.degraded_grants += m.nodes != (1u << k->cfg->nodes) - 1;
         break;
@@ -151,7 +168,8 @@ void checker_receive(struct checker *k, int sock)
             k->losses[k->n_losses++] = m;
         break;
     case MSG_FAILED:
-        k->live.failed_acquires++;
+        note_attempt(k, &m);
+        k->live.failed_acquires += m.code != DLOCK_EBUSY;
         break;
     case MSG_VALID:
         if (g && m.until_ns > g->until)
@@ -239,6 +257,24 @@ static bool overlap_permitted(const struct checker *k, const struct grant *a,
     return popcount(a->nodes | lost) >= quorum && popcount(a->nodes & ~lost) <= n - quorum;
 }
 
+static int jump_bucket(long long ms)
+{
+    return ms < 1000 ? 0 : ms < 2000 ? 1 : 2;
+}
+
+/* The largest clock jump in (from, to], or 0. */
+static long long largest_jump(const struct checker *k, int64_t from, int64_t to)
+{
+    long long largest = 0;
+    for (size_t i = 0; i < k->n_faults; i++) {
+        const struct fault_event *e = &k->faults[i];
+        if (e->kind == FAULT_CLOCK_JUMP && e->t_ns > from - JUMP_LAG_NS && e->t_ns <= to &&
+            e->amount > largest)
+            largest = e->amount;
+    }
+    return largest;
+}
+
 static int by_start(const void *x, const void *y)
 {
     const struct grant *a = x, *b = y;
@@ -272,6 +308,9 @@ void checker_judge(struct checker *k, struct verdict *v)
 {
     *v = k->live;
     judge_loss_reports(k, v);
+    for (size_t i = 0; i < k->n_faults; i++)
+        if (k->faults[i].kind == FAULT_CLOCK_JUMP)
+            v->jumps[jump_bucket(k->faults[i].amount)]++;
     v->grants = (long)k->n_grants;
     qsort(k->grants, k->n_grants, sizeof(*k->grants), by_start);
     for (size_t i = 0; i < k->n_grants; i++) {
@@ -285,9 +324,12 @@ void checker_judge(struct checker *k, struct verdict *v)
             const struct grant *b = &k->grants[j];
             if (b->start < a_end) {
                 v->validity_overlaps++;
-                if (overlap_permitted(k, a, b))
+                if (overlap_permitted(k, a, b)) {
+                    long long jump = largest_jump(k, a->start, b->start);
                     v->permitted_overlaps++;
-                else
+                    if (jump > 0)
+                        v->jump_overlaps[jump_bucket(jump)]++;
+                } else
                     v->bug_overlaps++;
             }
             if (a->enter && b->enter && b->enter < (a->exit ? a->exit : INT64_MAX) &&

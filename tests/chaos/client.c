@@ -91,7 +91,7 @@ static void one_turn(const struct chaos_config *cfg, unsigned *rng)
     char verdict;
 
     snprintf(key, sizeof(key), "chaos:%d", name);
-    opts.wait_ms = 2 * (int64_t)cfg->ttl_ms;
+    opts.wait_ms = cfg->try_only ? 0 : 2 * (int64_t)cfg->ttl_ms;
     opts.auto_renew = cfg->auto_renew;
     opts.on_lost = cfg->auto_renew ? on_lost : NULL;
     opts.on_lost_arg = cfg->auto_renew ? &name : NULL;
@@ -102,6 +102,8 @@ static void one_turn(const struct chaos_config *cfg, unsigned *rng)
         if (!stopping)
             report((struct chaos_msg){.type = MSG_FAILED, .name = name, .code = rc, .t_ns = t,
                                       .duration_ns = t - started});
+        if (cfg->try_only)
+            usleep(1000 + rand_r(rng) % 4000);
         return;
     }
     m = (struct chaos_msg){.type = MSG_GRANT, .name = name, .fence = dlock_lock_fence(lock),
