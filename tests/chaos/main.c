@@ -1,6 +1,6 @@
 /* dlock-chaos: runs one fault scenario and judges it.
- *   dlock-chaos --scenario NAME [--seed N] [--seconds S] [--history FILE]
- *               [--shim PATH]
+ *   dlock-chaos --scenario NAME [--seed N] [--seconds S] [--min-grants G]
+ *               [--history FILE] [--shim PATH]
  *   dlock-chaos --list
  * Prints the seed first (a run is replayable with it) and one summary line
  * last. Exit 0: passed; 1: failed; 2: invalid (the fault did not bite, or
@@ -418,7 +418,8 @@ static int stop_clients(struct run *r)
 static void usage(void)
 {
     fprintf(stderr, "usage: dlock-chaos --scenario NAME [--seed N] [--seconds S] "
-                    "[--history FILE] [--shim PATH]\n       dlock-chaos --list\n");
+                    "[--min-grants G] [--history FILE] [--shim PATH]\n"
+                    "       dlock-chaos --list\n");
     exit(64);
 }
 
@@ -437,12 +438,13 @@ int main(int argc, char **argv)
         {"seconds", required_argument, NULL, 't'},  {"history", required_argument, NULL, 'H'},
         {"shim", required_argument, NULL, 'c'},     {"list", no_argument, NULL, 'l'},
         {"client", required_argument, NULL, 'C'},   {"fd", required_argument, NULL, 'F'},
+        {"min-grants", required_argument, NULL, 'g'},
         {NULL, 0, NULL, 0}};
     static struct run r;
     const char *history_path = NULL, *shim = NULL, *problem;
     FILE *history = NULL;
     struct verdict v;
-    int opt, seconds = 0, stray, bad_exits, client_id = -1, client_fd = -1;
+    int opt, seconds = 0, min_grants = 0, stray, bad_exits, client_id = -1, client_fd = -1;
     int64_t end;
 
     r.cfg.seed = (unsigned)time(NULL);
@@ -451,6 +453,7 @@ int main(int argc, char **argv)
         case 'S': r.sc = find(optarg); if (!r.sc) usage(); break;
         case 's': r.cfg.seed = (unsigned)strtoul(optarg, NULL, 10); break;
         case 't': seconds = (int)strtol(optarg, NULL, 10); break;
+        case 'g': min_grants = (int)strtol(optarg, NULL, 10); break;
         case 'H': history_path = optarg; break;
         case 'c': shim = optarg; break;
         case 'C': client_id = (int)strtol(optarg, NULL, 10); break;
@@ -480,6 +483,8 @@ int main(int argc, char **argv)
     }
     if (seconds > 0)
         r.cfg.seconds = seconds;
+    if (min_grants > 0)
+        r.cfg.min_grants = min_grants;
     if (r.sc->nemesis == clock_jump && !shim) {
         fprintf(stderr, "dlock-chaos: %s needs --shim\n", r.sc->name);
         return 64;
