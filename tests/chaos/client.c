@@ -5,6 +5,7 @@
 #include "chaos.h"
 
 #include <dlock.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -27,11 +28,28 @@ static void on_term(int sig)
     dlock_client_cancel(client);
 }
 
+/* SIGTERM interrupts without SA_RESTART: retry, it only sets a flag. */
 static void report(struct chaos_msg m)
 {
+    ssize_t n;
     m.client = my_id;
-    if (send(checker_sock, &m, sizeof(m), MSG_NOSIGNAL) != (ssize_t)sizeof(m))
+    do
+        n = send(checker_sock, &m, sizeof(m), MSG_NOSIGNAL);
+    while (n < 0 && errno == EINTR);
+    if (n != (ssize_t)sizeof(m))
         _exit(3); /* the checker is gone */
+}
+
+/* The store's answer to a write; the checker judges it, not the client. */
+static void await_verdict(void)
+{
+    char verdict;
+    ssize_t n;
+    do
+        n = recv(checker_sock, &verdict, 1, 0);
+    while (n < 0 && errno == EINTR);
+    if (n != 1)
+        _exit(3);
 }
 
 static atomic_bool loss_reported;
@@ -88,7 +106,6 @@ static void one_turn(const struct chaos_config *cfg, unsigned *rng)
     char key[32];
     int64_t started = chaos_now_ns(), since_floor = wall_ms() - 1000, t;
     struct chaos_msg m;
-    char verdict;
 
     snprintf(key, sizeof(key), "chaos:%d", name);
     opts.wait_ms = cfg->try_only ? 0 : 2 * (int64_t)cfg->ttl_ms;
@@ -118,8 +135,7 @@ static void one_turn(const struct chaos_config *cfg, unsigned *rng)
     report((struct chaos_msg){.type = MSG_WRITE, .name = name, .fence = dlock_lock_fence(lock),
                               .held = dlock_lock_held(lock), .t_ns = chaos_now_ns(),
                               .until_ns = m.until_ns});
-    if (recv(checker_sock, &verdict, 1, 0) != 1)
-        _exit(3);
+    await_verdict();
     report((struct chaos_msg){.type = MSG_EXIT, .name = name, .t_ns = chaos_now_ns()});
     t = chaos_now_ns();
     rc = dlock_lock_release(lock);
