@@ -84,8 +84,10 @@ static void on_reply(struct batch *b, size_t i, dlock__reply *reply)
         if (rc == 0)
             rc = dlock__conn_send(&b->conns[i]);
         if (rc < 0) {
+            /* Replies this node still owes would be misread later. */
+            dlock__conn_close(&b->conns[i]);
             res->status = rc;
-            settle_owed(b, i, rc); /* the connection is closed */
+            settle_owed(b, i, rc);
         } else {
             o->call[o->tail++] = (uint16_t)(entry | FALLBACK);
         }
