@@ -22,6 +22,18 @@ struct cli {
     const char *cacert, *cacertdir, *cert, *key, *sni;
 };
 
+/* cli_parse_global() answers for --help and --version: nothing to run. */
+#define CLI_HELP (-2)
+#define CLI_VERSION (-3)
+
+/* Parses the global options (and $DLOCK_REDIS when no -r) from argv[1] on,
+ * leaving optind at the command. Returns 0, CLI_HELP, CLI_VERSION or an
+ * exit code after printing why. URL passwords are overwritten in argv. */
+int cli_parse_global(struct cli *cli, int argc, char **argv);
+
+/* Wipes and frees the URL copies. */
+void cli_free_urls(struct cli *cli);
+
 /* Messages on stderr, prefixed "dlock: ". */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cli_info(const struct cli *cli, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

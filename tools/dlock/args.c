@@ -1,0 +1,146 @@
+/* The global options, before the command: servers (with their passwords
+ * hidden from ps), user, TLS, verbosity. */
+#include "cli.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The password of a URL given on the command line must not stay visible in
+ * ps: overwrite it in argv once a copy is taken. */
+static void hide_password(char *arg)
+{
+    char *auth = strstr(arg, "://");
+    char *end, *colon;
+    if (!auth)
+        return;
+    auth += 3;
+    end = auth + strcspn(auth, "/?#");
+    colon = memchr(auth, ':', (size_t)(end - auth));
+    for (char *at = end; at > auth; at--) {
+        if (at[-1] == '@') {
+            if (colon && colon < at - 1)
+                memset(colon + 1, '*', (size_t)(at - 1 - colon - 1));
+            return;
+        }
+    }
+}
+
+static int add_url(struct cli *cli, const char *url)
+{
+    char *copy;
+    if (cli->n_urls == CLI_URLS_MAX)
+        return cli_usage_error(NULL, "too many servers (at most %d)", CLI_URLS_MAX);
+    copy = strdup(url);
+    if (!copy) {
+        cli_error("out of memory");
+        return EXIT_UNAVAILABLE;
+    }
+    cli->owned_urls[cli->n_urls] = copy;
+    cli->urls[cli->n_urls++] = copy;
+    return 0;
+}
+
+/* $DLOCK_REDIS: comma-separated URLs. */
+static int urls_from_environment(struct cli *cli)
+{
+    const char *env = getenv("DLOCK_REDIS");
+    char *list, *save = NULL;
+    int rc = 0;
+    if (!env || !*env)
+        return 0;
+    list = strdup(env);
+    if (!list)
+        return EXIT_UNAVAILABLE;
+    for (char *url = strtok_r(list, ",", &save); url && rc == 0; url = strtok_r(NULL, ",", &save))
+        rc = add_url(cli, url);
+    free(list);
+    return rc;
+}
+
+int cli_parse_global(struct cli *cli, int argc, char **argv)
+{
+    enum { OPT_USER = 256, OPT_VERSION, OPT_TLS, OPT_CACERT, OPT_CACERTDIR, OPT_CERT, OPT_KEY,
+           OPT_SNI, OPT_INSECURE };
+    static const struct option options[] = {
+        {"redis", required_argument, NULL, 'r'},
+        {"user", required_argument, NULL, OPT_USER},
+        {"verbose", no_argument, NULL, 'v'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, OPT_VERSION},
+        {"tls", no_argument, NULL, OPT_TLS},
+        {"cacert", required_argument, NULL, OPT_CACERT},
+        {"cacertdir", required_argument, NULL, OPT_CACERTDIR},
+        {"cert", required_argument, NULL, OPT_CERT},
+        {"key", required_argument, NULL, OPT_KEY},
+        {"sni", required_argument, NULL, OPT_SNI},
+        {"insecure", no_argument, NULL, OPT_INSECURE},
+        {NULL, 0, NULL, 0},
+    };
+    int opt, rc;
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, "+:r:vqh", options, NULL)) != -1) {
+        switch (opt) {
+        case 'r':
+            rc = add_url(cli, optarg);
+            hide_password(optarg);
+            if (rc)
+                return rc;
+            break;
+        case OPT_USER:
+            cli->user = optarg;
+            break;
+        case 'v':
+            cli->verbose = true;
+            break;
+        case 'q':
+            cli->quiet = true;
+            break;
+        case 'h':
+            return CLI_HELP;
+        case OPT_VERSION:
+            return CLI_VERSION;
+        case OPT_TLS:
+            cli->tls = true;
+            break;
+        case OPT_CACERT:
+            cli->cacert = optarg;
+            break;
+        case OPT_CACERTDIR:
+            cli->cacertdir = optarg;
+            break;
+        case OPT_CERT:
+            cli->cert = optarg;
+            break;
+        case OPT_KEY:
+            cli->key = optarg;
+            break;
+        case OPT_SNI:
+            cli->sni = optarg;
+            break;
+        case OPT_INSECURE:
+            cli->insecure = true;
+            break;
+        case ':':
+            return cli_usage_error(NULL, "option '%s' needs a value", argv[optind - 1]);
+        default:
+            return cli_usage_error(NULL, "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    return cli->n_urls ? 0 : urls_from_environment(cli);
+}
+
+void cli_free_urls(struct cli *cli)
+{
+    for (size_t i = 0; i < cli->n_urls; i++) {
+        /* A URL may carry a password: leave no copy behind. */
+        volatile char *p = cli->owned_urls[i];
+        while (*p)
+            *p++ = '\0';
+        free(cli->owned_urls[i]);
+        cli->owned_urls[i] = NULL;
+    }
+    cli->n_urls = 0;
+}
