@@ -1,11 +1,14 @@
 /* Network faults through the loopback fault proxy, one node and three: a
  * silent node (the command may still land later: no vote, but cleaned up),
  * a slow one, connections reset or cut mid-stream. Each gets a clear error
- * within its deadline, and no key is left behind. */
+ * within its deadline, and no key is left behind. Also the chaos suite's
+ * clock shim, which must really move a server's clock. */
 #include "fault_proxy.h"
 #include "helpers.h"
 
 #include <dlock.h>
+
+#include <fcntl.h>
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -187,6 +190,43 @@ static void test_redlock_with_a_blackholed_node(void **state)
     dlock_client_close(c);
 }
 
+/* The chaos suite's clock shim, preloaded into a redis-server, moves the
+ * clock that server expires keys by, and nothing else's. */
+static void test_clock_shim_moves_a_server_clock(void **state)
+{
+    char path[] = "/tmp/dlock-test-clock-XXXXXX";
+    int fd = mkstemp(path);
+    test_redis server;
+    redisContext *r;
+    redisReply *t;
+    long long before;
+    (void)state;
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, "0\n", 2), 2);
+    close(fd);
+    setenv("LD_PRELOAD", DLOCK_CLOCK_SHIM, 1);
+    setenv("DLOCK_CLOCK_SHIFT_FILE", path, 1);
+    assert_int_equal(test_redis_start(&server, NULL), 0);
+    unsetenv("LD_PRELOAD");
+    unsetenv("DLOCK_CLOCK_SHIFT_FILE");
+    r = test_redis_connect(&server, NULL);
+    freeReplyObject(run(r, "SET shim:key v PX 5000"));
+    t = run(r, "TIME");
+    before = strtoll(t->element[0]->str, NULL, 10);
+    freeReplyObject(t);
+    fd = open(path, O_WRONLY | O_TRUNC);
+    assert_int_equal(write(fd, "3000\n", 5), 5);
+    close(fd);
+    usleep(50 * 1000); /* the shim reads its file every 10 ms */
+    t = run(r, "TIME");
+    assert_true(strtoll(t->element[0]->str, NULL, 10) - before >= 3);
+    freeReplyObject(t);
+    assert_true(pttl_of(r, "shim:key") < 2500);
+    redisFree(r);
+    test_redis_stop(&server);
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -197,6 +237,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_reset_connections_then_reconnect, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dropped_bytes_then_reconnect, setup, teardown),
         cmocka_unit_test_setup_teardown(test_redlock_with_a_blackholed_node, setup, teardown),
+        cmocka_unit_test(test_clock_shim_moves_a_server_clock),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
