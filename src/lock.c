@@ -17,11 +17,14 @@
 
 #define OWNER_RECORD_MAX (DLOCK__HOST_MAX * 6 + 128)
 
-/* The clock drift allowed for over `ttl_ms`: ttl x factor + 2 ms (the Redis
- * distlock page). */
-static int64_t drift_ns(double drift_factor, int64_t ttl_ms)
+/* The end of the validity of a lock taken or extended for `ttl_ms` by a
+ * call that started at `start_ns`: ttl - drift, the drift being ttl x factor
+ * + 2 ms (the Redis distlock page). */
+static int64_t validity_end(int64_t start_ns, int64_t ttl_ms, double drift_factor)
 {
-    return (int64_t)((double)ttl_ms * drift_factor * DLOCK__NS_PER_MS) + 2 * DLOCK__NS_PER_MS;
+    int64_t drift = (int64_t)((double)ttl_ms * drift_factor * DLOCK__NS_PER_MS) +
+                    2 * DLOCK__NS_PER_MS;
+    return start_ns + ttl_ms * DLOCK__NS_PER_MS - drift;
 }
 
 static int check_ttl(dlock__lane *lane, int64_t ttl_ms)
@@ -114,7 +117,7 @@ int dlock__acquire_judge(dlock__tally *t, const dlock__node_result *results, siz
                          int64_t *valid_until_ns)
 {
     count(t, results, n, true);
-    *valid_until_ns = start_ns + ttl_ms * DLOCK__NS_PER_MS - drift_ns(drift_factor, ttl_ms);
+    *valid_until_ns = validity_end(start_ns, ttl_ms, drift_factor);
     return t->confirmed >= t->quorum && *valid_until_ns > now_ns ? 0 : DLOCK_EBUSY;
 }
 
@@ -528,7 +531,7 @@ static int finish_extend(dlock_lock *lock, dlock__lane *lane, const struct exten
         lock->valid_until_ns = 0;
     if (rc < 0)
         return rc;
-    valid_until = start + ttl_ms * DLOCK__NS_PER_MS - drift_ns(c->drift_factor, ttl_ms);
+    valid_until = validity_end(start, ttl_ms, c->drift_factor);
     if (valid_until <= dlock__now_ns()) {
         dlock__set_error(lane, "extending took longer than the TTL of %" PRId64 " ms", ttl_ms);
         return DLOCK_ETIMEDOUT;

@@ -179,11 +179,16 @@ void dlock__fanout_batch(dlock__conn *conns, size_t n, dlock__call *calls, size_
 {
     struct pollfd fds[DLOCK__NODES_MAX];
     size_t index[DLOCK__NODES_MAX];
-    struct batch b = {.conns = conns, .n = n, .k = k, .calls = calls, .results = results};
+    struct batch b; /* not zeroed: send_batch() sets up each node's queue */
     int64_t start = dlock__now_ns(), now = start;
     bool decided = false;
     size_t pending;
 
+    b.conns = conns;
+    b.n = n;
+    b.k = k;
+    b.calls = calls;
+    b.results = results;
     for (size_t i = 0; i < n; i++)
         send_batch(&b, i, now);
     while ((pending = poll_pending(&b, fds, index)) > 0) {
