@@ -17,7 +17,8 @@ struct grant {
     int client, name;
     uint64_t fence;
     uint32_t nodes;
-    int64_t start, until, end; /* end: release sent or loss reported */
+    int64_t attempt, start, until; /* attempt began, granted, validity ends */
+    int64_t end; /* release sent or loss reported */
     int64_t enter, exit, write_t;
     bool write_accepted;
 };
@@ -82,6 +83,7 @@ static void new_grant(struct checker *k, const struct chaos_msg *m)
     }
     k->grants[k->n_grants] = (struct grant){.client = m->client, .name = m->name,
                                             .fence = m->fence, .nodes = m->nodes,
+                                            .attempt = m->t_ns - m->duration_ns,
                                             .start = m->t_ns, .until = m->until_ns,
                                             .end = INT64_MAX};
     k->current[m->client] = (long)k->n_grants++;
@@ -221,17 +223,32 @@ long checker_grants(const struct checker *k)
  * 10 ms and Redis caches the time per event loop. */
 #define JUMP_LAG_NS (50 * 1000000LL)
 
-/* The nodes that may have lost a key in (from, to]: a restart without the
- * data, or a clock jumping forward (keys expire early). */
-static uint32_t nodes_that_lost_data(const struct checker *k, int64_t from, int64_t to)
+/* The crash before fault i, on the same node. */
+static const struct fault_event *crash_before(const struct checker *k, size_t i)
+{
+    int node = k->faults[i].target;
+    while (i-- > 0)
+        if (k->faults[i].kind == FAULT_NODE_CRASH && k->faults[i].target == node)
+            return &k->faults[i];
+    return NULL;
+}
+
+/* The nodes that may have lost a key set after `set_after` (an attempt
+ * began) by `to` (a later grant): a crash after it and a restart without
+ * the data before `to` (the crash is recorded after the kill, the restart
+ * before the new process exists), or a clock jumping forward after the
+ * grant at `granted` (keys expire early). */
+static uint32_t nodes_that_lost_data(const struct checker *k, int64_t set_after, int64_t granted,
+                                     int64_t to)
 {
     uint32_t lost = 0;
     for (size_t i = 0; i < k->n_faults; i++) {
-        const struct fault_event *e = &k->faults[i];
-        bool restart = e->kind == FAULT_NODE_RESTART && e->data_lost;
-        bool jump = e->kind == FAULT_CLOCK_JUMP && e->amount > 0;
-        if ((restart && e->t_ns > from && e->t_ns <= to) ||
-            (jump && e->t_ns > from - JUMP_LAG_NS && e->t_ns <= to))
+        const struct fault_event *e = &k->faults[i], *crash;
+        bool restart = e->kind == FAULT_NODE_RESTART && e->data_lost && e->t_ns < to &&
+                       (crash = crash_before(k, i)) && crash->t_ns > set_after;
+        bool jump = e->kind == FAULT_CLOCK_JUMP && e->amount > 0 &&
+                    e->t_ns > granted - JUMP_LAG_NS && e->t_ns <= to;
+        if (restart || jump)
             lost |= 1u << e->target;
     }
     return lost;
@@ -253,7 +270,7 @@ static bool overlap_permitted(const struct checker *k, const struct grant *a,
                               const struct grant *b)
 {
     int n = k->cfg->nodes, quorum = n / 2 + 1;
-    uint32_t lost = nodes_that_lost_data(k, a->start, b->start);
+    uint32_t lost = nodes_that_lost_data(k, a->attempt, a->start, b->start);
     return popcount(a->nodes | lost) >= quorum && popcount(a->nodes & ~lost) <= n - quorum;
 }
 

@@ -97,9 +97,11 @@ static void crash_and_restart(struct run *r, int64_t now, int down_lo, int down_
         /* everysec may lose the last second of writes: the model allows
          * for it as for no persistence at all. */
         bool lost = r->nodes.persistence != PERSIST_AOF_ALWAYS;
+        /* Recorded before the new process exists: no grant on it can
+         * come before the record. */
+        record(r, FAULT_NODE_RESTART, r->target, 0, lost);
         if (nodes_restart(&r->nodes, r->target) != 0)
             fprintf(stderr, "dlock-chaos: node %d did not restart\n", r->target);
-        record(r, FAULT_NODE_RESTART, r->target, 0, lost);
         r->heal_ns = 0;
         r->next_fault_ns = now + between(r, 1500, 3000);
     } else if (!r->heal_ns && now >= r->next_fault_ns) {
@@ -374,8 +376,8 @@ static void heal(struct run *r)
         fault_proxy_set(r->nodes.proxies[i], FAULT_PASS, 0);
         nodes_pause(&r->nodes, i, false);
         if (r->nodes.down[i]) {
-            nodes_restart(&r->nodes, i);
             record(r, FAULT_NODE_RESTART, i, 0, r->nodes.persistence != PERSIST_AOF_ALWAYS);
+            nodes_restart(&r->nodes, i);
         }
     }
 }
