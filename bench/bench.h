@@ -25,7 +25,7 @@ struct bench_args {
 
 /* Time and statistics. */
 double bench_now(void); /* seconds, CLOCK_MONOTONIC */
-double bench_percentile(double *sorted, size_t n, double p);
+double bench_percentile(const double *sorted, size_t n, double p);
 void bench_sort(double *v, size_t n);
 
 /* INFO commandstats: calls per command, summed as "every command Redis ran"

@@ -25,7 +25,7 @@ void bench_sort(double *v, size_t n)
     qsort(v, n, sizeof(*v), compare_doubles);
 }
 
-double bench_percentile(double *sorted, size_t n, double p)
+double bench_percentile(const double *sorted, size_t n, double p)
 {
     size_t i;
     if (n == 0)

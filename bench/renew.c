@@ -11,10 +11,10 @@
 
 static long resident_bytes(void)
 {
-    char line[128] = "", *field;
     long resident = 0;
     FILE *f = fopen("/proc/self/statm", "r");
     if (f) {
+        char line[128] = "", *field;
         if (fgets(line, sizeof(line), f) && (field = strchr(line, ' ')))
             resident = strtol(field + 1, NULL, 10);
         fclose(f);

@@ -49,8 +49,9 @@ static dlock__reply *array(size_t n, dlock__reply **items)
     dlock__reply *r = calloc(1, sizeof(*r));
     r->type = DLOCK__REPLY_ARRAY;
     r->elements = n;
-    r->element = calloc(n ? n : 1, sizeof(*r->element));
-    memcpy(r->element, items, n * sizeof(*items));
+    /* An array of pointers to replies: the size of a pointer is meant. */
+    r->element = calloc(n ? n : 1, sizeof(*r->element)); // NOLINT(bugprone-sizeof-expression)
+    memcpy(r->element, items, n * sizeof(*items));      // NOLINT(bugprone-sizeof-expression)
     return r;
 }
 

@@ -8,7 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-static void check(const dlock__reply *r, int depth)
+/* Recursion bounded by the reader's nesting limit, asserted below. */
+static void check(const dlock__reply *r, int depth) // NOLINT(misc-no-recursion)
 {
     assert(depth < 64);
     if (r->type == DLOCK__REPLY_ARRAY) {

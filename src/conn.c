@@ -289,14 +289,13 @@ static void refresh_idle(dlock__conn *c)
 
 int dlock__conn_begin(dlock__conn *c, const char *cmd, size_t len, int64_t now_ns)
 {
-    int rc;
     c->err[0] = '\0';
     if (c->state == DLOCK__CONN_READY)
         refresh_idle(c);
     if (c->state == DLOCK__CONN_CONNECTING && now_ns > c->connect_deadline_ns)
         dlock__conn_close(c);
     if (c->state == DLOCK__CONN_CLOSED) {
-        rc = open_connection(c, now_ns);
+        int rc = open_connection(c, now_ns);
         if (rc < 0)
             return rc;
     }

@@ -102,7 +102,7 @@ void nodes_urls(const struct chaos_nodes *ns, char urls[][64]);
 
 /* The workload of one client process; never returns. `sock` talks to the
  * checker. */
-void client_main(const struct chaos_config *cfg, int id, int sock, char urls[][64]);
+void client_main(const struct chaos_config *cfg, int id, int sock, const char urls[][64]);
 
 /* The checker: the fenced store live, the judgement afterwards. */
 struct checker;

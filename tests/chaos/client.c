@@ -147,7 +147,7 @@ static void one_turn(const struct chaos_config *cfg, unsigned *rng)
     dlock_lock_free(lock);
 }
 
-void client_main(const struct chaos_config *cfg, int id, int sock, char urls[][64])
+void client_main(const struct chaos_config *cfg, int id, int sock, const char urls[][64])
 {
     dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
     const char *list[CHAOS_NODES_MAX];

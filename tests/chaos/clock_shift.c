@@ -27,9 +27,9 @@ static long long current_offset_ms(void)
     long long now = monotonic_ns();
     if (now - atomic_load(&read_at_ns) > 10000000LL) {
         const char *path = getenv("DLOCK_CLOCK_SHIFT_FILE");
-        char buf[32] = {0};
         int fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
         if (fd >= 0) {
+            char buf[32] = {0};
             if (read(fd, buf, sizeof(buf) - 1) > 0)
                 atomic_store(&offset_ms, strtoll(buf, NULL, 10));
             close(fd);

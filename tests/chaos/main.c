@@ -46,7 +46,6 @@ struct run {
     int64_t heal_ns;   /* when the current fault ends; 0: none */
     int target;        /* of the current fault */
     long faults;       /* faults injected */
-    unsigned long long net_hits_before;
 };
 
 static int64_t ms_ns(long long ms)
@@ -299,7 +298,7 @@ static const struct scenario scenarios[] = {
 
 /* A client is this program again, run afresh: a fork of the parent would
  * carry its proxy threads' state (and the sanitizers' view of them). */
-static void exec_client(const struct run *r, int id, int sock, char urls[][64])
+static void exec_client(const struct run *r, int id, int sock, const char urls[][64])
 {
     char id_s[16], fd_s[16], seed_s[16];
     const char *argv[12 + CHAOS_NODES_MAX];

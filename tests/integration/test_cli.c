@@ -41,24 +41,12 @@ static void scratch(char *path, size_t len, const char *name)
     unlink(path);
 }
 
-static long read_number(const char *path)
-{
-    char buf[64] = "";
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return -1;
-    if (!fgets(buf, sizeof(buf), f))
-        buf[0] = '\0';
-    fclose(f);
-    return buf[0] ? atol(buf) : -1;
-}
-
 /* Waits until `path` holds a number (a child wrote its pid), at most 10 s. */
 static long wait_for_number(const char *path)
 {
     long long until = test_now_ms() + 10000LL * test_slowdown();
     long v;
-    while ((v = read_number(path)) < 0 && test_now_ms() < until)
+    while ((v = read_number_file(path)) < 0 && test_now_ms() < until)
         usleep(10000);
     return v;
 }
@@ -130,7 +118,7 @@ static void test_cli_run_passes_status_and_environment(void **state)
                            "echo \"$DLOCK_NAME ${#DLOCK_TOKEN} $DLOCK_FENCE\""),
                      0);
     assert_int_equal(strncmp(p.out, "cli:run 32 ", 11), 0);
-    assert_true(atoll(p.out + 11) > 0);
+    assert_true(strtoll(p.out + 11, NULL, 10) > 0);
     assert_false(key_exists(redis, "cli:run")); /* released at exit */
 }
 
@@ -176,7 +164,7 @@ static void test_cli_concurrent_runs_count_exactly(void **state)
         assert_int_equal(waitpid(procs[i], &status, 0), procs[i]);
         assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     }
-    assert_int_equal(read_number(path), RUNS * ROUNDS);
+    assert_int_equal(read_number_file(path), RUNS * ROUNDS);
 }
 
 static void test_cli_run_renews_past_the_ttl(void **state)
@@ -416,7 +404,7 @@ static void test_cli_password_never_shown(void **state)
 {
     static const char *const server_args[] = {"--requirepass", "right-pw-42", NULL};
     test_redis secured;
-    char wrong[160], right[160], cmdline[4096];
+    char wrong[160], right[160];
     cli_proc p;
     (void)state;
     assert_int_equal(test_redis_start(&secured, server_args), 0);
@@ -436,7 +424,7 @@ static void test_cli_password_never_shown(void **state)
     {
         /* A password on the command line is overwritten in argv (ps). */
         const char *args[] = {"-r", right, "run", "cli:pw", "--", "sleep", "1", NULL};
-        char path[64];
+        char path[64], cmdline[4096];
         FILE *f;
         size_t n;
         assert_int_equal(cli_start(&p, NULL, args, NULL), 0);
@@ -447,7 +435,8 @@ static void test_cli_password_never_shown(void **state)
         n = fread(cmdline, 1, sizeof(cmdline) - 1, f);
         fclose(f);
         for (size_t i = 0; i < n; i++)
-            cmdline[i] = cmdline[i] ? cmdline[i] : ' ';
+            if (cmdline[i] == '\0')
+                cmdline[i] = ' ';
         cmdline[n] = '\0';
         assert_null(strstr(cmdline, "right-pw-42"));
         assert_non_null(strstr(cmdline, "run cli:pw"));

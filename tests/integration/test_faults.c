@@ -99,7 +99,7 @@ static void test_blackholed_node_times_out_and_leaves_nothing(void **state)
     t0 = test_now_ms();
     assert_int_equal(dlock_lock_acquire(&lock, c, "fault:bh", 5000, NULL), DLOCK_ETIMEDOUT);
     /* 100 ms for the attempt, the cleanup within the command timeout. */
-    assert_true(test_now_ms() - t0 < (100 + 300 + 200) * test_slowdown());
+    assert_true(test_now_ms() - t0 < (100 + 300 + 200) * (long long)test_slowdown());
     assert_non_null(strstr(dlock_client_errmsg(c), "no reply"));
     assert_true(fault_proxy_hits(f->proxies[0]) > 0);
     fault_proxy_set(f->proxies[0], FAULT_PASS, 0);
@@ -180,7 +180,7 @@ static void test_redlock_with_a_blackholed_node(void **state)
     fault_proxy_set(f->proxies[1], FAULT_BLACKHOLE, 0);
     t0 = test_now_ms();
     lock = must_acquire(c, "fault:rl", 5000, NULL);
-    assert_true(test_now_ms() - t0 < 100 * test_slowdown());
+    assert_true(test_now_ms() - t0 < 100 * (long long)test_slowdown());
     assert_true(dlock_lock_held(lock));
     assert_int_equal(dlock_lock_release(lock), 0);
     dlock_lock_free(lock);

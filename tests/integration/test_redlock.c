@@ -267,14 +267,14 @@ static void test_redlock_release_while_renewing(void **state)
     int ttl_ms = 60 * test_slowdown(); /* renewals every 20 ms, unless slowed down */
     dlock_client *c = open_redlock(ttl_ms / 3, 0);
     dlock_acquire_options opts = DLOCK_ACQUIRE_OPTIONS_INIT;
+    unsigned rng = 5; /* the same pauses in every run */
     (void)state;
     opts.auto_renew = 1;
     opts.wait_ms = 5000; /* through a busy machine's late replies */
-    srand(5);
     for (int i = 0; i < 400; i++) {
         dlock_lock *lock = must_acquire(c, "rl:renewing", ttl_ms, &opts);
         int rc;
-        usleep((useconds_t)(rand() % (2 * ttl_ms / 3)) * 1000);
+        usleep((useconds_t)(rand_r(&rng) % (2 * ttl_ms / 3)) * 1000);
         rc = dlock_lock_release(lock);
         /* Lost in a renewal that came too late is fine; a key back is not. */
         if (rc != 0 && rc != DLOCK_ELOST)
@@ -333,20 +333,11 @@ static void *contend(void *arg)
     opts.wait_ms = 60000;
     for (int i = 0; i < 10; i++) {
         dlock_lock *lock = NULL;
-        FILE *f;
-        long v = 0;
         if (dlock_lock_acquire(&lock, c, "rl:counter", 30000, &opts) != 0) {
             k->failures++;
             continue;
         }
-        f = fopen(k->path, "r+");
-        if (f && fscanf(f, "%ld", &v) == 1) {
-            usleep(1000);
-            rewind(f);
-            fprintf(f, "%ld\n", v + 1);
-        }
-        if (f)
-            fclose(f);
+        bump_number_file(k->path);
         k->grants++;
         k->failures += dlock_lock_release(lock) != 0;
         dlock_lock_free(lock);
@@ -377,9 +368,7 @@ static void test_redlock_contention_is_exclusive(void **state)
         assert_int_equal(k[i].failures, 0);
         assert_int_equal(k[i].grants, 10);
     }
-    f = fopen(path, "r");
-    assert_int_equal(fscanf(f, "%ld", &v), 1);
-    fclose(f);
+    v = read_number_file(path);
     unlink(path);
     assert_int_equal(v, THREADS * 10);
 }
@@ -397,7 +386,7 @@ static void fences_across_restarts(const char *name, int rounds, unsigned seed)
 {
     dlock_client *c = open_redlock(0, 0);
     uint64_t last = 0;
-    srand(seed);
+    unsigned rng = seed;
     for (int i = 0; i < rounds; i++) {
         dlock_lock *lock = must_acquire(c, name, 30000, NULL);
         uint64_t fence = dlock_lock_fence(lock);
@@ -406,8 +395,8 @@ static void fences_across_restarts(const char *name, int rounds, unsigned seed)
         last = fence;
         assert_int_equal(dlock_lock_release(lock), 0);
         dlock_lock_free(lock);
-        if (rand() % 4 == 0) {
-            int victims = 1 + rand() % 2, first = rand() % NODES;
+        if (rand_r(&rng) % 4 == 0) {
+            int victims = 1 + (int)(rand_r(&rng) % 2), first = (int)(rand_r(&rng) % NODES);
             for (int v = 0; v < victims; v++)
                 assert_int_equal(test_redis_restart(&servers[(first + v) % NODES]), 0);
         }
@@ -559,10 +548,10 @@ static void test_redlock_from_the_command(void **state)
     args[n] = NULL;
     assert_int_equal(cli_run(&p, NULL, args, 10000), 0);
     assert_true(strtoull(p.out, NULL, 10) > 0);
-    args[2 * NODES] = "acquire";
+    args[2 * (size_t)NODES] = "acquire";
     args[2 * NODES + 2] = NULL;
     assert_int_equal(cli_run(&p, NULL, args, 10000), 0);
-    args[2 * NODES] = "status";
+    args[2 * (size_t)NODES] = "status";
     args[2 * NODES + 1] = "--json";
     args[2 * NODES + 2] = "rl:cli";
     args[2 * NODES + 3] = NULL;

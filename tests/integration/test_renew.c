@@ -220,7 +220,7 @@ static void test_renew_many_locks_pipelined(void **state)
     reads = info_field(redis, "stats", "total_reads_processed:") - reads;
     renewals = info_field(redis, "commandstats", "cmdstat_evalsha:calls=") - renewals +
                info_field(redis, "commandstats", "cmdstat_eval:calls=");
-    if (renewals < LOCKS * 2 || renewals < reads * 4)
+    if (renewals < LOCKS * 2LL || renewals < reads * 4)
         fail_msg("%lld renewals in %lld reads: not pipelined", renewals, reads);
 
     for (int i = 0; i < LOCKS; i++) {

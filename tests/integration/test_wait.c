@@ -229,22 +229,6 @@ struct worker {
     int failures;
 };
 
-static void bump_counter(const char *path)
-{
-    char buf[32] = "";
-    FILE *f = fopen(path, "r+");
-    long value;
-    if (!f)
-        return;
-    if (!fgets(buf, sizeof(buf), f))
-        buf[0] = '\0';
-    value = atol(buf);
-    usleep(1000); /* widen the race a missing lock would lose */
-    rewind(f);
-    fprintf(f, "%ld\n", value + 1);
-    fclose(f);
-}
-
 static void *work(void *arg)
 {
     struct worker *k = arg;
@@ -264,7 +248,7 @@ static void *work(void *arg)
             k->failures++;
             continue;
         }
-        bump_counter(k->path);
+        bump_number_file(k->path);
         k->grants++;
         if (dlock_lock_release(lock) != 0)
             k->failures++;
@@ -272,16 +256,6 @@ static void *work(void *arg)
     }
     dlock_client_close(c);
     return NULL;
-}
-
-static long read_counter(const char *path)
-{
-    char buf[32] = "";
-    FILE *f = fopen(path, "r");
-    assert_non_null(f);
-    assert_non_null(fgets(buf, sizeof(buf), f));
-    fclose(f);
-    return atol(buf);
 }
 
 static void test_wait_mutual_exclusion_threads_and_processes(void **state)
@@ -325,7 +299,7 @@ static void test_wait_mutual_exclusion_threads_and_processes(void **state)
         grants += ROUNDS;
     }
     assert_int_equal(grants, (PROCS + THREADS) * ROUNDS);
-    assert_int_equal(read_counter(path), grants);
+    assert_int_equal(read_number_file(path), grants);
     unlink(path);
 }
 

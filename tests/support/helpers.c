@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -125,4 +126,28 @@ int group_teardown_server(void **state)
     (void)state;
     test_redis_stop(&group_server);
     return 0;
+}
+
+long read_number_file(const char *path)
+{
+    char buf[32] = "";
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    if (!fgets(buf, sizeof(buf), f))
+        buf[0] = '\0';
+    fclose(f);
+    return buf[0] ? strtol(buf, NULL, 10) : -1;
+}
+
+void bump_number_file(const char *path)
+{
+    long value = read_number_file(path);
+    FILE *f;
+    usleep(1000); /* widen the race a missing lock would lose */
+    f = fopen(path, "w");
+    if (!f)
+        return; /* the count comes out short: the caller's test fails */
+    fprintf(f, "%ld\n", value + 1);
+    fclose(f);
 }

@@ -36,6 +36,13 @@ long long info_field(redisContext *c, const char *section, const char *field);
 /* 1 if `key` exists. */
 int key_exists(redisContext *c, const char *key);
 
+/* The number a file starts with, or -1 if it is missing or empty. */
+long read_number_file(const char *path);
+
+/* Adds 1 to the number in `path`, slowly: a caller that is not alone in
+ * this read-modify-write loses an update. Safe to call from any thread. */
+void bump_number_file(const char *path);
+
 /* Acquires or fails the test with the client's message. */
 dlock_lock *must_acquire(dlock_client *c, const char *name, int64_t ttl_ms,
                          const dlock_acquire_options *opts);

@@ -71,6 +71,12 @@ static void test_url_unix_forms(void **state)
     dlock__endpoint_clear(&ep);
 }
 
+/* Longer than sun_path can hold. */
+static const char long_unix_path[] =
+    "unix:///tmp/"
+    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.sock";
+
 static void test_url_malformed_refused(void **state)
 {
     static const char *const bad[] = {
@@ -109,9 +115,7 @@ static void test_url_malformed_refused(void **state)
         "unix:///tmp/x.sock?timeout=3",
         "unix:///tmp/x.sock?db=x",
         "unix:///tmp/x.sock#x",
-        "unix:///tmp/"
-        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.sock",
+        long_unix_path,
         "rediss://",
         "rediss://host:0",
     };
