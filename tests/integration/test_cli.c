@@ -327,6 +327,20 @@ static void test_cli_exit_codes(void **state)
     assert_int_equal(DLOCK(&p, 10000, "release", "cli:x", "not-a-token"), 64);
     assert_int_equal(DLOCK(&p, 10000, "run", "cli:x:fence", "--", "true"), 64);
     assert_null(strstr(p.err, "Usage:")); /* a usage error is no help dump */
+    /* ... that name the option as typed */
+    assert_int_equal(DLOCK(&p, 10000, "extend", "-t"), 64);
+    assert_non_null(strstr(p.err, "option '-t' needs a value"));
+    assert_int_equal(DLOCK(&p, 10000, "run", "-Xn", "cli:x", "--", "true"), 64);
+    assert_non_null(strstr(p.err, "unknown option '-X'"));
+    assert_int_equal(DLOCK(&p, 10000, "status", "--ttl", "5s", "cli:x"), 64);
+    assert_non_null(strstr(p.err, "unknown option '--ttl'"));
+    assert_int_equal(DLOCK(&p, 10000, "-Xv", "status", "cli:x"), 64);
+    assert_non_null(strstr(p.err, "unknown option '-X'"));
+    assert_int_equal(DLOCK(&p, 10000, "acquire", "--ttl=1x", "cli:x"), 64);
+    assert_non_null(strstr(p.err, "bad value '1x' for --ttl"));
+    /* Options may follow the operands, except for run's (the command's). */
+    assert_int_equal(DLOCK(&p, 10000, "acquire", "cli:late-opts", "-t", "1s", "--json"), 0);
+    assert_non_null(strstr(p.out, "\"validity_ms\""));
 
     /* 75: busy, with -n and when the wait runs out; -E changes it */
     assert_int_equal(DLOCK(&p, 10000, "acquire", "cli:busy"), 0);

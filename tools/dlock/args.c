@@ -79,6 +79,7 @@ int cli_parse_global(struct cli *cli, int argc, char **argv)
         {"insecure", no_argument, NULL, OPT_INSECURE},
         {NULL, 0, NULL, 0},
     };
+    char option[72];
     int opt, rc;
     opterr = 0;
     while ((opt = getopt_long(argc, argv, "+:r:vqh", options, NULL)) != -1) {
@@ -124,9 +125,11 @@ int cli_parse_global(struct cli *cli, int argc, char **argv)
             cli->insecure = true;
             break;
         case ':':
-            return cli_usage_error(NULL, "option '%s' needs a value", argv[optind - 1]);
+            cli_offending_option(argv, options, option, sizeof(option));
+            return cli_usage_error(NULL, "option '%s' needs a value", option);
         default:
-            return cli_usage_error(NULL, "unknown option '%s'", argv[optind - 1]);
+            cli_offending_option(argv, options, option, sizeof(option));
+            return cli_usage_error(NULL, "unknown option '%s'", option);
         }
     }
     return cli->n_urls ? 0 : urls_from_environment(cli);

@@ -39,6 +39,11 @@ void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cli_info(const struct cli *cli, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cli_debug(const struct cli *cli, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* The option getopt_long just refused, for a message: a long one as typed,
+ * a short one by its letter (it may sit in a cluster getopt has not left). */
+struct option;
+void cli_offending_option(char **argv, const struct option *longopts, char *out, size_t len);
+
 /* Prints a usage error for `command` and returns EXIT_USAGE. */
 int cli_usage_error(const char *command, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -75,6 +80,41 @@ struct cli_wait {
  * says who holds the lock and how long we have waited. */
 int cli_acquire(const struct cli *cli, dlock_client *client, const char *name,
                 const struct cli_wait *how, dlock_lock **out);
+
+/* What a subcommand accepts besides -h/--help: CLI_OPT_* flags. */
+#define CLI_OPT_TTL 0x1u       /* -t, --ttl DUR */
+#define CLI_OPT_WAIT 0x2u      /* -w, --wait DUR; -n, --nowait */
+#define CLI_OPT_BUSY_CODE 0x4u /* -E, --conflict-exit-code CODE */
+#define CLI_OPT_JSON 0x8u      /* --json */
+#define CLI_OPT_RUN 0x10u      /* --kill-after, --max-hold; NAME -- COMMAND or NAME -c CMD */
+
+struct cli_command {
+    const char *name;
+    const char *help;     /* printed for -h, --help */
+    unsigned accepts;     /* CLI_OPT_* */
+    const char *operands; /* for usage errors: "NAME TOKEN" */
+    int n_operands;       /* how many after the options (run: NAME, then the command) */
+};
+
+extern const struct cli_command cli_command_run, cli_command_acquire, cli_command_release,
+    cli_command_extend, cli_command_status;
+
+/* A subcommand's options, defaults filled in. Pointers are into argv. */
+struct cli_command_opts {
+    struct cli_wait wait; /* ttl_ms, wait_ms, max_hold_ms */
+    int busy_code;
+    int64_t kill_after_ms;
+    bool json;
+    const char *name;
+    const char *token;         /* release, extend */
+    char **command;            /* run: the command's argv, or NULL with shell_command */
+    const char *shell_command; /* run -c */
+};
+
+/* Parses the arguments of subcommand `cmd` (argv[0] is its name). Returns
+ * 0, CLI_HELP after printing the help, or EXIT_USAGE after saying why. */
+int cli_parse_command(const struct cli_command *cmd, int argc, char **argv,
+                      struct cli_command_opts *o);
 
 /* Writes `s` as a JSON string (with quotes) to stdout. */
 void cli_print_json_string(const char *s);

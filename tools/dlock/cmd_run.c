@@ -10,7 +10,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
@@ -23,38 +22,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#define DEFAULT_TTL_MS 30000
-#define DEFAULT_KILL_AFTER_MS 5000
 #define LOST_MARK 0 /* the byte on the wake pipe that means "lock lost" */
 
 extern char **environ;
 
-static const char run_help[] =
-    "Usage: dlock run [options] NAME -- COMMAND [ARG...]\n"
-    "       dlock run [options] NAME -c 'shell command'\n"
-    "Runs COMMAND while holding the lock NAME, renewing it, and exits with the\n"
-    "command's status. If the lock is lost, the command's process group gets\n"
-    "SIGTERM (then SIGKILL) and dlock exits 70.\n"
-    "  -t, --ttl DUR          lock time to live; renewed every TTL/3 (default 30s)\n"
-    "  -w, --wait DUR         wait at most this long for a busy lock (default: forever)\n"
-    "  -n, --nowait           do not wait (same as -w 0)\n"
-    "  -E, --conflict-exit-code CODE   exit code when busy (default 75)\n"
-    "      --kill-after DUR   SIGKILL this long after SIGTERM on loss (default 5s)\n"
-    "      --max-hold DUR     hold the lock at most this long, then stop the command\n"
-    "  -c CMD                 run CMD with /bin/sh -c\n"
-    "The command sees DLOCK_NAME, DLOCK_TOKEN and DLOCK_FENCE; DLOCK_PASSWORD and\n"
-    "URLs with credentials are removed from its environment.\n";
-
-struct run_opts {
-    struct cli_wait wait;
-    int busy_code;
-    int64_t kill_after_ms;
-    const char *name;
-    char **command;         /* argv of the command, or NULL with shell_command */
-    const char *shell_command;
-    bool own_terminal;      /* we are the foreground job of a terminal */
-};
-
+static bool own_terminal; /* we are the foreground job of a terminal */
 static int wake_pipe[2] = {-1, -1};
 static dlock_client *acquiring_client; /* set while waiting: a signal cancels */
 static atomic_int lost_reason;
@@ -91,74 +63,6 @@ static int setup_signals(void)
     for (size_t i = 0; i < sizeof(handled) / sizeof(handled[0]); i++)
         if (sigaction(handled[i], &sa, NULL) < 0)
             return -1;
-    return 0;
-}
-
-static int parse(int argc, char **argv, struct run_opts *o)
-{
-    enum { OPT_KILL_AFTER = 256, OPT_MAX_HOLD };
-    static const struct option options[] = {
-        {"ttl", required_argument, NULL, 't'},
-        {"wait", required_argument, NULL, 'w'},
-        {"nowait", no_argument, NULL, 'n'},
-        {"conflict-exit-code", required_argument, NULL, 'E'},
-        {"kill-after", required_argument, NULL, OPT_KILL_AFTER},
-        {"max-hold", required_argument, NULL, OPT_MAX_HOLD},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    int opt, ok;
-    memset(o, 0, sizeof(*o));
-    o->wait = (struct cli_wait){.ttl_ms = DEFAULT_TTL_MS, .wait_ms = DLOCK_WAIT_FOREVER};
-    o->busy_code = EXIT_BUSY;
-    o->kill_after_ms = DEFAULT_KILL_AFTER_MS;
-    opterr = 0;
-    /* '+': stop at NAME; what follows belongs to the command. */
-    while ((opt = getopt_long(argc, argv, "+:t:w:nE:h", options, NULL)) != -1) {
-        switch (opt) {
-        case 't':
-            ok = cli_parse_duration_ms(optarg, &o->wait.ttl_ms) == 0 && o->wait.ttl_ms > 0;
-            break;
-        case 'w':
-            ok = cli_parse_duration_ms(optarg, &o->wait.wait_ms) == 0;
-            break;
-        case 'n':
-            o->wait.wait_ms = 0;
-            ok = 1;
-            break;
-        case 'E':
-            ok = cli_parse_exit_code(optarg, &o->busy_code) == 0;
-            break;
-        case OPT_KILL_AFTER:
-            ok = cli_parse_duration_ms(optarg, &o->kill_after_ms) == 0;
-            break;
-        case OPT_MAX_HOLD:
-            ok = cli_parse_duration_ms(optarg, &o->wait.max_hold_ms) == 0 &&
-                 o->wait.max_hold_ms > 0;
-            break;
-        case 'h':
-            fputs(run_help, stdout);
-            return -1;
-        case ':':
-            return cli_usage_error("run ", "option '%s' needs a value", argv[optind - 1]);
-        default:
-            return cli_usage_error("run ", "unknown option '%s'", argv[optind - 1]);
-        }
-        if (!ok)
-            return cli_usage_error("run ", "bad value '%s' for '%s'", optarg, argv[optind - 1]);
-    }
-    if (optind >= argc)
-        return cli_usage_error("run ", "missing NAME");
-    o->name = argv[optind++];
-    if (optind + 1 < argc && strcmp(argv[optind], "--") == 0) {
-        o->command = argv + optind + 1;
-    } else if (optind + 2 == argc && strcmp(argv[optind], "-c") == 0) {
-        o->shell_command = argv[optind + 1];
-    } else {
-        return cli_usage_error("run ", "expected NAME -- COMMAND [ARG...] or NAME -c 'COMMAND'");
-    }
-    if (o->wait.max_hold_ms && o->wait.max_hold_ms < o->wait.ttl_ms)
-        o->wait.ttl_ms = o->wait.max_hold_ms;
     return 0;
 }
 
@@ -214,7 +118,7 @@ static void take_terminal(pid_t pgid)
 }
 
 /* Starts the command. Returns its pid, or -1 with *exec_errno set. */
-static pid_t spawn(const struct run_opts *o, char **env, int *exec_errno)
+static pid_t spawn(const struct cli_command_opts *o, char **env, int *exec_errno)
 {
     char *shell_argv[] = {"sh", "-c", (char *)o->shell_command, NULL};
     char **argv = o->command ? o->command : shell_argv;
@@ -229,7 +133,7 @@ static pid_t spawn(const struct run_opts *o, char **env, int *exec_errno)
     if (pid == 0) {
         close(errpipe[0]);
         setpgid(0, 0);
-        if (o->own_terminal)
+        if (own_terminal)
             take_terminal(getpid());
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent)
@@ -265,7 +169,7 @@ struct supervision {
     int64_t kill_at_ms; /* 0: no SIGKILL pending */
 };
 
-static void lock_lost(const struct cli *cli, const struct run_opts *o, struct supervision *s)
+static void lock_lost(const struct cli *cli, const struct cli_command_opts *o, struct supervision *s)
 {
     int reason = atomic_load(&lost_reason);
     if (s->lost)
@@ -281,7 +185,7 @@ static void lock_lost(const struct cli *cli, const struct run_opts *o, struct su
 }
 
 /* Runs until the command exited: forwards signals, reacts to loss. */
-static void supervise(const struct cli *cli, const struct run_opts *o, struct supervision *s)
+static void supervise(const struct cli *cli, const struct cli_command_opts *o, struct supervision *s)
 {
     bool exited = false;
     while (!exited) {
@@ -318,7 +222,7 @@ static int exit_status_of(int status)
 }
 
 /* Releases after the command ended; the command's status, or 70. */
-static int finish(const struct cli *cli, const struct run_opts *o, dlock_client *client,
+static int finish(const struct cli *cli, const struct cli_command_opts *o, dlock_client *client,
                   dlock_lock *lock, struct supervision *s)
 {
     int code = exit_status_of(s->status), rc;
@@ -337,7 +241,7 @@ static int finish(const struct cli *cli, const struct run_opts *o, dlock_client 
     return code;
 }
 
-static int run_locked(const struct cli *cli, const struct run_opts *o, dlock_client *client,
+static int run_locked(const struct cli *cli, const struct cli_command_opts *o, dlock_client *client,
                       dlock_lock *lock)
 {
     struct supervision s = {0};
@@ -359,7 +263,7 @@ static int run_locked(const struct cli *cli, const struct run_opts *o, dlock_cli
     } else {
         cli_debug(cli, "started pid %ld", (long)s.pid);
         supervise(cli, o, &s);
-        if (o->own_terminal)
+        if (own_terminal)
             take_terminal(getpgrp());
         code = finish(cli, o, client, lock, &s);
     }
@@ -382,12 +286,12 @@ static int pending_signal(void)
 
 int cmd_run(struct cli *cli, int argc, char **argv)
 {
-    struct run_opts o;
+    struct cli_command_opts o;
     dlock_client *client;
     dlock_lock *lock = NULL;
-    int rc = parse(argc, argv, &o);
+    int rc = cli_parse_command(&cli_command_run, argc, argv, &o);
     if (rc)
-        return rc < 0 ? EXIT_DONE : rc;
+        return rc == CLI_HELP ? EXIT_DONE : rc;
     if (setup_signals() < 0) {
         cli_error("cannot set up signal handling: %s", strerror(errno));
         return EXIT_UNAVAILABLE;
@@ -396,7 +300,7 @@ int cmd_run(struct cli *cli, int argc, char **argv)
         return rc;
     o.wait.auto_renew = true;
     o.wait.on_lost = on_lost;
-    o.own_terminal = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
+    own_terminal = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
     acquiring_client = client;
     rc = cli_acquire(cli, client, o.name, &o.wait, &lock);
     acquiring_client = NULL;

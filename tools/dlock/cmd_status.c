@@ -1,17 +1,10 @@
 /* status: is the lock held, by whom, for how long, and its fence. */
 #include "cli.h"
 
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
-
-static const char status_help[] =
-    "Usage: dlock status [--json] NAME\n"
-    "Says whether the lock is held, by which host and process (when a dlock\n"
-    "client holds it), how long it still lives, and the last fencing token.\n"
-    "Exit 0 when held, 1 when free.\n";
 
 static void format_time(int64_t ms, char *out, size_t len)
 {
@@ -100,38 +93,21 @@ static void print_json(const char *name, const dlock_status *st)
 
 int cmd_status(struct cli *cli, int argc, char **argv)
 {
-    enum { OPT_JSON = 256 };
-    static const struct option options[] = {
-        {"json", no_argument, NULL, OPT_JSON},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
+    struct cli_command_opts o;
     dlock_client *client;
     dlock_status st;
-    bool json = false;
-    int opt, rc;
-
-    opterr = 0;
-    while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
-        if (opt == 'h') {
-            fputs(status_help, stdout);
-            return EXIT_DONE;
-        }
-        if (opt != OPT_JSON)
-            return cli_usage_error("status ", "unknown option '%s'", argv[optind - 1]);
-        json = true;
-    }
-    if (argc - optind != 1)
-        return cli_usage_error("status ", "expected NAME");
+    int rc = cli_parse_command(&cli_command_status, argc, argv, &o);
+    if (rc)
+        return rc == CLI_HELP ? EXIT_DONE : rc;
     if ((rc = cli_open_client(cli, &client)))
         return rc;
-    rc = dlock_status_query(&st, client, argv[optind]);
+    rc = dlock_status_query(&st, client, o.name);
     if (rc < 0) {
-        rc = cli_fail(client, rc, argv[optind]);
+        rc = cli_fail(client, rc, o.name);
     } else {
-        (json ? print_json : print_text)(argv[optind], &st);
-        print_nodes(client, argv[optind], json);
-        if (json)
+        (o.json ? print_json : print_text)(o.name, &st);
+        print_nodes(client, o.name, o.json);
+        if (o.json)
             printf("}\n");
         rc = st.held ? EXIT_DONE : EXIT_REFUSED;
     }

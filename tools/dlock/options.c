@@ -1,0 +1,227 @@
+/* The subcommands' options and operands, parsed apart from what the
+ * subcommands do: one parser, a table of what each accepts. */
+#include "cli.h"
+
+#include <ctype.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#define DEFAULT_TTL_MS 30000
+#define DEFAULT_KILL_AFTER_MS 5000
+
+const struct cli_command cli_command_run = {
+    "run",
+    "Usage: dlock run [options] NAME -- COMMAND [ARG...]\n"
+    "       dlock run [options] NAME -c 'shell command'\n"
+    "Runs COMMAND while holding the lock NAME, renewing it, and exits with the\n"
+    "command's status. If the lock is lost, the command's process group gets\n"
+    "SIGTERM (then SIGKILL) and dlock exits 70.\n"
+    "  -t, --ttl DUR          lock time to live; renewed every TTL/3 (default 30s)\n"
+    "  -w, --wait DUR         wait at most this long for a busy lock (default: forever)\n"
+    "  -n, --nowait           do not wait (same as -w 0)\n"
+    "  -E, --conflict-exit-code CODE   exit code when busy (default 75)\n"
+    "      --kill-after DUR   SIGKILL this long after SIGTERM on loss (default 5s)\n"
+    "      --max-hold DUR     hold the lock at most this long, then stop the command\n"
+    "  -c CMD                 run CMD with /bin/sh -c\n"
+    "The command sees DLOCK_NAME, DLOCK_TOKEN and DLOCK_FENCE; DLOCK_PASSWORD and\n"
+    "URLs with credentials are removed from its environment.\n",
+    CLI_OPT_TTL | CLI_OPT_WAIT | CLI_OPT_BUSY_CODE | CLI_OPT_RUN,
+    "NAME -- COMMAND [ARG...] or NAME -c 'COMMAND'",
+    1,
+};
+
+const struct cli_command cli_command_acquire = {
+    "acquire",
+    "Usage: dlock acquire [-t TTL] [-w WAIT | -n] [-E CODE] [--json] NAME\n"
+    "Takes the lock and prints its token, for a later 'dlock release NAME TOKEN'.\n"
+    "The lock is not renewed: extend it, or it expires after TTL.\n"
+    "  -t, --ttl DUR     how long the lock lives (default 30s)\n"
+    "  -w, --wait DUR    wait at most this long for a busy lock (default: forever)\n"
+    "  -n, --nowait      do not wait (same as -w 0)\n"
+    "  -E, --conflict-exit-code CODE   exit code when busy (default 75)\n"
+    "      --json        print name, token, fence and validity_ms as JSON\n",
+    CLI_OPT_TTL | CLI_OPT_WAIT | CLI_OPT_BUSY_CODE | CLI_OPT_JSON,
+    "NAME",
+    1,
+};
+
+const struct cli_command cli_command_release = {
+    "release",
+    "Usage: dlock release NAME TOKEN\n"
+    "Releases the lock if TOKEN still owns it. Exit 1 if it does not.\n",
+    0,
+    "NAME TOKEN",
+    2,
+};
+
+const struct cli_command cli_command_extend = {
+    "extend",
+    "Usage: dlock extend [-t TTL] NAME TOKEN\n"
+    "Sets the lock's time to live to TTL (default 30s) if TOKEN still owns it.\n"
+    "Exit 1 if it does not.\n",
+    CLI_OPT_TTL,
+    "NAME TOKEN",
+    2,
+};
+
+const struct cli_command cli_command_status = {
+    "status",
+    "Usage: dlock status [--json] NAME\n"
+    "Says whether the lock is held, by which host and process (when a dlock\n"
+    "client holds it), how long it still lives, and the last fencing token.\n"
+    "Exit 0 when held, 1 when free.\n",
+    CLI_OPT_JSON,
+    "NAME",
+    1,
+};
+
+enum { OPT_KILL_AFTER = 256, OPT_MAX_HOLD, OPT_JSON };
+
+static const struct option long_options[] = {
+    {"ttl", required_argument, NULL, 't'},
+    {"wait", required_argument, NULL, 'w'},
+    {"nowait", no_argument, NULL, 'n'},
+    {"conflict-exit-code", required_argument, NULL, 'E'},
+    {"kill-after", required_argument, NULL, OPT_KILL_AFTER},
+    {"max-hold", required_argument, NULL, OPT_MAX_HOLD},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+/* The CLI_OPT_* an option belongs to. */
+static unsigned group_of(int opt)
+{
+    switch (opt) {
+    case 't':
+        return CLI_OPT_TTL;
+    case 'w':
+    case 'n':
+        return CLI_OPT_WAIT;
+    case 'E':
+        return CLI_OPT_BUSY_CODE;
+    case OPT_KILL_AFTER:
+    case OPT_MAX_HOLD:
+        return CLI_OPT_RUN;
+    case OPT_JSON:
+        return CLI_OPT_JSON;
+    default:
+        return 0;
+    }
+}
+
+/* getopt's short options for `accepts`: ':' to tell a missing value, and
+ * for run '+' to stop at NAME, since what follows is the command's. */
+static void short_options(unsigned accepts, char *out, size_t len)
+{
+    snprintf(out, len, "%s%s%s%sh", accepts & CLI_OPT_RUN ? "+:" : ":",
+             accepts & CLI_OPT_TTL ? "t:" : "", accepts & CLI_OPT_WAIT ? "w:n" : "",
+             accepts & CLI_OPT_BUSY_CODE ? "E:" : "");
+}
+
+void cli_offending_option(char **argv, const struct option *longopts, char *out, size_t len)
+{
+    const char *arg = argv[optind - 1];
+    bool as_typed = optopt <= 0 || optopt >= 128 || !isgraph(optopt);
+    for (const struct option *l = longopts; !as_typed && l->name; l++)
+        as_typed = l->val == optopt && strncmp(arg, "--", 2) == 0 &&
+                   strncmp(arg + 2, l->name, strcspn(arg + 2, "=")) == 0;
+    if (as_typed)
+        snprintf(out, len, "%.64s", arg);
+    else
+        snprintf(out, len, "-%c", optopt);
+}
+
+/* "--ttl" for 't': every option has a long name. */
+static const char *long_name(int opt)
+{
+    const struct option *l = long_options;
+    while (l->name && l->val != opt)
+        l++;
+    return l->name ? l->name : "?";
+}
+
+/* Takes the value of option `opt`; 0, or -1 if it is not valid. */
+static int take_value(int opt, const char *value, struct cli_command_opts *o)
+{
+    switch (opt) {
+    case 't':
+        return cli_parse_duration_ms(value, &o->wait.ttl_ms) == 0 && o->wait.ttl_ms > 0 ? 0 : -1;
+    case 'w':
+        return cli_parse_duration_ms(value, &o->wait.wait_ms);
+    case 'n':
+        o->wait.wait_ms = 0;
+        return 0;
+    case 'E':
+        return cli_parse_exit_code(value, &o->busy_code);
+    case OPT_KILL_AFTER:
+        return cli_parse_duration_ms(value, &o->kill_after_ms);
+    case OPT_MAX_HOLD:
+        return cli_parse_duration_ms(value, &o->wait.max_hold_ms) == 0 && o->wait.max_hold_ms > 0
+                   ? 0
+                   : -1;
+    default: /* OPT_JSON */
+        o->json = true;
+        return 0;
+    }
+}
+
+/* run: NAME -- COMMAND [ARG...] or NAME -c 'COMMAND'. */
+static int take_run_operands(const char *usage, const char *run_operands, int argc, char **argv,
+                             struct cli_command_opts *o)
+{
+    int at = optind;
+    if (at >= argc)
+        return cli_usage_error(usage, "missing NAME");
+    o->name = argv[at++];
+    if (at + 1 < argc && strcmp(argv[at], "--") == 0)
+        o->command = argv + at + 1;
+    else if (at + 2 == argc && strcmp(argv[at], "-c") == 0)
+        o->shell_command = argv[at + 1];
+    else
+        return cli_usage_error(usage, "expected %s", run_operands);
+    if (o->wait.max_hold_ms && o->wait.max_hold_ms < o->wait.ttl_ms)
+        o->wait.ttl_ms = o->wait.max_hold_ms;
+    return 0;
+}
+
+int cli_parse_command(const struct cli_command *cmd, int argc, char **argv,
+                      struct cli_command_opts *o)
+{
+    char shortopts[16], usage[16], option[72];
+    int opt;
+    memset(o, 0, sizeof(*o));
+    o->wait = (struct cli_wait){.ttl_ms = DEFAULT_TTL_MS, .wait_ms = DLOCK_WAIT_FOREVER};
+    o->busy_code = EXIT_BUSY;
+    o->kill_after_ms = DEFAULT_KILL_AFTER_MS;
+    short_options(cmd->accepts, shortopts, sizeof(shortopts));
+    snprintf(usage, sizeof(usage), "%s ", cmd->name);
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, shortopts, long_options, NULL)) != -1) {
+        if (opt == 'h') {
+            fputs(cmd->help, stdout);
+            return CLI_HELP;
+        }
+        if (opt == ':') {
+            cli_offending_option(argv, long_options, option, sizeof(option));
+            return cli_usage_error(usage, "option '%s' needs a value", option);
+        }
+        if (opt == '?') {
+            cli_offending_option(argv, long_options, option, sizeof(option));
+            return cli_usage_error(usage, "unknown option '%s'", option);
+        }
+        /* Long options are shared: one another subcommand takes. */
+        if (!(group_of(opt) & cmd->accepts))
+            return cli_usage_error(usage, "unknown option '--%s'", long_name(opt));
+        if (take_value(opt, optarg, o) < 0)
+            return cli_usage_error(usage, "bad value '%s' for --%s", optarg, long_name(opt));
+    }
+    if (cmd->accepts & CLI_OPT_RUN)
+        return take_run_operands(usage, cmd->operands, argc, argv, o);
+    if (argc - optind != cmd->n_operands)
+        return cli_usage_error(usage, "expected %s", cmd->operands);
+    o->name = argv[optind];
+    o->token = cmd->n_operands == 2 ? argv[optind + 1] : NULL;
+    return 0;
+}
