@@ -45,6 +45,7 @@ struct run {
     int64_t next_fault_ns;
     int64_t heal_ns;   /* when the current fault ends; 0: none */
     int target;        /* of the current fault */
+    int second;        /* a second node it hits at the same time, or -1 */
     long faults;       /* faults injected */
 };
 
@@ -68,6 +69,14 @@ static void record(struct run *r, enum fault_kind kind, int target, long long am
 
 /* ---- nemeses ---- */
 
+/* Picks the node(s) of the next fault: `count` (1 or 2) distinct ones. */
+static void pick_nodes(struct run *r, int count)
+{
+    int n = r->cfg.nodes;
+    r->target = (int)(rand_r(&r->rng) % (unsigned)n);
+    r->second = count > 1 ? (r->target + 1 + (int)(rand_r(&r->rng) % (unsigned)(n - 1))) % n : -1;
+}
+
 static void pause_a_holder(struct run *r, int64_t now)
 {
     if (r->heal_ns && now >= r->heal_ns) {
@@ -89,39 +98,56 @@ static void pause_a_holder(struct run *r, int64_t now)
     }
 }
 
-/* Crash one node; restart it empty after `down` ms (0: at once). */
-static void crash_and_restart(struct run *r, int64_t now, int down_lo, int down_hi)
+/* Crash `count` nodes at once; restart them empty after `down` ms (0: at
+ * once). */
+static void crash_and_restart(struct run *r, int64_t now, int count, int down_lo, int down_hi)
 {
     if (r->heal_ns && now >= r->heal_ns) {
         /* everysec may lose the last second of writes: the model allows
          * for it as for no persistence at all. */
         bool lost = r->nodes.persistence != PERSIST_AOF_ALWAYS;
-        /* Recorded before the new process exists: no grant on it can
-         * come before the record. */
-        record(r, FAULT_NODE_RESTART, r->target, 0, lost);
-        if (nodes_restart(&r->nodes, r->target) != 0)
-            fprintf(stderr, "dlock-chaos: node %d did not restart\n", r->target);
+        for (int i = 0; i < count; i++) {
+            /* Recorded before the new process exists: no grant on it can
+             * come before the record. */
+            int node = i ? r->second : r->target;
+            record(r, FAULT_NODE_RESTART, node, 0, lost);
+            if (nodes_restart(&r->nodes, node) != 0)
+                fprintf(stderr, "dlock-chaos: node %d did not restart\n", node);
+        }
         r->heal_ns = 0;
         r->next_fault_ns = now + between(r, 1500, 3000);
     } else if (!r->heal_ns && now >= r->next_fault_ns) {
-        r->target = (int)(rand_r(&r->rng) % (unsigned)r->cfg.nodes);
-        nodes_crash(&r->nodes, r->target);
-        record(r, FAULT_NODE_CRASH, r->target, 0, false);
+        pick_nodes(r, count);
+        for (int i = 0; i < count; i++) {
+            int node = i ? r->second : r->target;
+            nodes_crash(&r->nodes, node);
+            record(r, FAULT_NODE_CRASH, node, 0, false);
+        }
         r->faults++;
         r->heal_ns = now + (down_hi ? between(r, down_lo, down_hi) : 1);
     }
 }
 
+/* Down for longer than the TTL and the drift: the Redis distlock rule. */
+static void crash_delayed_restart_of(struct run *r, int64_t now, int count)
+{
+    int ttl = r->cfg.ttl_ms, drift = ttl / 100 + 2;
+    crash_and_restart(r, now, count, ttl + drift + 200, ttl + drift + 1000);
+}
+
 static void crash_delayed_restart(struct run *r, int64_t now)
 {
-    /* Down for longer than the TTL and the drift: the Redis distlock rule. */
-    int ttl = r->cfg.ttl_ms, drift = ttl / 100 + 2;
-    crash_and_restart(r, now, ttl + drift + 200, ttl + drift + 1000);
+    crash_delayed_restart_of(r, now, 1);
+}
+
+static void crash_two_delayed_restart(struct run *r, int64_t now)
+{
+    crash_delayed_restart_of(r, now, 2);
 }
 
 static void crash_immediate_restart(struct run *r, int64_t now)
 {
-    crash_and_restart(r, now, 0, 0);
+    crash_and_restart(r, now, 1, 0, 0);
 }
 
 static void net_fault(struct run *r, int64_t now, enum fault_mode mode, int delay_ms)
@@ -132,7 +158,7 @@ static void net_fault(struct run *r, int64_t now, enum fault_mode mode, int dela
         r->heal_ns = 0;
         r->next_fault_ns = now + between(r, 1000, 2500);
     } else if (!r->heal_ns && now >= r->next_fault_ns) {
-        r->target = (int)(rand_r(&r->rng) % (unsigned)r->cfg.nodes);
+        pick_nodes(r, 1);
         fault_proxy_set(r->nodes.proxies[r->target], mode, delay_ms);
         record(r, FAULT_NET, r->target, mode, false);
         r->faults++;
@@ -163,11 +189,32 @@ static void pause_a_node(struct run *r, int64_t now)
         r->heal_ns = 0;
         r->next_fault_ns = now + between(r, 1000, 2500);
     } else if (!r->heal_ns && now >= r->next_fault_ns) {
-        r->target = (int)(rand_r(&r->rng) % (unsigned)r->cfg.nodes);
+        pick_nodes(r, 1);
         nodes_pause(&r->nodes, r->target, true);
         record(r, FAULT_NODE_PAUSE, r->target, 0, false);
         r->faults++;
         r->heal_ns = now + between(r, 500, 2500);
+    }
+}
+
+/* Two nodes at once, in different ways: one SIGSTOPped, one black-holed. */
+static void pause_and_blackhole(struct run *r, int64_t now)
+{
+    if (r->heal_ns && now >= r->heal_ns) {
+        nodes_pause(&r->nodes, r->target, false);
+        record(r, FAULT_NODE_RESUME, r->target, 0, false);
+        fault_proxy_set(r->nodes.proxies[r->second], FAULT_PASS, 0);
+        record(r, FAULT_NET, r->second, FAULT_PASS, false);
+        r->heal_ns = 0;
+        r->next_fault_ns = now + between(r, 1000, 2500);
+    } else if (!r->heal_ns && now >= r->next_fault_ns) {
+        pick_nodes(r, 2);
+        nodes_pause(&r->nodes, r->target, true);
+        record(r, FAULT_NODE_PAUSE, r->target, 0, false);
+        fault_proxy_set(r->nodes.proxies[r->second], FAULT_BLACKHOLE, 0);
+        record(r, FAULT_NET, r->second, FAULT_BLACKHOLE, false);
+        r->faults++;
+        r->heal_ns = now + between(r, 1500, 3000);
     }
 }
 
@@ -289,6 +336,12 @@ static const struct scenario scenarios[] = {
     {"clock-jump", "move a node's clock forward by 0.5 to 3 s (needs --shim)",
      {BASE, .cs_ms = 10, .nodes = 3, .seconds = 60, .min_grants = 500}, clock_jump, no_overlap,
      bite_degraded},
+    {"crash-two-delayed", "crash two of five nodes without persistence, restart them after TTL+drift",
+     {BASE, .cs_ms = 10, .nodes = 5, .seconds = 60, .min_grants = 500}, crash_two_delayed_restart,
+     no_overlap_no_regression, bite_degraded},
+    {"pause-blackhole", "two of five nodes at once: one SIGSTOPped, one black-holed",
+     {BASE, .cs_ms = 10, .nodes = 5, .seconds = 60, .min_grants = 500, .stray_check_ms = 1000},
+     pause_and_blackhole, no_overlap, bite_slow},
     {"renew-pause", "long renewed sections, holders paused past their TTL",
      {BASE, .nodes = 3, .cs_ms = 3000, .auto_renew = true, .seconds = 60, .min_grants = 20},
      pause_a_holder, no_overlap_loss_on_time, bite_stale_rejected},
