@@ -40,7 +40,6 @@ enum { VOTE_NO = 0, VOTE_YES = 1, VOTE_REPAIRED = 2, VOTE_UNKNOWN = 3 };
 /* What an acquire reply says besides its vote. */
 struct grant {
     uint64_t fence;
-    bool behind_clock; /* the fence is below the node's clock */
     int64_t pttl;      /* refused: the holder's key expires in that many ms */
 };
 
@@ -73,12 +72,10 @@ static int vote_of(const dlock__node_result *r, bool acquire, struct grant *g)
         g->pttl = a->element[1]->integer;
         return VOTE_NO;
     }
-    if (a->element[0]->integer == 1 && a->elements == 3 &&
-        a->element[1]->type == DLOCK__REPLY_STRING &&
-        a->element[2]->type == DLOCK__REPLY_INTEGER) {
+    if (a->element[0]->integer == 1 && a->elements == 2 &&
+        a->element[1]->type == DLOCK__REPLY_STRING) {
         char *end;
         g->fence = strtoull(a->element[1]->str, &end, 10);
-        g->behind_clock = a->element[2]->integer == 1;
         return *end == '\0' && g->fence > 0 ? VOTE_YES : DLOCK_EPROTO;
     }
     return DLOCK_EPROTO;
@@ -90,7 +87,7 @@ static size_t count(dlock__tally *t, const dlock__node_result *results, size_t n
     t->confirmed = t->refused = t->repaired = t->settled = 0;
     t->fence = 0;
     for (size_t i = 0; i < n; i++) {
-        struct grant g = {0, false, 0};
+        struct grant g = {0, 0};
         int vote = vote_of(&results[i], acquire, &g);
         if (vote == VOTE_YES) {
             t->confirmed++;
@@ -98,7 +95,7 @@ static size_t count(dlock__tally *t, const dlock__node_result *results, size_t n
                 t->settled = 0;
             if (g.fence >= t->fence) {
                 t->fence = g.fence;
-                t->settled += g.behind_clock;
+                t->settled++;
             }
         } else if (vote == VOTE_NO) {
             t->refused++;
@@ -243,8 +240,8 @@ static bool majority_confirmed(const dlock__node_result *results, size_t n, void
  * hold the token or, having restarted empty since, start from its clock above
  * it. So it is written back (never lowering a stored value) to every node,
  * and must reach a majority before `valid_until`; unless a majority granted
- * this very token below their clocks (nodes in step, the usual case), which
- * already is all of that. */
+ * this very token, and so stored it already: then the write-back would change
+ * nothing on a majority (docs/redlock.md). */
 static int record_fence(dlock_lock *lock, dlock__lane *lane, int64_t ttl_ms, uint64_t fence,
                         int64_t valid_until)
 {

@@ -8,64 +8,67 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const suffixes[] = {":fence", ":owner", ":released"};
-
-static bool ends_with(const char *s, size_t len, const char *suffix)
-{
-    size_t n = strlen(suffix);
-    return len >= n && memcmp(s + len - n, suffix, n) == 0;
-}
+#define NAMESPACE ":dlock:"
 
 /* Redis Cluster hashes only the part between the first '{' and the first
- * '}' after it, if that part is not empty. */
-static bool has_valid_hash_tag(const char *name)
+ * '}' after it, if that part is not empty. Returns its length, or 0. */
+static size_t hash_tag(const char *name, const char **tag)
 {
     const char *open = strchr(name, '{');
     const char *close = open ? strchr(open + 1, '}') : NULL;
-    return close && close > open + 1;
+    if (!close || close == open + 1)
+        return 0;
+    *tag = open + 1;
+    return (size_t)(close - open - 1);
 }
 
-static char *join(const char *a, const char *b, const char *c)
+/* "{X}:dlock:..." is the shape of an auxiliary key. */
+static bool looks_auxiliary(const char *name)
 {
-    size_t la = strlen(a), lb = strlen(b), lc = strlen(c);
-    char *s = malloc(la + lb + lc + 1);
-    if (s) {
-        memcpy(s, a, la);
-        memcpy(s + la, b, lb);
-        memcpy(s + la + lb, c, lc);
-        s[la + lb + lc] = '\0';
-    }
-    return s;
+    const char *close = name[0] == '{' ? strchr(name, '}') : NULL;
+    return close && strncmp(close + 1, NAMESPACE, strlen(NAMESPACE)) == 0;
+}
+
+char *dlock__aux_key(const char *name, const char *kind)
+{
+    const char *tag = name;
+    size_t tag_len = hash_tag(name, &tag);
+    size_t len;
+    char *key;
+    if (tag_len == 0)
+        tag_len = strlen(name);
+    len = tag_len + strlen(NAMESPACE) + strlen(kind) + strlen(name) + 4;
+    key = malloc(len);
+    if (key)
+        snprintf(key, len, "{%.*s}" NAMESPACE "%s:%s", (int)tag_len, tag, kind, name);
+    return key;
 }
 
 int dlock__keys_make(dlock__keys *keys, const char *name, char *why, size_t why_len)
 {
     size_t len = name ? strlen(name) : 0;
-    bool tagged;
+    const char *tag;
 
     memset(keys, 0, sizeof(*keys));
     if (len == 0 || len > DLOCK_NAME_MAX) {
         snprintf(why, why_len, "lock name must be 1 to %d bytes", DLOCK_NAME_MAX);
         return DLOCK_EINVAL;
     }
-    for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
-        if (ends_with(name, len, suffixes[i])) {
-            snprintf(why, why_len, "lock name must not end in \"%s\" (an auxiliary key)",
-                     suffixes[i]);
-            return DLOCK_EINVAL;
-        }
-    }
-    tagged = has_valid_hash_tag(name);
-    if (!tagged && strpbrk(name, "{}")) {
+    if (hash_tag(name, &tag) == 0 && strpbrk(name, "{}")) {
         snprintf(why, why_len,
                  "a lock name with a brace needs a valid hash tag: '{', then at least one "
                  "byte, then '}'");
         return DLOCK_EINVAL;
     }
+    if (looks_auxiliary(name)) {
+        snprintf(why, why_len, "a lock name must not start with \"{...}%s\": that is the "
+                               "shape of dlock's auxiliary keys", NAMESPACE);
+        return DLOCK_EINVAL;
+    }
     keys->lock = strdup(name);
-    keys->fence = tagged ? join(name, ":fence", "") : join("{", name, "}:fence");
-    keys->owner = tagged ? join(name, ":owner", "") : join("{", name, "}:owner");
-    keys->channel = tagged ? join(name, ":released", "") : join("{", name, "}:released");
+    keys->fence = dlock__aux_key(name, "fence");
+    keys->owner = dlock__aux_key(name, "owner");
+    keys->channel = dlock__aux_key(name, "released");
     if (!keys->lock || !keys->fence || !keys->owner || !keys->channel) {
         dlock__keys_clear(keys);
         snprintf(why, why_len, "out of memory");

@@ -14,41 +14,48 @@
 
 #define MAX_WORDS 12
 
-static const char acquire_lua[] =
-    "for i = 1, 2 do\n"
-    "  local t = redis.call('TYPE', KEYS[i])['ok']\n"
-    "  if t ~= 'none' and t ~= 'string' then\n"
-    "    return redis.error_reply('WRONGTYPE ' .. KEYS[i] .. ' holds a ' .. t .. ', not a lock')\n"
-    "  end\n"
+/* The one parser of a stored fencing token, shared by every script that
+ * reads a fence key: a decimal integer from 0 to 2^53 - 2, so that the next
+ * token (+1) is still exact in Lua's doubles. Lua's tonumber() alone would
+ * take "inf", "-5", "1e400" or 2^53 + 1, and the tokens would stop growing.
+ * Returns the value (0 when the key is missing) or nil and an error that
+ * names the key. A key of another type makes GET raise WRONGTYPE. */
+#define FENCE_OF_LUA                                                                               \
+    "local function fence_of(key)\n"                                                               \
+    "  local s = redis.call('GET', key)\n"                                                         \
+    "  if not s then\n"                                                                            \
+    "    return 0\n"                                                                               \
+    "  end\n"                                                                                      \
+    "  if #s > 16 or not string.match(s, '^%d+$') or tonumber(s) > 9007199254740990 then\n"       \
+    "    return nil, 'ERR ' .. key .. ' holds ' .. string.format('%q', string.sub(s, 1, 40)) ..\n"  \
+    "      ', not a fencing token (a decimal integer from 0 to 9007199254740990)'\n"               \
+    "  end\n"                                                                                      \
+    "  return tonumber(s)\n"                                                                       \
     "end\n"
+
+/* A key of another type under the name makes GET raise WRONGTYPE before
+ * anything is written. The token is max(stored + 1, server clock in µs):
+ * the clock also covers a counter rolled back by a restart from an older
+ * snapshot, not only one that was lost. */
+static const char acquire_lua[] = FENCE_OF_LUA
     "local current = redis.call('GET', KEYS[1])\n"
     "if current and current ~= ARGV[1] then\n"
     "  return {0, redis.call('PTTL', KEYS[1])}\n"
     "end\n"
-    "local stored = redis.call('GET', KEYS[2])\n"
-    "local last = 0\n"
-    "if stored then\n"
-    "  last = tonumber(stored)\n"
-    "  if not last then\n"
-    "    return redis.error_reply('ERR ' .. KEYS[2] .. ' does not hold a number')\n"
-    "  end\n"
+    "local last, err = fence_of(KEYS[2])\n"
+    "if not last then\n"
+    "  return redis.error_reply(err)\n"
     "end\n"
     "local now = redis.call('TIME')\n"
-    "local clock = tonumber(now[1]) * 1000000 + tonumber(now[2])\n"
-    "local fence = last + 1\n"
+    "local fence = math.max(last + 1, tonumber(now[1]) * 1000000 + tonumber(now[2]))\n"
     "if current and last > 0 then\n"
     "  fence = last -- a retry of our own call keeps its token\n"
-    "elseif not stored then\n"
-    "  -- No counter (expired, or lost in a restart): the clock in\n"
-    "  -- microseconds is above every token issued before, since a counter\n"
-    "  -- starts from it and grows by 1 per acquisition.\n"
-    "  fence = clock\n"
     "end\n"
     "local f = string.format('%d', fence)\n"
     "redis.call('SET', KEYS[1], ARGV[1], current and 'XX' or 'NX', 'PX', ARGV[2])\n"
     "redis.call('SET', KEYS[2], f, 'PX', ARGV[3])\n"
     "redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[2])\n"
-    "return {1, f, fence < clock and 1 or 0}\n";
+    "return {1, f}\n";
 
 static const char release_lua[] =
     "if redis.call('GET', KEYS[1]) ~= ARGV[1] then\n"
@@ -60,7 +67,7 @@ static const char release_lua[] =
     "end\n"
     "return 1\n";
 
-static const char extend_lua[] =
+static const char extend_lua[] = FENCE_OF_LUA
     "local current = redis.call('GET', KEYS[1])\n"
     "if current == ARGV[1] then\n"
     "  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
@@ -72,12 +79,9 @@ static const char extend_lua[] =
     "end\n"
     "-- Repair (Redlock): the node restarted empty; give it back our key and\n"
     "-- at least our fence. The caller does not count this as a vote.\n"
-    "local t = redis.call('TYPE', KEYS[3])['ok']\n"
-    "local stored = 0\n"
-    "if t == 'string' then\n"
-    "  stored = tonumber(redis.call('GET', KEYS[3])) or 0\n"
-    "elseif t ~= 'none' then\n"
-    "  return redis.error_reply('WRONGTYPE ' .. KEYS[3] .. ' holds a ' .. t)\n"
+    "local stored, err = fence_of(KEYS[3])\n"
+    "if not stored then\n"
+    "  return redis.error_reply(err)\n"
     "end\n"
     "redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])\n"
     "if stored < tonumber(ARGV[4]) then\n"
@@ -85,37 +89,33 @@ static const char extend_lua[] =
     "end\n"
     "return 2\n";
 
-static const char fence_max_lua[] =
-    "local t = redis.call('TYPE', KEYS[1])['ok']\n"
-    "local stored = 0\n"
-    "if t == 'string' then\n"
-    "  stored = tonumber(redis.call('GET', KEYS[1]))\n"
-    "  if not stored then\n"
-    "    return redis.error_reply('ERR ' .. KEYS[1] .. ' does not hold a number')\n"
-    "  end\n"
-    "elseif t ~= 'none' then\n"
-    "  return redis.error_reply('WRONGTYPE ' .. KEYS[1] .. ' holds a ' .. t)\n"
+static const char fence_max_lua[] = FENCE_OF_LUA
+    "local stored, err = fence_of(KEYS[1])\n"
+    "if not stored then\n"
+    "  return redis.error_reply(err)\n"
     "end\n"
     "if stored < tonumber(ARGV[1]) then\n"
     "  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
     "end\n"
     "return 1\n";
 
-static const char status_lua[] =
+/* The owner record names its token: it is this holder's only if the token
+ * in it is exactly the lock key's value. */
+static const char status_lua[] = FENCE_OF_LUA
     "local t = redis.call('TYPE', KEYS[1])['ok']\n"
     "local owner = false\n"
     "if t == 'string' then\n"
     "  local holder = redis.call('GET', KEYS[1])\n"
     "  local record = redis.call('GET', KEYS[3])\n"
-    "  if record and string.find(record, holder, 1, true) then\n"
-    "    owner = record -- the record of this holder, not of an earlier one\n"
+    "  if record and string.find(record, '\"token\":\"' .. holder .. '\"', 1, true) then\n"
+    "    owner = record\n"
     "  end\n"
     "end\n"
-    "local fence = false\n"
-    "if redis.call('TYPE', KEYS[2])['ok'] == 'string' then\n"
-    "  fence = redis.call('GET', KEYS[2])\n"
+    "local fence, err = fence_of(KEYS[2])\n"
+    "if not fence then\n"
+    "  return redis.error_reply(err)\n"
     "end\n"
-    "return {t, redis.call('PTTL', KEYS[1]), fence, owner}\n";
+    "return {t, redis.call('PTTL', KEYS[1]), fence > 0 and string.format('%d', fence) or false, owner}\n";
 
 /* NULL-terminated: also the list a fresh connection loads. */
 static const char *const sources[DLOCK__SCRIPT_COUNT + 1] = {

@@ -109,7 +109,7 @@ int nodes_stray_keys(struct chaos_nodes *ns, int names)
         if (!c)
             return -1;
         for (int k = 0; k < names; k++) {
-            redisReply *r = redisCommand(c, "EXISTS chaos:%d {chaos:%d}:owner", k, k);
+            redisReply *r = redisCommand(c, "EXISTS chaos:%d {chaos:%d}:dlock:owner:chaos:%d", k, k, k);
             if (!r) {
                 redisFree(c);
                 return -1;

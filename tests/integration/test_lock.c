@@ -71,7 +71,7 @@ static void test_lock_classic_sequence(void **state)
 
     assert_int_equal(dlock_lock_release(a), 0);
     assert_false(key_exists(f->redis, "lock:order"));
-    assert_false(key_exists(f->redis, "{lock:order}:owner"));
+    assert_false(key_exists(f->redis, aux_key("lock:order", "owner")));
     assert_int_equal(dlock_lock_validity_ms(a), 0);
     /* A second release finds nothing of ours. */
     assert_int_equal(dlock_lock_release(a), DLOCK_ENOTOWNER);
@@ -94,7 +94,7 @@ static void test_lock_key_has_ttl_and_token(void **state)
     assert_string_equal(dlock_lock_name(a), "lock:ttl");
 
     /* The owner record: host, pid, since, token; it expires with the lock. */
-    owner = get_string(f->redis, "{lock:ttl}:owner");
+    owner = get_string(f->redis, aux_key("lock:ttl", "owner"));
     assert_non_null(owner);
     snprintf(pid, sizeof(pid), "\"pid\":%ld", (long)getpid());
     assert_non_null(strstr(owner, pid));
@@ -102,11 +102,11 @@ static void test_lock_key_has_ttl_and_token(void **state)
     assert_non_null(strstr(owner, "\"host\":"));
     assert_non_null(strstr(owner, "\"since\":"));
     free(owner);
-    pttl = pttl_of(f->redis, "{lock:ttl}:owner");
+    pttl = pttl_of(f->redis, aux_key("lock:ttl", "owner"));
     assert_true(pttl > 0 && pttl <= 30000);
 
     /* The fence counter lives a day by default, not forever. */
-    pttl = pttl_of(f->redis, "{lock:ttl}:fence");
+    pttl = pttl_of(f->redis, aux_key("lock:ttl", "fence"));
     assert_true(pttl > 30000 && pttl <= 24LL * 3600 * 1000);
 
     /* Two acquisitions never share a token. */
@@ -165,7 +165,7 @@ static void test_lock_extend_only_for_the_owner(void **state)
     assert_int_equal(dlock_lock_extend(a, 60000), 0);
     pttl = pttl_of(f->redis, "lock:extend");
     assert_true(pttl > 50000 && pttl <= 60000);
-    assert_true(pttl_of(f->redis, "{lock:extend}:owner") > 50000);
+    assert_true(pttl_of(f->redis, aux_key("lock:extend", "owner")) > 50000);
     assert_true(dlock_lock_validity_ms(a) > 50000);
     assert_true(dlock_lock_validity_ms(a) <= 60000 - 600 - 2);
 
@@ -210,7 +210,7 @@ static void test_lock_adopt_refuses_bad_tokens(void **state)
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         assert_int_equal(dlock_lock_adopt(&lock, f->a, "lock:x", bad[i]), DLOCK_EINVAL);
     assert_int_equal(dlock_lock_adopt(&lock, f->a, "lock:x", NULL), DLOCK_EINVAL);
-    assert_int_equal(dlock_lock_adopt(&lock, f->a, "x:fence", TOKEN_OF_NOBODY), DLOCK_EINVAL);
+    assert_int_equal(dlock_lock_adopt(&lock, f->a, "{x}:dlock:fence:x", TOKEN_OF_NOBODY), DLOCK_EINVAL);
     assert_null(lock);
 }
 
@@ -258,10 +258,10 @@ static void test_lock_wrong_type_is_not_busy(void **state)
     r = run(f->redis, "LLEN lock:list");
     assert_int_equal(r->integer, 1);
     freeReplyObject(r);
-    assert_false(key_exists(f->redis, "{lock:list}:fence"));
-    assert_false(key_exists(f->redis, "{lock:list}:owner"));
+    assert_false(key_exists(f->redis, aux_key("lock:list", "fence")));
+    assert_false(key_exists(f->redis, aux_key("lock:list", "owner")));
     /* A fence key of another type: refused before any write. */
-    freeReplyObject(run(f->redis, "HSET {lock:wf}:fence a b"));
+    freeReplyObject(run(f->redis, "HSET %s a b", aux_key("lock:wf", "fence")));
     assert_int_equal(dlock_lock_acquire(&a, f->a, "lock:wf", 30000, NULL), DLOCK_EWRONGTYPE);
     assert_false(key_exists(f->redis, "lock:wf"));
 }
@@ -288,7 +288,7 @@ static void test_lock_name_limits(void **state)
 {
     struct fixture *f = *state;
     static const char *const refused[] = {"", "{x", "x}", "}x{", "{}x", "a{}b{c}",
-                                          "lock:fence", "x:owner", "x:released"};
+                                          "{x}:dlock:fence:x", "{lock}:dlock:owner:lock"};
     char *name = malloc(DLOCK_NAME_MAX + 2);
     dlock_lock *lock = NULL;
 
@@ -312,8 +312,8 @@ static void test_lock_name_limits(void **state)
     assert_null(lock);
     /* A valid hash tag keeps the name as the prefix of its auxiliary keys. */
     lock = must_acquire(f->a, "{user:7}:lock", 30000, NULL);
-    assert_true(key_exists(f->redis, "{user:7}:lock:owner"));
-    assert_true(key_exists(f->redis, "{user:7}:lock:fence"));
+    assert_true(key_exists(f->redis, aux_key("{user:7}:lock", "owner")));
+    assert_true(key_exists(f->redis, aux_key("{user:7}:lock", "fence")));
     assert_int_equal(dlock_lock_release(lock), 0);
     dlock_lock_free(lock);
 }
@@ -418,9 +418,21 @@ static void test_lock_status_tells_holder_and_fence(void **state)
     assert_int_equal(dlock_status_query(&st, f->b, "lock:status2"), 0);
     assert_int_equal(st.pttl_ms, -1);
 
+    /* A foreign value over a dlock holder's key: its owner record is not
+     * this holder's (the record is matched by its whole token). */
+    a = must_acquire(f->a, "lock:status4", 30000, NULL);
+    freeReplyObject(run(f->redis, "SET lock:status4 %b", "", (size_t)0));
+    assert_int_equal(dlock_status_query(&st, f->b, "lock:status4"), 0);
+    assert_true(st.held);
+    assert_false(st.has_owner);
+    freeReplyObject(run(f->redis, "SET lock:status4 %b", dlock_lock_token(a), (size_t)16));
+    assert_int_equal(dlock_status_query(&st, f->b, "lock:status4"), 0);
+    assert_false(st.has_owner);
+    dlock_lock_free(a);
+
     freeReplyObject(run(f->redis, "SADD lock:status3 x"));
     assert_int_equal(dlock_status_query(&st, f->b, "lock:status3"), DLOCK_EWRONGTYPE);
-    assert_int_equal(dlock_status_query(&st, f->b, "x:fence"), DLOCK_EINVAL);
+    assert_int_equal(dlock_status_query(&st, f->b, "{x}:dlock:owner:x"), DLOCK_EINVAL);
     assert_int_equal(dlock_status_query(NULL, f->b, "lock:status"), DLOCK_EINVAL);
     assert_int_equal(dlock_status_query(&st, NULL, "lock:status"), DLOCK_EINVAL);
 }

@@ -410,8 +410,8 @@ static void test_redlock_fences_increase_across_restarts(void **state)
     /* The time floor decides. */
     fences_across_restarts("rl:fence-time", 250, 7);
     /* The counter decides: two nodes start far in the future. */
-    preset_fence(0, "{rl:fence-counter}:fence", FAR_FUTURE);
-    preset_fence(1, "{rl:fence-counter}:fence", FAR_FUTURE);
+    preset_fence(0, aux_key("rl:fence-counter", "fence"), FAR_FUTURE);
+    preset_fence(1, aux_key("rl:fence-counter", "fence"), FAR_FUTURE);
     fences_across_restarts("rl:fence-counter", 250, 11);
 }
 
@@ -430,7 +430,7 @@ static void test_redlock_extend_repairs_a_restarted_node(void **state)
     usleep(20 * 1000);
     assert_int_equal(nodes_holding("rl:repair", dlock_lock_token(lock)), NODES);
     r = test_redis_connect(&servers[2], NULL);
-    stored = get_string(r, "{rl:repair}:fence");
+    stored = get_string(r, aux_key("rl:repair", "fence"));
     assert_non_null(stored);
     assert_true(strtoull(stored, NULL, 10) >= dlock_lock_fence(lock));
     free(stored);

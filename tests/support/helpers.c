@@ -151,3 +151,18 @@ void bump_number_file(const char *path)
     fprintf(f, "%ld\n", value + 1);
     fclose(f);
 }
+
+const char *aux_key(const char *name, const char *kind)
+{
+    static char bufs[4][2200];
+    static int next;
+    char *out = bufs[next++ % 4];
+    const char *open = strchr(name, '{');
+    const char *close = open ? strchr(open + 1, '}') : NULL;
+    if (close && close > open + 1)
+        snprintf(out, sizeof(bufs[0]), "{%.*s}:dlock:%s:%s", (int)(close - open - 1), open + 1,
+                 kind, name);
+    else
+        snprintf(out, sizeof(bufs[0]), "{%s}:dlock:%s:%s", name, kind, name);
+    return out;
+}

@@ -33,6 +33,12 @@ long long pttl_of(redisContext *c, const char *key);
  * "cmdstat_evalsha:calls="). Fails the test if it is missing. */
 long long info_field(redisContext *c, const char *section, const char *field);
 
+/* The auxiliary key of kind `kind` ("fence", "owner", "released") of lock
+ * `name`, by the wire contract's rule: "{T}:dlock:KIND:NAME", T being the
+ * name's hash tag if it has one, else the name. Returns a static buffer
+ * (one of 4 in turn): use it before the fifth call. */
+const char *aux_key(const char *name, const char *kind);
+
 /* 1 if `key` exists. */
 int key_exists(redisContext *c, const char *key);
 
