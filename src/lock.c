@@ -545,7 +545,7 @@ void dlock__locks_extend(dlock_lock *const *locks, size_t k, dlock__lane *lane,
     struct extend_job *jobs = calloc(k, sizeof(*jobs));
     dlock__call *calls = calloc(k, sizeof(*calls));
     dlock__node_result *results = calloc(k * c->n, sizeof(*results));
-    int64_t start = dlock__now_ns(), shortest = ttls[0];
+    int64_t start = dlock__now_ns(), shortest = ttls[0], deadline;
     size_t encoded = 0;
     int rc = jobs && calls && results ? 0 : DLOCK_ENOMEM;
 
@@ -553,9 +553,15 @@ void dlock__locks_extend(dlock_lock *const *locks, size_t k, dlock__lane *lane,
         rc = encode_extend(&calls[encoded], &jobs[encoded], locks[encoded], ttls[encoded], start);
         shortest = ttls[encoded] < shortest ? ttls[encoded] : shortest;
     }
+    /* Never past a validity still running: its end is when the owner must
+     * hear of a loss. */
+    deadline = dlock__node_deadline(c, shortest, start);
+    for (size_t j = 0; j < k; j++) {
+        int64_t until = locks[j]->valid_until_ns;
+        deadline = until > start && until < deadline ? until : deadline;
+    }
     if (rc == 0) {
-        dlock__fanout_batch(lane->conns, c->n, calls, k, dlock__node_deadline(c, shortest, start),
-                            results, NULL, NULL);
+        dlock__fanout_batch(lane->conns, c->n, calls, k, deadline, results, NULL, NULL);
         for (size_t j = 0; j < k; j++)
             rcs[j] = finish_extend(locks[j], lane, &jobs[j], &results[j * c->n], ttls[j], start);
         dlock__results_clear(results, k * c->n);

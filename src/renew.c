@@ -15,6 +15,11 @@
 #include <time.h>
 
 #define MIN_RETRY_MS 10
+/* The thread sleeps on CLOCK_MONOTONIC (a condition variable takes no
+ * other), which stops while the machine is suspended; validity runs on
+ * CLOCK_BOOTTIME, which does not. Sleeping at most this long at a time
+ * bounds how late a lock that expired during a suspend is noticed. */
+#define SLEEP_CAP_MS 250
 #define BATCH_SLACK_MS 50
 #define VISIT_MAX (4 * DLOCK__BATCH_MAX)
 
@@ -115,7 +120,8 @@ static int heap_push(struct dlock__renewer *r, dlock_lock *lock)
     return 0;
 }
 
-/* Sleeps on `wake` until `until_ns` (CLOCK_BOOTTIME; INT64_MAX: no limit). */
+/* Sleeps on `wake` until `until_ns` (CLOCK_BOOTTIME; INT64_MAX: no limit),
+ * or for SLEEP_CAP_MS at most: the caller looks at the clock again. */
 static void wait_until(struct dlock__renewer *r, int64_t until_ns)
 {
     struct timespec now_mono, at;
@@ -127,6 +133,8 @@ static void wait_until(struct dlock__renewer *r, int64_t until_ns)
     left = until_ns - dlock__now_ns();
     if (left <= 0)
         return;
+    if (left > SLEEP_CAP_MS * DLOCK__NS_PER_MS)
+        left = SLEEP_CAP_MS * DLOCK__NS_PER_MS;
     clock_gettime(CLOCK_MONOTONIC, &now_mono);
     left += now_mono.tv_nsec;
     at.tv_sec = now_mono.tv_sec + (time_t)(left / 1000000000LL);
@@ -134,7 +142,9 @@ static void wait_until(struct dlock__renewer *r, int64_t until_ns)
     pthread_cond_timedwait(&r->wake, &r->mutex, &at);
 }
 
-/* Called with the mutex held; returns with it held. */
+/* Called with the mutex held; returns with it held. The owner hears of the
+ * loss first: the cleanup may wait for unreachable nodes, and the owner
+ * must stop using the resource no later than the validity's end. */
 static void declare_lost(struct dlock__renewer *r, dlock_lock *lock, int reason)
 {
     unlink_lock(r, lock);
@@ -142,11 +152,11 @@ static void declare_lost(struct dlock__renewer *r, dlock_lock *lock, int reason)
     lock->valid_until_ns = 0;
     lock->renewing = true;
     pthread_mutex_unlock(&r->mutex);
+    if (lock->on_lost)
+        lock->on_lost(lock, reason, lock->on_lost_arg);
     /* Our token may still sit on some node (a minority, or a key the server
      * has not expired yet): take it away, quietly. */
     dlock__lock_release(lock, &r->lane, false);
-    if (lock->on_lost)
-        lock->on_lost(lock, reason, lock->on_lost_arg);
     pthread_mutex_lock(&r->mutex);
     lock->renewing = false;
     pthread_cond_broadcast(&r->idle);

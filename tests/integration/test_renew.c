@@ -141,6 +141,28 @@ static void test_renew_loss_when_the_server_stalls(void **state)
     dlock_client_close(b);
 }
 
+/* The owner hears of a loss when the validity ends, not after the cleanup:
+ * with the server stalled, that cleanup would wait a command timeout. */
+static void test_renew_loss_signalled_by_the_end_of_validity(void **state)
+{
+    test_redis *server = *state;
+    dlock_client *a = open_client(server->url, 0, 3000);
+    struct lost_record record = {0};
+    long long start = test_now_ms();
+    dlock_lock *lock = acquire_renewed(a, "renew:signal", 3000, 0, &record);
+
+    test_redis_pause(server);
+    wait_for_loss(&record, 10000LL * test_slowdown());
+    test_redis_resume(server);
+    assert_int_equal(atomic_load(&record.calls), 1);
+    /* The validity ends before start + TTL; a little slack for the thread. */
+    if (atomic_load(&record.at_ms) > start + 3000 + 300LL * test_slowdown())
+        fail_msg("on_lost %lld ms after the acquisition of a 3000 ms lock",
+                 atomic_load(&record.at_ms) - start);
+    dlock_lock_free(lock);
+    dlock_client_close(a);
+}
+
 static void test_renew_stops_at_max_hold(void **state)
 {
     test_redis *server = *state;
@@ -250,6 +272,8 @@ int main(void)
                                         teardown_server),
         cmocka_unit_test_setup_teardown(test_renew_loss_when_the_key_is_deleted, setup_server,
                                         teardown_server),
+        cmocka_unit_test_setup_teardown(test_renew_loss_signalled_by_the_end_of_validity,
+                                        setup_server, teardown_server),
         cmocka_unit_test_setup_teardown(test_renew_loss_when_the_server_stalls, setup_server,
                                         teardown_server),
         cmocka_unit_test_setup_teardown(test_renew_stops_at_max_hold, setup_server,
