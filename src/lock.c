@@ -118,11 +118,19 @@ int dlock__acquire_judge(dlock__tally *t, const dlock__node_result *results, siz
     return t->confirmed >= t->quorum && *valid_until_ns > now_ns ? 0 : DLOCK_EBUSY;
 }
 
+/* Granted, or not: then wait on until the replies tell busy (a majority
+ * answered, with refusals among them) from unreachable (no majority can
+ * answer), within the nodes' deadline. */
 static bool acquire_decided(const dlock__node_result *results, size_t n, void *ctx)
 {
     dlock__tally *t = ctx;
     size_t failed = count(t, results, n, true);
-    return t->confirmed >= t->quorum || n - t->refused - failed < t->quorum;
+    size_t pending = n - t->confirmed - t->refused - failed;
+    if (t->confirmed >= t->quorum)
+        return true;
+    if (t->confirmed + pending >= t->quorum)
+        return false; /* may still be granted */
+    return t->confirmed + t->refused >= t->quorum || n - failed < t->quorum;
 }
 
 /* One node: its failure. Several: DLOCK_ENOQUORUM, unless every failing

@@ -163,6 +163,29 @@ static void test_redlock_decides_without_paused_nodes(void **state)
     dlock_client_close(c);
 }
 
+/* Three servers, one unreachable (its refusal arrives first), the lock held
+ * by another client on the other two: busy, every time, never "no quorum". */
+static void test_redlock_busy_not_no_quorum_with_a_node_down(void **state)
+{
+    const char *urls[3] = {servers[0].url, servers[1].url, servers[2].url};
+    dlock_client *holder, *other;
+    dlock_lock *held, *lock = NULL;
+    (void)state;
+    test_redis_kill(&servers[2]);
+    holder = open_nodes(urls, 3, 0, 0);
+    other = open_nodes(urls, 3, 0, 0);
+    held = must_acquire(holder, "rl:busy-down", 30000, NULL);
+    for (int i = 0; i < 30; i++) {
+        int rc = dlock_lock_acquire(&lock, other, "rl:busy-down", 30000, NULL);
+        if (rc != DLOCK_EBUSY)
+            fail_msg("try %d: %s: %s", i, dlock_err_name(rc), dlock_client_errmsg(other));
+    }
+    assert_int_equal(dlock_lock_release(held), 0);
+    dlock_lock_free(held);
+    dlock_client_close(holder);
+    dlock_client_close(other);
+}
+
 static void test_redlock_partial_attempt_is_cleaned_up(void **state)
 {
     dlock_client *c = open_redlock(0, 0);
@@ -567,6 +590,7 @@ int main(void)
         T(test_redlock_holds_on_every_node),
         T(test_redlock_survives_two_dead_nodes_not_three),
         T(test_redlock_decides_without_paused_nodes),
+        T(test_redlock_busy_not_no_quorum_with_a_node_down),
         T(test_redlock_partial_attempt_is_cleaned_up),
         T(test_redlock_contention_is_exclusive),
         T(test_redlock_fences_increase_across_restarts),
