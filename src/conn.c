@@ -397,6 +397,27 @@ static int classify_handshake_error(const dlock__reply *r)
     return strncmp(r->str, "ERR DB index", 12) == 0 ? DLOCK_ESERVER : DLOCK_EAUTH;
 }
 
+/* A server's answer to the handshake may quote what it was sent (a server
+ * without AUTH says "unknown command 'AUTH', with args beginning with:
+ * '<password>'"): keep the text up to any quotation of arguments, and mask
+ * the password wherever it still appears. */
+static void scrub_handshake_error(const dlock__conn *c, const char *text, char *out, size_t len)
+{
+    const char *password = c->ep->password ? c->ep->password : "";
+    const char *quoted = strstr(text, ", with args beginning with");
+    size_t end = quoted ? (size_t)(quoted - text) : strlen(text), n = strlen(password), j = 0;
+    for (size_t i = 0; i < end && j + 5 < len;) {
+        if (n > 0 && n <= end - i && memcmp(text + i, password, n) == 0) {
+            memcpy(out + j, "****", 4);
+            j += 4;
+            i += n;
+        } else {
+            out[j++] = text[i++];
+        }
+    }
+    out[j] = '\0';
+}
+
 /* Sorts complete replies: handshake replies are checked, stale ones are
  * dropped, the first other one answers the current call. */
 static int take_replies(dlock__conn *c, dlock__reply **reply)
@@ -409,7 +430,10 @@ static int take_replies(dlock__conn *c, dlock__reply **reply)
             c->handshake_owed--;
             if (r->type == DLOCK__REPLY_ERROR) {
                 int code = classify_handshake_error(r);
-                rc = fail(c, code, "%s: %.200s", c->ep->label, r->str);
+                char text[256];
+                scrub_handshake_error(c, r->str, text, sizeof(text));
+                dlock__wipe(r->str, r->len);
+                rc = fail(c, code, "%s: %s", c->ep->label, text);
                 dlock__reply_free(r);
                 return rc;
             }

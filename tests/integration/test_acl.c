@@ -134,9 +134,33 @@ static void test_acl_missing_key_pattern_is_a_permission_error(void **state)
     }
 }
 
+/* A server without AUTH quotes the password it was sent in its error: the
+ * message must not. */
+static void test_acl_password_never_in_messages(void **state)
+{
+    static const char *const args[] = {"--rename-command", "AUTH", "", NULL};
+    test_redis bare = {0};
+    dlock_client *c;
+    dlock_lock *lock = NULL;
+    char url[128];
+    int rc;
+    (void)state;
+    assert_int_equal(test_redis_start(&bare, args), 0);
+    snprintf(url, sizeof(url), "redis://:Sekr1t-Pass@127.0.0.1:%d", bare.port);
+    c = open_client(url, 0, 0);
+    rc = dlock_lock_acquire(&lock, c, "lock:scrub", 30000, NULL);
+    assert_int_equal(rc, DLOCK_EAUTH);
+    assert_non_null(strstr(dlock_client_errmsg(c), "unknown command"));
+    if (strstr(dlock_client_errmsg(c), "Sekr1t"))
+        fail_msg("the password is in the message: %s", dlock_client_errmsg(c));
+    dlock_client_close(c);
+    test_redis_stop(&bare);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_acl_password_never_in_messages),
         cmocka_unit_test(test_acl_exact_rule_is_enough),
         cmocka_unit_test(test_acl_missing_command_is_a_permission_error),
         cmocka_unit_test(test_acl_missing_key_pattern_is_a_permission_error),
