@@ -105,6 +105,7 @@ int dlock__lane_init(dlock_client *c, dlock__lane *lane)
                              c->connect_timeout_ms) < 0)
             return DLOCK_ENOMEM;
         lane->conns[i].preload = dlock__script_sources();
+        lane->conns[i].ask_identity = c->n > 1;
         use_tls(c, &lane->conns[i]);
     }
     return 0;
@@ -114,6 +115,36 @@ void dlock__lane_destroy(dlock_client *c, dlock__lane *lane)
 {
     for (size_t i = 0; i < c->n; i++)
         dlock__conn_destroy(&lane->conns[i]);
+}
+
+static bool same_address(const struct addrinfo *a, const struct addrinfo *b)
+{
+    for (; a; a = a->ai_next)
+        for (const struct addrinfo *x = b; x; x = x->ai_next)
+            if (a->ai_addrlen == x->ai_addrlen && memcmp(a->ai_addr, x->ai_addr, a->ai_addrlen) == 0)
+                return true;
+    return false;
+}
+
+/* Two endpoints that are one server would be counted as two votes: refuse
+ * them by spelling, by database (/0 and /1 are one server) and by any
+ * address they resolve to. At connect, servers that share a run_id are
+ * caught too (dlock__lane_check_distinct). */
+static int refuse_same_server(const dlock_client *c, size_t k, char *why, size_t why_len)
+{
+    const dlock__endpoint *ep = &c->endpoints[k];
+    for (size_t i = 0; i < k; i++) {
+        const dlock__endpoint *other = &c->endpoints[i];
+        bool same = strcmp(other->label, ep->label) == 0 ||
+                    same_address(c->addrs[i], c->addrs[k]);
+        if (!same)
+            continue;
+        if (why && why_len)
+            snprintf(why, why_len, "servers %s and %s are one server: each Redlock vote must be "
+                     "an independent server", other->label, ep->label);
+        return DLOCK_EINVAL;
+    }
+    return 0;
 }
 
 static int add_endpoint(dlock_client *c, const char *url, const dlock_client_options *o,
@@ -127,14 +158,6 @@ static int add_endpoint(dlock_client *c, const char *url, const dlock_client_opt
             snprintf(why, why_len, "bad server URL: %s", reason);
         return rc;
     }
-    for (size_t i = 0; i < c->n; i++) {
-        if (strcmp(c->endpoints[i].label, ep->label) == 0 && c->endpoints[i].db == ep->db) {
-            if (why && why_len)
-                snprintf(why, why_len, "server %s is given twice", ep->label);
-            dlock__endpoint_clear(ep);
-            return DLOCK_EINVAL;
-        }
-    }
     c->n++;
     if (replace_secret(&ep->user, o->user) < 0 || replace_secret(&ep->password, o->password) < 0)
         return nomem(why, why_len);
@@ -146,7 +169,7 @@ static int add_endpoint(dlock_client *c, const char *url, const dlock_client_opt
     rc = dlock__resolve(ep, &c->addrs[c->n - 1], reason, sizeof(reason));
     if (rc < 0 && why && why_len)
         snprintf(why, why_len, "%s", reason);
-    return rc;
+    return rc < 0 ? rc : refuse_same_server(c, c->n - 1, why, why_len);
 }
 
 /* One OpenSSL context for the client, if any server speaks TLS. */
@@ -295,6 +318,21 @@ int64_t dlock__node_deadline(const dlock_client *c, int64_t ttl_ms, int64_t now_
     if (ms > c->command_timeout_ms || ttl_ms == 0)
         ms = c->command_timeout_ms;
     return now_ns + ms * DLOCK__NS_PER_MS;
+}
+
+int dlock__lane_check_distinct(const dlock_client *c, dlock__lane *lane)
+{
+    for (size_t i = 0; i < c->n; i++) {
+        for (size_t j = i + 1; j < c->n && lane->conns[i].run_id[0]; j++) {
+            if (strcmp(lane->conns[i].run_id, lane->conns[j].run_id) != 0)
+                continue;
+            dlock__set_error(lane, "servers %s and %s are one server (run_id %s): each Redlock "
+                             "vote must be an independent server", c->endpoints[i].label,
+                             c->endpoints[j].label, lane->conns[i].run_id);
+            return DLOCK_EINVAL;
+        }
+    }
+    return 0;
 }
 
 void dlock__set_error(dlock__lane *lane, const char *fmt, ...)

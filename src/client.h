@@ -61,6 +61,11 @@ size_t dlock__quorum(const dlock_client *c);
  * unknown): max(5 ms, ttl/20) unless set, capped by the command timeout. */
 int64_t dlock__node_deadline(const dlock_client *c, int64_t ttl_ms, int64_t now_ns);
 
+/* DLOCK_EINVAL (with the message set) if two of the lane's connections
+ * reached one server (the same run_id), else 0. Servers that do not allow
+ * INFO are not compared: the check at open, by address, is all there is. */
+int dlock__lane_check_distinct(const dlock_client *c, dlock__lane *lane);
+
 void dlock__set_error(dlock__lane *lane, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Appends "; " and the details of every failed node to the lane's message;

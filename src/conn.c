@@ -44,7 +44,8 @@ void dlock__conn_close(dlock__conn *c)
     c->fd = -1;
     c->state = DLOCK__CONN_CLOSED;
     c->trying = NULL;
-    c->handshake_owed = c->preload_owed = c->stale_owed = 0;
+    c->handshake_owed = c->identity_owed = c->preload_owed = c->stale_owed = 0;
+    c->run_id[0] = '\0';
     c->answered = false;
     clear_output(c);
     dlock__reader_free(c->reader);
@@ -165,6 +166,13 @@ static int queue_handshake(dlock__conn *c)
         rc = append_command(c, 2, select);
         c->handshake_owed++;
     }
+    /* Which server this is: two endpoints of one Redlock client must not be
+     * one server. A user without INFO gets an error reply: ignored. */
+    if (rc == 0 && c->ask_identity) {
+        const char *info[] = {"INFO", "server"};
+        rc = append_command(c, 2, info);
+        c->identity_owed++;
+    }
     /* A fresh connection may be to a restarted server with an empty script
      * cache: load the scripts up front, so that EVALSHA works at once even
      * on the nodes whose answer a quorum does not wait for. Failures are
@@ -275,7 +283,7 @@ static void refresh_idle(dlock__conn *c)
         return;
     /* Owed replies and the end of the stream may come in separate reads. */
     while (c->state == DLOCK__CONN_READY && poll(&p, 1, 0) > 0) {
-        if (!c->handshake_owed && !c->preload_owed && !c->stale_owed) {
+        if (!c->handshake_owed && !c->identity_owed && !c->preload_owed && !c->stale_owed) {
             if (!(c->ssl && dlock__tls_idle_ok(c)))
                 dlock__conn_close(c);
             return;
@@ -418,6 +426,16 @@ static void scrub_handshake_error(const dlock__conn *c, const char *text, char *
     out[j] = '\0';
 }
 
+static void take_identity(dlock__conn *c, const dlock__reply *r)
+{
+    const char *at = r->type == DLOCK__REPLY_STRING ? strstr(r->str, "run_id:") : NULL;
+    size_t len = at ? strspn(at + 7, "0123456789abcdef") : 0;
+    if (len != sizeof(c->run_id) - 1)
+        return;
+    memcpy(c->run_id, at + 7, len);
+    c->run_id[len] = '\0';
+}
+
 /* Sorts complete replies: handshake replies are checked, stale ones are
  * dropped, the first other one answers the current call. */
 static int take_replies(dlock__conn *c, dlock__reply **reply)
@@ -437,6 +455,10 @@ static int take_replies(dlock__conn *c, dlock__reply **reply)
                 dlock__reply_free(r);
                 return rc;
             }
+            dlock__reply_free(r);
+        } else if (c->identity_owed) {
+            c->identity_owed--;
+            take_identity(c, r);
             dlock__reply_free(r);
         } else if (c->preload_owed) {
             c->preload_owed--;

@@ -37,7 +37,10 @@ typedef struct dlock__conn {
     size_t out_len, out_sent, out_cap;
     size_t call_start;        /* offset in `out` of the current call's bytes */
     unsigned handshake_owed;  /* AUTH/SELECT replies still to come */
+    unsigned identity_owed;   /* the INFO server reply still to come */
     unsigned preload_owed;    /* SCRIPT LOAD replies still to come */
+    bool ask_identity;        /* send INFO server on connect, for run_id */
+    char run_id[41];          /* the server's run_id, "" until known */
     const char *const *preload; /* scripts to load on connect (static), or NULL */
     unsigned stale_owed;      /* replies of abandoned calls, to discard */
     bool call_sent;           /* bytes of the current call reached the socket */

@@ -84,19 +84,14 @@ static int vote_of(const dlock__node_result *r, bool acquire, struct grant *g)
 static size_t count(dlock__tally *t, const dlock__node_result *results, size_t n, bool acquire)
 {
     size_t failed = 0;
-    t->confirmed = t->refused = t->repaired = t->settled = 0;
+    t->confirmed = t->refused = t->repaired = 0;
     t->fence = 0;
     for (size_t i = 0; i < n; i++) {
         struct grant g = {0, 0};
         int vote = vote_of(&results[i], acquire, &g);
         if (vote == VOTE_YES) {
             t->confirmed++;
-            if (g.fence > t->fence)
-                t->settled = 0;
-            if (g.fence >= t->fence) {
-                t->fence = g.fence;
-                t->settled++;
-            }
+            t->fence = g.fence > t->fence ? g.fence : t->fence;
         } else if (vote == VOTE_NO) {
             t->refused++;
             t->pttl = t->refused == 1 || g.pttl < t->pttl ? g.pttl : t->pttl;
@@ -247,9 +242,7 @@ static bool majority_confirmed(const dlock__node_result *results, size_t n, void
  * must go above it: it shares a node with every majority, which must still
  * hold the token or, having restarted empty since, start from its clock above
  * it. So it is written back (never lowering a stored value) to every node,
- * and must reach a majority before `valid_until`; unless a majority granted
- * this very token, and so stored it already: then the write-back would change
- * nothing on a majority (docs/redlock.md). */
+ * and must reach a majority before `valid_until`. */
 static int record_fence(dlock_lock *lock, dlock__lane *lane, int64_t ttl_ms, uint64_t fence,
                         int64_t valid_until)
 {
@@ -307,7 +300,10 @@ int dlock__lock_try(dlock_lock *lock, dlock__lane *lane, int64_t ttl_ms)
                   acquire_decided, &t);
     rc = dlock__acquire_judge(&t, results, c->n, ttl_ms, c->drift_factor, start, dlock__now_ns(),
                               &valid_until);
-    if (rc == 0 && c->n > 1 && t.settled < t.quorum) {
+    if (dlock__lane_check_distinct(c, lane) < 0) {
+        rc = DLOCK_EINVAL;
+        clean_up_attempt(lock, lane, results, ttl_ms);
+    } else if (rc == 0 && c->n > 1) {
         rc = record_fence(lock, lane, ttl_ms, t.fence, valid_until);
         if (rc == 0 && valid_until <= dlock__now_ns()) {
             rc = DLOCK_ETIMEDOUT;

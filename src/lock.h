@@ -43,7 +43,6 @@ typedef struct dlock__tally {
     size_t refused;   /* acquire: held by another; release/extend: 0 */
     size_t repaired;  /* extend: 2 */
     uint64_t fence;   /* acquire: the largest fence granted */
-    size_t settled;   /* acquire: grants that stored `fence` itself */
     int64_t pttl;     /* acquire: the smallest PTTL of the refusals */
 } dlock__tally;
 

@@ -186,6 +186,41 @@ static void test_redlock_busy_not_no_quorum_with_a_node_down(void **state)
     dlock_client_close(other);
 }
 
+/* One server is one vote, however it is spelt: refused at open by address
+ * and database, at connect by run_id (a Unix socket and a TCP port of one
+ * server resolve to nothing in common). */
+static void test_redlock_one_server_is_one_vote(void **state)
+{
+    static const char *const spellings[][3] = {
+        {"redis://127.0.0.1:", "redis://localhost:", "redis://127.1:"},
+        {"redis://127.0.0.1:", "redis://127.0.0.1:", "redis://127.0.0.1:"},
+    };
+    static const char *const dbs[][3] = {{"", "", ""}, {"/0", "/1", "/2"}};
+    dlock_client_options opts = DLOCK_CLIENT_OPTIONS_INIT;
+    dlock_client *c = NULL;
+    dlock_lock *lock = NULL;
+    char urls[3][96], why[256];
+    const char *list[3] = {urls[0], urls[1], urls[2]};
+    (void)state;
+    opts.urls = list;
+    opts.n_urls = 3;
+    for (size_t k = 0; k < 2; k++) {
+        for (int i = 0; i < 3; i++)
+            snprintf(urls[i], sizeof(urls[i]), "%s%d%s", spellings[k][i], servers[0].port,
+                     dbs[k][i]);
+        assert_int_equal(dlock_client_open(&c, &opts, why, sizeof(why)), DLOCK_EINVAL);
+        assert_non_null(strstr(why, "one server"));
+    }
+    list[0] = servers[0].unix_url;
+    list[1] = servers[0].url;
+    list[2] = servers[1].url;
+    assert_int_equal(dlock_client_open(&c, &opts, why, sizeof(why)), 0);
+    assert_int_equal(dlock_lock_acquire(&lock, c, "rl:one-vote", 30000, NULL), DLOCK_EINVAL);
+    assert_non_null(strstr(dlock_client_errmsg(c), "run_id"));
+    assert_int_equal(nodes_holding("rl:one-vote", NULL), 0);
+    dlock_client_close(c);
+}
+
 static void test_redlock_partial_attempt_is_cleaned_up(void **state)
 {
     dlock_client *c = open_redlock(0, 0);
@@ -591,6 +626,7 @@ int main(void)
         T(test_redlock_survives_two_dead_nodes_not_three),
         T(test_redlock_decides_without_paused_nodes),
         T(test_redlock_busy_not_no_quorum_with_a_node_down),
+        T(test_redlock_one_server_is_one_vote),
         T(test_redlock_partial_attempt_is_cleaned_up),
         T(test_redlock_contention_is_exclusive),
         T(test_redlock_fences_increase_across_restarts),
