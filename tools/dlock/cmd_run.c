@@ -1,11 +1,12 @@
 /* run: hold the lock while a command runs.
  *
  * The command runs in its own process group with DLOCK_NAME, DLOCK_TOKEN and
- * DLOCK_FENCE set, dies if dlock dies, and has SIGINT, SIGTERM and SIGHUP
- * forwarded to its group. The client's renewal thread keeps the lock alive;
- * if it is lost anyway, the group gets SIGTERM, then SIGKILL after
- * --kill-after, and dlock exits 70. Signal handlers and the loss callback
- * only write a byte to a pipe; the main loop does the rest. */
+ * DLOCK_FENCE set, and has SIGINT, SIGTERM and SIGHUP forwarded to its group.
+ * The client's renewal thread keeps the lock alive; if it is lost anyway, the
+ * group gets SIGTERM, then SIGKILL after --kill-after, and dlock exits 70. If
+ * dlock dies, a guard process stops the group the same way. A terminal's
+ * stop (Ctrl-Z) stops dlock too, like any job. Signal handlers and the loss
+ * callback only write a byte to a pipe; the main loop does the rest. */
 #include "cli.h"
 
 #include <errno.h>
@@ -18,11 +19,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #define LOST_MARK 0 /* the byte on the wake pipe that means "lock lost" */
+#define GUARD_DONE 1 /* the byte to the guard that means "dlock is done" */
+#define MESSAGE_WAIT_US 100000 /* how long one write of a message may block */
+#define GUARD_POLL_MS 50
 
 extern char **environ;
 
@@ -50,9 +55,16 @@ static void on_lost(dlock_lock *lock, int reason, void *arg)
     (void)!write(wake_pipe[1], &b, 1);
 }
 
+/* SIGALRM only interrupts a message's write that blocks (no SA_RESTART). */
+static void on_alarm(int sig)
+{
+    (void)sig;
+}
+
+static const int handled[] = {SIGINT, SIGTERM, SIGHUP, SIGCHLD};
+
 static int setup_signals(void)
 {
-    static const int handled[] = {SIGINT, SIGTERM, SIGHUP, SIGCHLD};
     struct sigaction sa;
     if (pipe2(wake_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
         return -1;
@@ -63,7 +75,35 @@ static int setup_signals(void)
     for (size_t i = 0; i < sizeof(handled) / sizeof(handled[0]); i++)
         if (sigaction(handled[i], &sa, NULL) < 0)
             return -1;
-    return 0;
+    sa.sa_handler = on_alarm;
+    sa.sa_flags = 0;
+    return sigaction(SIGALRM, &sa, NULL);
+}
+
+/* While the command runs, a message must not hold dlock up: its stderr may
+ * be a full pipe nobody reads, or a terminal with tostop that stops a
+ * background writer with SIGTTOU. Around messages SIGTTOU is blocked (the
+ * write then goes through) and an interval timer interrupts any write that
+ * blocks for more than MESSAGE_WAIT_US: a message is cut short rather than
+ * the command left running or its SIGKILL late. */
+static void message_guard(bool on)
+{
+    struct itimerval t = {{0, 0}, {0, 0}};
+    sigset_t ttou;
+    sigemptyset(&ttou);
+    sigaddset(&ttou, SIGTTOU);
+    if (on)
+        t.it_value = t.it_interval = (struct timeval){0, MESSAGE_WAIT_US};
+    setitimer(ITIMER_REAL, &t, NULL);
+    sigprocmask(on ? SIG_BLOCK : SIG_UNBLOCK, &ttou, NULL);
+}
+
+/* SIGTERM to the command's group; SIGCONT too, for a stopped member that
+ * traps SIGTERM (a stopped process runs no handler). Async-signal-safe. */
+static void stop_group(pid_t pgid)
+{
+    kill(-pgid, SIGTERM);
+    kill(-pgid, SIGCONT);
 }
 
 static bool keep_variable(const char *entry)
@@ -117,8 +157,81 @@ static void take_terminal(pid_t pgid)
     sigprocmask(SIG_SETMASK, &old, NULL);
 }
 
-/* Starts the command. Returns its pid, or -1 with *exec_errno set. */
-static pid_t spawn(const struct cli_command_opts *o, char **env, int *exec_errno)
+/* The guard process's life: it learns the command's process group from the
+ * pipe (the command writes it before exec), then waits for the end of the
+ * pipe. Only dlock holds its write end, so the end comes when dlock exits,
+ * however it exits (SIGKILL included). Without dlock's GUARD_DONE byte
+ * first, dlock died with the command running: the guard stops the group as
+ * a lost lock would (PR_SET_PDEATHSIG reaches only the direct child), SIGKILL
+ * after `kill_after_ms` or as soon as the group is gone. Forked from a
+ * threaded process: async-signal-safe calls only. */
+static void guard(int fd, int64_t kill_after_ms)
+{
+    pid_t pgid = 0;
+    unsigned char b = 0;
+    ssize_t got;
+    while ((got = read(fd, &pgid, sizeof(pgid))) < 0 && errno == EINTR)
+        ;
+    if (got != (ssize_t)sizeof(pgid) || pgid <= 0)
+        _exit(0); /* dlock died or gave up before the command existed */
+    while ((got = read(fd, &b, 1)) != 0 && b != GUARD_DONE)
+        if (got < 0 && errno != EINTR)
+            break;
+    if (got == 1)
+        _exit(0);
+    stop_group(pgid);
+    for (int64_t waited = 0; waited < kill_after_ms; waited += GUARD_POLL_MS) {
+        if (kill(-pgid, 0) < 0 && errno == ESRCH)
+            _exit(0);
+        poll(NULL, 0, GUARD_POLL_MS);
+    }
+    kill(-pgid, SIGKILL);
+    _exit(0);
+}
+
+/* Starts the guard in a process group of its own (no terminal signal, no
+ * signal sent to dlock's group reaches it), with nothing of dlock's open
+ * but the pipe. Returns its pid, or -1; *fd is the pipe's write end. */
+static pid_t start_guard(const struct cli_command_opts *o, int *fd)
+{
+    int p[2], null;
+    pid_t pid;
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return -1;
+    pid = fork();
+    if (pid == 0) {
+        for (size_t i = 0; i < sizeof(handled) / sizeof(handled[0]); i++)
+            signal(handled[i], SIG_DFL);
+        setpgid(0, 0);
+        null = open("/dev/null", O_RDWR);
+        for (int i = 0; i < 3; i++)
+            dup2(null, i);
+        dup2(p[0], 3);
+        close_range(4, ~0U, 0);
+        guard(3, o->kill_after_ms);
+    }
+    close(p[0]);
+    if (pid < 0) {
+        close(p[1]);
+        return -1;
+    }
+    *fd = p[1];
+    return pid;
+}
+
+/* Lets the guard go: the command is over. */
+static void stop_guard(pid_t pid, int fd)
+{
+    unsigned char b = GUARD_DONE;
+    (void)!write(fd, &b, 1);
+    close(fd);
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+}
+
+/* Starts the command; it tells the guard (`guard_fd`) its process group.
+ * Returns its pid, or -1 with *exec_errno set. */
+static pid_t spawn(const struct cli_command_opts *o, char **env, int guard_fd, int *exec_errno)
 {
     char *shell_argv[] = {"sh", "-c", (char *)o->shell_command, NULL};
     char **argv = o->command ? o->command : shell_argv;
@@ -133,8 +246,10 @@ static pid_t spawn(const struct cli_command_opts *o, char **env, int *exec_errno
     if (pid == 0) {
         close(errpipe[0]);
         setpgid(0, 0);
+        pid = getpid();
+        (void)!write(guard_fd, &pid, sizeof(pid));
         if (own_terminal)
-            take_terminal(getpid());
+            take_terminal(pid);
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent)
             _exit(EXIT_LOST); /* dlock died before we could notice */
@@ -163,35 +278,61 @@ static pid_t spawn(const struct cli_command_opts *o, char **env, int *exec_errno
 }
 
 struct supervision {
+    dlock_lock *lock;
     pid_t pid;
     int status;
     bool lost;
     int64_t kill_at_ms; /* 0: no SIGKILL pending */
 };
 
-static void lock_lost(const struct cli *cli, const struct cli_command_opts *o, struct supervision *s)
+/* Stops the command first, then says why: a message may be slow to go. */
+static void lock_lost(const struct cli *cli, const struct cli_command_opts *o, struct supervision *s,
+                      int reason)
 {
-    int reason = atomic_load(&lost_reason);
     if (s->lost)
         return;
     s->lost = true;
+    stop_group(s->pid);
+    s->kill_at_ms = cli_now_ms() + o->kill_after_ms;
+    message_guard(true);
     if (reason == DLOCK_ELOST)
         cli_error("lock %s: held for the --max-hold limit; stopping the command", o->name);
     else
         cli_error("lock %s was lost (%s); stopping the command", o->name, dlock_strerror(reason));
-    kill(-s->pid, SIGTERM);
-    s->kill_at_ms = cli_now_ms() + o->kill_after_ms;
     cli_debug(cli, "sent SIGTERM to process group %ld", (long)s->pid);
+    message_guard(false);
 }
 
-/* Runs until the command exited: forwards signals, reacts to loss. */
+/* The command was stopped. By a terminal's stop signal (Ctrl-Z), dlock stops
+ * too, as a job must for the shell to get its prompt back. Once continued
+ * (fg or bg), it continues the command, with the terminal if dlock has it
+ * (fg), but only if the lock outlived the pause: the renewal thread was
+ * stopped with dlock. A stop by SIGSTOP is left to whoever sent it: dlock
+ * goes on renewing. */
+static void command_stopped(const struct cli *cli, const struct cli_command_opts *o,
+                            struct supervision *s, int sig)
+{
+    int reason;
+    if (sig != SIGTSTP && sig != SIGTTIN && sig != SIGTTOU)
+        return;
+    kill(getpid(), SIGTSTP); /* returns once continued */
+    if (!s->lost && !dlock_lock_held(s->lock)) {
+        reason = atomic_load(&lost_reason);
+        lock_lost(cli, o, s, reason ? reason : DLOCK_ETIMEDOUT);
+    } else if (!s->lost && own_terminal && tcgetpgrp(STDIN_FILENO) == getpgrp()) {
+        take_terminal(s->pid);
+    }
+    kill(-s->pid, SIGCONT); /* a group being stopped for good must run its traps */
+}
+
+/* Runs until the command exited: forwards signals, reacts to loss and to
+ * the command's stops. */
 static void supervise(const struct cli *cli, const struct cli_command_opts *o, struct supervision *s)
 {
-    bool exited = false;
-    while (!exited) {
+    for (;;) {
         struct pollfd p = {.fd = wake_pipe[0], .events = POLLIN};
         unsigned char buf[64];
-        int timeout = -1;
+        int timeout = -1, status;
         ssize_t got;
         if (s->kill_at_ms) {
             int64_t left = s->kill_at_ms - cli_now_ms();
@@ -202,7 +343,7 @@ static void supervise(const struct cli *cli, const struct cli_command_opts *o, s
         while ((got = read(wake_pipe[0], buf, sizeof(buf))) > 0) {
             for (ssize_t i = 0; i < got; i++) {
                 if (buf[i] == LOST_MARK)
-                    lock_lost(cli, o, s);
+                    lock_lost(cli, o, s, atomic_load(&lost_reason));
                 else if (buf[i] != SIGCHLD)
                     kill(-s->pid, buf[i]); /* forward to the whole group */
             }
@@ -212,7 +353,13 @@ static void supervise(const struct cli *cli, const struct cli_command_opts *o, s
             s->kill_at_ms = 0;
             cli_debug(cli, "sent SIGKILL to process group %ld", (long)s->pid);
         }
-        exited = waitpid(s->pid, &s->status, WNOHANG) == s->pid;
+        if (waitpid(s->pid, &status, WNOHANG | WUNTRACED) != s->pid)
+            continue;
+        if (!WIFSTOPPED(status)) {
+            s->status = status;
+            break;
+        }
+        command_stopped(cli, o, s, WSTOPSIG(status));
     }
 }
 
@@ -223,50 +370,70 @@ static int exit_status_of(int status)
 
 /* Releases after the command ended; the command's status, or 70. */
 static int finish(const struct cli *cli, const struct cli_command_opts *o, dlock_client *client,
-                  dlock_lock *lock, struct supervision *s)
+                  struct supervision *s)
 {
     int code = exit_status_of(s->status), rc;
     if (s->lost)
         return EXIT_LOST;
-    rc = dlock_lock_release(lock);
+    rc = dlock_lock_release(s->lock);
+    message_guard(true);
     if (rc == DLOCK_ELOST || rc == DLOCK_ENOTOWNER) {
         cli_error("lock %s was lost before the command finished", o->name);
-        return EXIT_LOST;
-    }
-    if (rc < 0)
+        code = EXIT_LOST;
+    } else if (rc < 0) {
         cli_error("could not release %s (it expires by itself): %s", o->name,
                   dlock_client_errmsg(client));
-    else
+    } else {
         cli_debug(cli, "released %s; the command exited with %d", o->name, code);
+    }
+    message_guard(false);
     return code;
+}
+
+/* Runs the command under the guard, waits for it, and releases. */
+static int run_guarded(const struct cli *cli, const struct cli_command_opts *o,
+                       dlock_client *client, struct supervision *s, char **env)
+{
+    int exec_errno = 0, guard_fd = -1;
+    pid_t guard_pid = start_guard(o, &guard_fd);
+    if (guard_pid < 0) {
+        exec_errno = errno;
+        s->pid = -1;
+    } else {
+        s->pid = spawn(o, env, guard_fd, &exec_errno);
+    }
+    if (s->pid < 0) {
+        const char *what = o->command ? o->command[0] : "/bin/sh";
+        cli_error("cannot run '%s': %s", what, strerror(exec_errno));
+        if (guard_pid > 0)
+            stop_guard(guard_pid, guard_fd);
+        dlock_lock_release(s->lock);
+        return exec_errno == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC;
+    }
+    cli_debug(cli, "started pid %ld", (long)s->pid);
+    supervise(cli, o, s);
+    stop_guard(guard_pid, guard_fd);
+    /* Take the terminal back from the command, not from a shell that has
+     * it after `bg`. */
+    if (own_terminal && tcgetpgrp(STDIN_FILENO) == s->pid)
+        take_terminal(getpgrp());
+    return finish(cli, o, client, s);
 }
 
 static int run_locked(const struct cli *cli, const struct cli_command_opts *o, dlock_client *client,
                       dlock_lock *lock)
 {
-    struct supervision s = {0};
+    struct supervision s = {.lock = lock};
     char *vars[3] = {NULL, NULL, NULL};
     char **env = child_environment(lock, vars);
-    int exec_errno = 0, code;
+    int code;
 
     if (!env) {
         cli_error("out of memory");
         dlock_lock_release(lock);
         return EXIT_UNAVAILABLE;
     }
-    s.pid = spawn(o, env, &exec_errno);
-    if (s.pid < 0) {
-        const char *what = o->command ? o->command[0] : "/bin/sh";
-        cli_error("cannot run '%s': %s", what, strerror(exec_errno));
-        dlock_lock_release(lock);
-        code = exec_errno == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC;
-    } else {
-        cli_debug(cli, "started pid %ld", (long)s.pid);
-        supervise(cli, o, &s);
-        if (own_terminal)
-            take_terminal(getpgrp());
-        code = finish(cli, o, client, lock, &s);
-    }
+    code = run_guarded(cli, o, client, &s, env);
     free(env);
     for (int i = 0; i < 3; i++)
         free(vars[i]);
