@@ -20,6 +20,7 @@ struct bench_args {
     int locks;   /* renew: locks held */
     int clients; /* many: client threads */
     int64_t ttl_ms;
+    int node_timeout_ms; /* the client's per-node deadline; 0: its default */
     long max_cycles;
 };
 
@@ -28,14 +29,21 @@ double bench_now(void); /* seconds, CLOCK_MONOTONIC */
 double bench_percentile(const double *sorted, size_t n, double p);
 void bench_sort(double *v, size_t n);
 
-/* INFO commandstats: calls per command, summed as "every command Redis ran"
- * and as "top-level requests" (what clients send: evalsha, eval, subscribe,
- * unsubscribe, set, script). */
+/* INFO commandstats, without the INFO calls themselves: calls summed as
+ * "every command Redis ran" and as "top-level requests" (what dlock sends:
+ * evalsha, eval, subscribe, unsubscribe, script), and the microseconds
+ * Redis reports for all of them. A script's usec includes the commands it
+ * runs, which Redis reports again on their own lines: the sum counts them
+ * twice, alike for every workload that runs scripts. */
 struct command_counts {
     long long total;
     long long top_level;
+    long long usec;
 };
 int bench_command_counts(int port, struct command_counts *out);
+/* Adds commands_per_cycle and server_us_per_cycle: (after - before) / cycles. */
+void bench_json_server_cost(const struct command_counts *before,
+                            const struct command_counts *after, long cycles);
 
 /* A client on 127.0.0.1 at every port of `a`. */
 dlock_client *bench_client(const struct bench_args *a);
@@ -47,6 +55,7 @@ void bench_json_int(const char *key, long long value);
 void bench_json_end(void);
 
 int bench_floor(const struct bench_args *a);
+int bench_floor_minimal(const struct bench_args *a);
 int bench_uncontended(const struct bench_args *a);
 int bench_many(const struct bench_args *a);
 int bench_contended(const struct bench_args *a);

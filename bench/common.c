@@ -63,16 +63,20 @@ int bench_command_counts(int port, struct command_counts *out)
         return -1;
     }
     for (line = strtok_r(r->str, "\r\n", &save); line; line = strtok_r(NULL, "\r\n", &save)) {
-        /* cmdstat_NAME:calls=N,usec=... */
-        char *name = line + strlen("cmdstat_"), *colon = strchr(line, ':');
-        long long calls;
+        /* cmdstat_NAME:calls=N,usec=U,... */
+        char *name = line + strlen("cmdstat_"), *colon = strchr(line, ':'), *end;
+        long long calls, usec;
         if (strncmp(line, "cmdstat_", 8) != 0 || !colon || strncmp(colon, ":calls=", 7) != 0)
             continue;
+        calls = strtoll(colon + 7, &end, 10);
+        if (strncmp(end, ",usec=", 6) != 0)
+            continue;
+        usec = strtoll(end + 6, NULL, 10);
         *colon = '\0';
-        calls = strtoll(colon + 7, NULL, 10);
         if (strcmp(name, "info") == 0)
             continue; /* the measurement's own */
         out->total += calls;
+        out->usec += usec;
         if (is_top_level(name))
             out->top_level += calls;
     }
@@ -93,6 +97,7 @@ dlock_client *bench_client(const struct bench_args *a)
     }
     opts.urls = u;
     opts.n_urls = (size_t)a->n_ports;
+    opts.node_timeout_ms = a->node_timeout_ms;
     if (dlock_client_open(&c, &opts, why, sizeof(why)) < 0) {
         fprintf(stderr, "dlock-bench: %s\n", why);
         return NULL;
@@ -113,6 +118,13 @@ void bench_json_num(const char *key, double value)
 void bench_json_int(const char *key, long long value)
 {
     printf(",\"%s\":%lld", key, value);
+}
+
+void bench_json_server_cost(const struct command_counts *before,
+                            const struct command_counts *after, long cycles)
+{
+    bench_json_num("commands_per_cycle", (double)(after->total - before->total) / (double)cycles);
+    bench_json_num("server_us_per_cycle", (double)(after->usec - before->usec) / (double)cycles);
 }
 
 void bench_json_end(void)

@@ -1,8 +1,13 @@
-/* floor: the commands of one uncontended acquire+release cycle (the same two
- * scripts, keys and argument sizes), sent with plain blocking hiredis round
- * trips and no library logic. It needs the scripts' text, so this one file
- * reads the library's private scripts.h. */
+/* The floors: one uncontended acquire+release cycle sent with plain blocking
+ * hiredis round trips and no library logic.
+ *   floor          dlock's own two scripts, keys and argument shapes (as
+ *                  src/lock.c calls them): what dlock's protocol costs.
+ *   floor-minimal  the textbook lock: SET NX PX, then EVALSHA of the classic
+ *                  compare-and-delete: what any Redis lock costs.
+ * The first needs the scripts' text and the auxiliary keys' names, so this
+ * one file reads the library's private scripts.h and names.h. */
 #include "bench.h"
+#include "names.h"
 #include "scripts.h"
 
 #include <hiredis/hiredis.h>
@@ -12,83 +17,163 @@
 #include <time.h>
 #include <unistd.h>
 
-#define NAME "bench:floor"
-#define FENCE_KEY "{bench:floor}:fence"
-#define OWNER_KEY "{bench:floor}:owner"
-#define CHANNEL "{bench:floor}:released"
+#define TTL_MS "30000"
+#define FENCE_TTL_MS "86400000" /* the client's default fence_ttl_ms */
 
-static int call(redisContext *c, int argc, const char **argv, long long expect)
+static const char classic_release[] =
+    "if redis.call('get',KEYS[1]) == ARGV[1] then return redis.call('del',KEYS[1]) "
+    "else return 0 end";
+
+struct floor_call {
+    int argc;
+    const char **argv;
+};
+
+/* Granted or released: OK, 1, or an array that starts with 1. */
+static int succeeded(const redisReply *r)
 {
-    redisReply *r = redisCommandArgv(c, argc, argv, NULL);
-    int ok = r && ((r->type == REDIS_REPLY_INTEGER && r->integer == expect) ||
-                   (r->type == REDIS_REPLY_ARRAY && r->elements >= 2 &&
-                    r->element[0]->integer == expect));
-    if (!ok)
-        fprintf(stderr, "dlock-bench floor: unexpected reply to %s\n", argv[0]);
+    return r && ((r->type == REDIS_REPLY_STATUS && strcmp(r->str, "OK") == 0) ||
+                 (r->type == REDIS_REPLY_INTEGER && r->integer == 1) ||
+                 (r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
+                  r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer == 1));
+}
+
+/* Loads `source` (so that EVALSHA finds it) and writes its SHA1 to sha. */
+static int load_script(redisContext *c, const char *source, char sha[41])
+{
+    redisReply *r = redisCommand(c, "SCRIPT LOAD %s", source);
+    int ok = r && r->type == REDIS_REPLY_STRING && r->len == 40;
+    if (ok)
+        memcpy(sha, r->str, 41);
+    else
+        fprintf(stderr, "dlock-bench floor: SCRIPT LOAD failed\n");
     freeReplyObject(r);
     return ok ? 0 : -1;
 }
 
-/* Sends each script once with EVAL, so that EVALSHA finds it. */
-static int load_scripts(redisContext *c)
+/* Runs acquire+release cycles (two calls) until `end` or max_cycles;
+ * latencies into lat (may be NULL). Returns the number of cycles, or -1. */
+static long cycles(redisContext *c, const struct floor_call calls[2], double end, long max_cycles,
+                   double *lat)
 {
-    const char *argv[] = {"SCRIPT", "LOAD", NULL};
-    for (int id = DLOCK__SCRIPT_ACQUIRE; id <= DLOCK__SCRIPT_RELEASE; id++) {
-        redisReply *r;
-        argv[2] = dlock__script_source((enum dlock__script_id)id);
-        r = redisCommandArgv(c, 3, argv, NULL);
-        if (!r || r->type != REDIS_REPLY_STRING)
-            return -1;
-        freeReplyObject(r);
+    double prev = bench_now();
+    long n = 0;
+    while (n < max_cycles && prev < end) {
+        double now;
+        for (int i = 0; i < 2; i++) {
+            redisReply *r = redisCommandArgv(c, calls[i].argc, calls[i].argv, NULL);
+            int ok = succeeded(r);
+            freeReplyObject(r);
+            if (!ok) {
+                fprintf(stderr, "dlock-bench floor: unexpected reply to %s\n", calls[i].argv[0]);
+                return -1;
+            }
+        }
+        now = bench_now();
+        if (lat)
+            lat[n] = now - prev;
+        n++;
+        prev = now;
     }
+    return n;
+}
+
+/* Warm-up, then the timed window with the server's cost over it; prints
+ * the workload's JSON line. */
+static int measure(redisContext *c, const struct bench_args *a, const struct floor_call calls[2])
+{
+    double *lat = malloc(sizeof(double) * (size_t)a->max_cycles);
+    struct command_counts before, after;
+    double start, elapsed;
+    long n;
+    if (!lat || cycles(c, calls, bench_now() + 0.2, 1000, NULL) < 0 ||
+        bench_command_counts(a->port, &before) < 0) {
+        free(lat);
+        return 1;
+    }
+    start = bench_now();
+    n = cycles(c, calls, start + a->seconds, a->max_cycles, lat);
+    elapsed = bench_now() - start;
+    if (n <= 0 || bench_command_counts(a->port, &after) < 0) {
+        free(lat);
+        return 1;
+    }
+    bench_sort(lat, (size_t)n);
+    bench_json_begin(a->workload);
+    bench_json_int("cycles", n);
+    bench_json_num("cycles_per_s", (double)n / elapsed);
+    bench_json_num("us_per_cycle_p50", 1e6 * bench_percentile(lat, (size_t)n, 50));
+    bench_json_num("us_per_cycle_p99", 1e6 * bench_percentile(lat, (size_t)n, 99));
+    bench_json_server_cost(&before, &after, n);
+    bench_json_end();
+    free(lat);
     return 0;
+}
+
+static redisContext *floor_connect(const struct bench_args *a)
+{
+    redisContext *c = redisConnect("127.0.0.1", a->port);
+    if (!c || c->err) {
+        fprintf(stderr, "dlock-bench floor: cannot reach 127.0.0.1:%d\n", a->port);
+        redisFree(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* A token of dlock's length, the same every cycle as in one dlock lock. */
+static void floor_token(char token[DLOCK_TOKEN_LEN + 1])
+{
+    snprintf(token, DLOCK_TOKEN_LEN + 1, "%0*lx", DLOCK_TOKEN_LEN, (long)getpid());
 }
 
 int bench_floor(const struct bench_args *a)
 {
-    redisContext *c = redisConnect("127.0.0.1", a->port);
-    char token[33], owner[256], host[128] = "";
-    const char *acquire[] = {"EVALSHA", dlock__script_sha(DLOCK__SCRIPT_ACQUIRE), "3", NAME,
-                             FENCE_KEY, OWNER_KEY, token, "30000", "86400000", owner};
-    const char *release[] = {"EVALSHA", dlock__script_sha(DLOCK__SCRIPT_RELEASE), "2", NAME,
-                             OWNER_KEY, token, CHANNEL, "1"};
-    double *lat = malloc(sizeof(double) * (size_t)a->max_cycles);
-    double start, end, prev;
-    long n = 0;
-
-    if (!c || c->err || !lat || load_scripts(c) < 0) {
-        fprintf(stderr, "dlock-bench floor: cannot reach 127.0.0.1:%d\n", a->port);
-        free(lat);
+    redisContext *c = floor_connect(a);
+    dlock__keys keys;
+    char token[DLOCK_TOKEN_LEN + 1], owner[256], host[128] = "", why[256];
+    char acquire_sha[41], release_sha[41];
+    int rc = 1;
+    if (!c)
+        return 1;
+    if (dlock__keys_make(&keys, "bench:floor", why, sizeof(why)) < 0) {
+        fprintf(stderr, "dlock-bench floor: %s\n", why);
         redisFree(c);
         return 1;
     }
+    floor_token(token);
     gethostname(host, sizeof(host) - 1);
-    snprintf(token, sizeof(token), "%032lx", (long)getpid());
     snprintf(owner, sizeof(owner), "{\"host\":\"%s\",\"pid\":%ld,\"since\":%lld,\"token\":\"%s\"}",
              host, (long)getpid(), (long long)time(NULL) * 1000, token);
-    start = prev = bench_now();
-    end = start + a->seconds;
-    while (n < a->max_cycles && prev < end) {
-        double now;
-        if (call(c, 10, acquire, 1) < 0 || call(c, 8, release, 1) < 0)
-            break;
-        now = bench_now();
-        lat[n++] = now - prev;
-        prev = now;
+    if (load_script(c, dlock__script_source(DLOCK__SCRIPT_ACQUIRE), acquire_sha) == 0 &&
+        load_script(c, dlock__script_source(DLOCK__SCRIPT_RELEASE), release_sha) == 0) {
+        /* The shapes of dlock__lock_try() and dlock__lock_release(publish). */
+        const char *acquire[] = {"EVALSHA", acquire_sha, "3", keys.lock, keys.fence, keys.owner,
+                                 token, TTL_MS, FENCE_TTL_MS, owner};
+        const char *release[] = {"EVALSHA", release_sha, "2", keys.lock, keys.owner,
+                                 token, keys.channel, "1"};
+        const struct floor_call calls[2] = {{10, acquire}, {8, release}};
+        rc = measure(c, a, calls);
     }
-    if (n == 0 || prev < end) {
-        free(lat);
-        redisFree(c);
-        return 1; /* a failed call ended the run early */
-    }
-    bench_sort(lat, (size_t)n);
-    bench_json_begin("floor");
-    bench_json_int("cycles", n);
-    bench_json_num("cycles_per_s", (double)n / (prev - start));
-    bench_json_num("us_per_cycle_p50", 1e6 * bench_percentile(lat, (size_t)n, 50));
-    bench_json_num("us_per_cycle_p99", 1e6 * bench_percentile(lat, (size_t)n, 99));
-    bench_json_end();
-    free(lat);
+    dlock__keys_clear(&keys);
     redisFree(c);
-    return 0;
+    return rc;
+}
+
+int bench_floor_minimal(const struct bench_args *a)
+{
+    redisContext *c = floor_connect(a);
+    char token[DLOCK_TOKEN_LEN + 1], sha[41];
+    int rc = 1;
+    if (!c)
+        return 1;
+    floor_token(token);
+    if (load_script(c, classic_release, sha) == 0) {
+        const char *acquire[] = {"SET", "bench:floor-minimal", token, "NX", "PX", TTL_MS};
+        const char *release[] = {"EVALSHA", sha, "1", "bench:floor-minimal", token};
+        const struct floor_call calls[2] = {{6, acquire}, {5, release}};
+        rc = measure(c, a, calls);
+    }
+    redisFree(c);
+    return rc;
 }

@@ -1,8 +1,11 @@
 /* dlock-bench WORKLOAD --port P [--port P2 ...] [--seconds S] [--procs N]
  *             [--locks K] [--clients M] [--ttl MS] [--max-cycles N]
- * Workloads: floor, uncontended, redlock (uncontended on every --port),
- * contended, renew, many. Each prints one JSON line; scripts/bench runs them
- * against servers it starts. */
+ *             [--node-timeout MS]
+ * Workloads: floor, floor-minimal, uncontended, redlock (uncontended on
+ * every --port), redlock-minority (the same, on its own name, while
+ * scripts/bench holds some of the nodes paused: the first --port must
+ * answer, since commands are counted there), contended, renew, many. Each
+ * prints one JSON line; scripts/bench runs them against servers it starts. */
 #include "bench.h"
 
 #include <getopt.h>
@@ -14,9 +17,13 @@ static const struct {
     const char *name;
     int (*run)(const struct bench_args *a);
 } workloads[] = {
-    {"floor", bench_floor},         {"uncontended", bench_uncontended},
+    {"floor", bench_floor},
+    {"floor-minimal", bench_floor_minimal},
+    {"uncontended", bench_uncontended},
     {"redlock", bench_uncontended}, /* uncontended, with several --port */
-    {"contended", bench_contended}, {"renew", bench_renew},
+    {"redlock-minority", bench_uncontended},
+    {"contended", bench_contended},
+    {"renew", bench_renew},
     {"many", bench_many},
 };
 
@@ -34,7 +41,8 @@ int main(int argc, char **argv)
         {"port", required_argument, NULL, 'p'},    {"seconds", required_argument, NULL, 's'},
         {"procs", required_argument, NULL, 'P'},   {"locks", required_argument, NULL, 'k'},
         {"clients", required_argument, NULL, 'c'}, {"ttl", required_argument, NULL, 't'},
-        {"max-cycles", required_argument, NULL, 'm'}, {NULL, 0, NULL, 0},
+        {"max-cycles", required_argument, NULL, 'm'}, {"node-timeout", required_argument, NULL, 'n'},
+        {NULL, 0, NULL, 0},
     };
     struct bench_args a = {.seconds = 5, .procs = 8, .locks = 1000, .clients = 4,
                            .ttl_ms = 3000, .max_cycles = 2000000};
@@ -56,6 +64,7 @@ int main(int argc, char **argv)
         case 'k': a.locks = (int)v; break;
         case 'c': a.clients = (int)v; break;
         case 't': a.ttl_ms = (int64_t)v; break;
+        case 'n': a.node_timeout_ms = (int)v; break;
         default: a.max_cycles = (long)v; break;
         }
     }
@@ -65,9 +74,10 @@ int main(int argc, char **argv)
     a.port = a.n_ports ? a.ports[0] : 0;
     if (optind != argc - 1 || a.n_ports == 0 || a.seconds <= 0 ||
         a.max_cycles < 1 || a.locks < 1 || a.clients < 1 || a.ttl_ms < 30) {
-        fprintf(stderr, "usage: dlock-bench floor|uncontended|redlock|contended|renew|many "
-                        "--port P [--port P2 ...] [--seconds S] [--procs N] [--locks K] "
-                        "[--clients M] [--ttl MS]\n");
+        fprintf(stderr, "usage: dlock-bench floor|floor-minimal|uncontended|redlock|"
+                        "redlock-minority|contended|renew|many --port P [--port P2 ...] "
+                        "[--seconds S] [--procs N] [--locks K] [--clients M] [--ttl MS] "
+                        "[--max-cycles N] [--node-timeout MS]\n");
         return 64;
     }
     a.workload = argv[optind];

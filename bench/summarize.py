@@ -18,8 +18,17 @@ FIGURES = [
     "handoff_ms_p50", "handoff_ms_p99", "handoff_wait_ms_p50", "handoff_wait_ms_p99",
     "requests_per_grant", "commands_per_grant", "client_commands_per_grant",
     "min_grants_per_proc", "max_grants_per_proc", "renewals_per_s", "cpu_s",
-    "rss_bytes_per_lock", "lost", "client_commands_per_cycle",
+    "rss_bytes_per_lock", "lost", "client_commands_per_cycle", "server_us_per_cycle", "failures",
 ]
+
+# Targets the project states for some ratios (the ratio must reach it).
+TARGETS = {
+    "uncontended_vs_floor_minimal": 0.90,
+    "redlock_5_nodes_vs_1_node": 0.5,
+    "redlock_vs_node_redlock_5_nodes": 2,
+    "redlock_minority_vs_redlock": 0.8,
+    "redlock_minority_100ms_vs_redlock": 0.8,
+}
 
 
 def medians(rows):
@@ -28,6 +37,8 @@ def medians(rows):
         values = [r[key] for r in rows if isinstance(r.get(key), (int, float))]
         if values:
             out[key] = statistics.median(values)
+    if any("stalled" in r for r in rows):  # a runner that can hang says so
+        out["stalled_runs"] = sum(1 for r in rows if r.get("stalled"))
     fair = [r["per_worker_grants"] for r in rows if r.get("per_worker_grants")]
     if fair:  # the peers report per-process grants as a list
         out["min_grants_per_proc"] = statistics.median(min(f) for f in fair)
@@ -36,7 +47,8 @@ def medians(rows):
 
 
 def ratio(a, b):
-    return round(a / b, 3) if a and b else None
+    """a / b to three significant digits: a stalled workload's 0.0003 is not 0."""
+    return float(f"{a / b:.3g}") if a and b else None
 
 
 def machine():
@@ -57,10 +69,18 @@ def main():
     by = {label: medians([r for r in rows if r["label"] == label]) for label in labels}
     get = lambda label, key: by.get(label, {}).get(key)
     ratios = {
+        "uncontended_vs_floor_minimal": ratio(get("uncontended", "cycles_per_s"),
+                                              get("floor-minimal", "cycles_per_s")),
         "uncontended_vs_floor": ratio(get("uncontended", "cycles_per_s"), get("floor", "cycles_per_s")),
         "redlock_5_nodes_vs_1_node": ratio(get("redlock", "cycles_per_s"), get("uncontended", "cycles_per_s")),
         "redlock_vs_node_redlock_5_nodes": ratio(get("redlock", "cycles_per_s"),
                                                  get("node-redlock-redlock", "cycles_per_s")),
+        "redlock_minority_vs_redlock": ratio(get("redlock-minority", "cycles_per_s"),
+                                             get("redlock", "cycles_per_s")),
+        "redlock_minority_100ms_vs_redlock": ratio(get("redlock-minority-100ms", "cycles_per_s"),
+                                                   get("redlock", "cycles_per_s")),
+        "node_redlock_minority_vs_node_redlock_5_nodes": ratio(
+            get("node-redlock-minority", "cycles_per_s"), get("node-redlock-redlock", "cycles_per_s")),
         "handoffs_vs_redis_py_default": ratio(get("contended", "handoffs_per_s"),
                                               get("redis-py-contended-sleep-0.1", "handoffs_per_s")),
         "handoffs_vs_best_polling_peer": ratio(
@@ -68,7 +88,7 @@ def main():
             max(filter(None, [get("redis-py-contended-sleep-0.001", "handoffs_per_s"),
                               get("node-redlock-contended-retry-1", "handoffs_per_s")]), default=None)),
     }
-    result = {"machine": machine(), "medians": by, "ratios": ratios}
+    result = {"machine": machine(), "medians": by, "ratios": ratios, "targets": TARGETS}
     with open(out_json, "w") as f:
         json.dump(result, f, indent=2, sort_keys=True)
     with open(out_md, "w") as f:
@@ -81,18 +101,36 @@ def fmt(v, digits=0):
     return f"{v:,.{digits}f}"
 
 
+def fmt_ratio(v):
+    return "-" if v is None else f"{v:.3g}"
+
+
 def markdown(by, ratios, m):
     lines = [f"Machine: {m['cpus']} CPUs, {m['cpu']}, Linux {m['kernel']}; {m['redis']}", ""]
-    lines += ["| uncontended (redlock: 5 nodes) | cycles/s | p50 µs | p99 µs | requests/cycle | commands/cycle |",
-              "|---|---|---|---|---|---|"]
-    for label in ["floor", "uncontended", "redis-py-uncontended", "node-redlock-uncontended",
-                  "redlock", "node-redlock-redlock"]:
+    # dlock's counts are the first node's; the peers' runner adds up all five.
+    lines += ["| uncontended (redlock: 5 nodes) | cycles/s | p50 µs | p99 µs "
+              "| requests/cycle | commands/cycle | server µs/cycle |",
+              "|---|---|---|---|---|---|---|"]
+    for label in ["floor-minimal", "floor", "uncontended", "redis-py-uncontended",
+                  "node-redlock-uncontended", "redlock", "node-redlock-redlock"]:
         if label in by:
             r = by[label]
             lines.append(f"| {label} | {fmt(r.get('cycles_per_s'))} | {fmt(r.get('us_per_cycle_p50'), 1)} "
                          f"| {fmt(r.get('us_per_cycle_p99'), 1)} "
                          f"| {fmt(r.get('requests_per_cycle', r.get('client_commands_per_cycle')), 1)} "
-                         f"| {fmt(r.get('commands_per_cycle'), 1)} |")
+                         f"| {fmt(r.get('commands_per_cycle'), 1)} | {fmt(r.get('server_us_per_cycle'), 1)} |")
+    lines += ["", "| Redlock, 5 nodes, 2 paused | cycles/s | p50 µs | p99 µs | vs healthy | failed cycles "
+              "| stalled runs |", "|---|---|---|---|---|---|---|"]
+    for label, healthy in [("redlock", "redlock"), ("redlock-minority", "redlock"),
+                           ("redlock-minority-100ms", "redlock"),
+                           ("node-redlock-redlock", "node-redlock-redlock"),
+                           ("node-redlock-minority", "node-redlock-redlock")]:
+        if label in by:
+            r = by[label]
+            lines.append(f"| {label} | {fmt(r.get('cycles_per_s'), 1)} | {fmt(r.get('us_per_cycle_p50'), 1)} "
+                         f"| {fmt(r.get('us_per_cycle_p99'), 1)} "
+                         f"| {fmt_ratio(ratio(r.get('cycles_per_s'), by.get(healthy, {}).get('cycles_per_s')))} "
+                         f"| {fmt(r.get('failures'))} | {fmt(r.get('stalled_runs'))} |")
     lines += ["", "| contended, 8 processes | grants/s | handoffs/s | wait p50 ms | wait p99 ms "
               "| handoff p50 ms | handoff p99 ms | requests/grant | commands/grant | min/max grants per process |",
               "|---|---|---|---|---|---|---|---|---|---|"]
@@ -114,9 +152,9 @@ def markdown(by, ratios, m):
     lines += ["", "| many clients, distinct names | cycles/s |", "|---|---|"]
     for label in sorted((l for l in by if l.startswith("many-")), key=lambda l: int(l.split("-")[1])):
         lines.append(f"| {label.split('-')[1]} clients | {fmt(by[label].get('cycles_per_s'))} |")
-    lines += ["", "| ratio (same run) | value |", "|---|---|"]
+    lines += ["", "| ratio (same run) | value | target |", "|---|---|---|"]
     for k, v in ratios.items():
-        lines.append(f"| {k} | {fmt(v, 2) if v is not None else '-'} |")
+        lines.append(f"| {k} | {fmt_ratio(v)} | {fmt_ratio(TARGETS.get(k))} |")
     lines.append("")
     return "\n".join(lines)
 
