@@ -106,6 +106,65 @@ static void test_cli_acquire_json(void **state)
     assert_non_null(strstr(p.out, "\"holder\":{\"host\":"));
 }
 
+/* The string value of "field" in the JSON object `json`, unescaped to
+ * UTF-8 (\uXXXX of the BMP included) into out, as a JSON parser would. */
+static void json_string_field(const char *json, const char *field, char *out, size_t len)
+{
+    char key[64];
+    const char *p;
+    size_t n = 0;
+    snprintf(key, sizeof(key), "\"%s\":\"", field);
+    p = strstr(json, key);
+    assert_non_null(p);
+    for (p += strlen(key); *p != '"'; p++) {
+        unsigned long c = (unsigned char)*p;
+        assert_true(c >= 0x20 && n + 4 < len); /* no raw control characters */
+        if (c == '\\' && p[1] == 'u') {
+            char hex[5] = {p[2], p[3], p[4], p[5], '\0'};
+            c = strtoul(hex, NULL, 16);
+            p += 5;
+        } else if (c == '\\') {
+            c = (unsigned char)*++p;
+        } else {
+            out[n++] = (char)c; /* UTF-8 bytes pass as they are */
+            continue;
+        }
+        if (c < 0x80) {
+            out[n++] = (char)c;
+        } else if (c < 0x800) {
+            out[n++] = (char)(0xc0 | c >> 6);
+            out[n++] = (char)(0x80 | (c & 0x3f));
+        } else {
+            out[n++] = (char)(0xe0 | c >> 12);
+            out[n++] = (char)(0x80 | ((c >> 6) & 0x3f));
+            out[n++] = (char)(0x80 | (c & 0x3f));
+        }
+    }
+    out[n] = '\0';
+}
+
+/* --json is UTF-8: a UTF-8 name comes back as it is; a byte that is not
+ * UTF-8 becomes U+FFFD and a control character is escaped. */
+static void test_cli_json_is_utf8(void **state)
+{
+    static const char *const names[][2] = {
+        {"cli:caf\xc3\xa9-\xe2\x82\xac", "cli:caf\xc3\xa9-\xe2\x82\xac"},
+        {"cli:bad\xff\xc3(\x01", "cli:bad\xef\xbf\xbd\xef\xbf\xbd(\x01"},
+    };
+    char name[64];
+    cli_proc p;
+    (void)state;
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        assert_int_equal(DLOCK(&p, 10000, "acquire", "--json", "-t", "5s", names[i][0]), 0);
+        json_string_field(p.out, "name", name, sizeof(name));
+        assert_string_equal(name, names[i][1]);
+        assert_int_equal(DLOCK(&p, 10000, "status", "--json", names[i][0]), 0);
+        json_string_field(p.out, "name", name, sizeof(name));
+        assert_string_equal(name, names[i][1]);
+    }
+    assert_non_null(strstr(p.out, "\\u0001"));
+}
+
 static void test_cli_run_passes_status_and_environment(void **state)
 {
     redisContext *redis = *state;
@@ -487,6 +546,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_cli_classic_sequence),
         T(test_cli_acquire_json),
+        T(test_cli_json_is_utf8),
         T(test_cli_run_passes_status_and_environment),
         T(test_cli_run_keeps_a_plain_server_list_for_the_child),
         T(test_cli_concurrent_runs_count_exactly),

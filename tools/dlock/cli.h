@@ -116,7 +116,9 @@ struct cli_command_opts {
 int cli_parse_command(const struct cli_command *cmd, int argc, char **argv,
                       struct cli_command_opts *o);
 
-/* Writes `s` as a JSON string (with quotes) to stdout. */
+/* Writes `s` as a JSON string (with quotes) to stdout: valid UTF-8 as it
+ * is, control characters escaped, and each byte that is not part of valid
+ * UTF-8 as \ufffd (the replacement character), so the output is UTF-8. */
 void cli_print_json_string(const char *s);
 
 int cmd_run(struct cli *cli, int argc, char **argv);
