@@ -7,11 +7,30 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The password of a URL given on the command line must not stay visible in
- * ps: overwrite it in argv once a copy is taken. */
-static void hide_password(char *arg)
+#define PASSWORD_MASK_LEN 4 /* ps shows "****", whatever the password's length */
+
+/* Removes n bytes at `at`, inside argv[i]: the rest of it, and the arguments
+ * after it that lie end to end with it (as the kernel lays them out), move
+ * left and the bytes freed at the end become NULs, so that ps shows no gap
+ * where the bytes were. The moved arguments' pointers follow. */
+static void cut_argument(int argc, char **argv, int i, char *at, size_t n)
 {
-    char *auth = strstr(arg, "://");
+    char *end = argv[i] + strlen(argv[i]) + 1;
+    int last = i + 1;
+    while (last < argc && argv[last] == end)
+        end += strlen(argv[last++]) + 1;
+    memmove(at, at + n, (size_t)(end - at) - n);
+    memset(end - n, '\0', n);
+    while (--last > i)
+        argv[last] -= n;
+}
+
+/* The password of a URL given on the command line (argv[i], or its end:
+ * -rURL, --redis=URL) must not stay visible in ps: once a copy is taken,
+ * it becomes "****" (as many stars as it has characters, if fewer). */
+static void hide_password(int argc, char **argv, int i, char *url)
+{
+    char *auth = strstr(url, "://");
     char *end, *colon;
     if (!auth)
         return;
@@ -20,8 +39,12 @@ static void hide_password(char *arg)
     colon = memchr(auth, ':', (size_t)(end - auth));
     for (char *at = end; at > auth; at--) {
         if (at[-1] == '@') {
-            if (colon && colon < at - 1)
-                memset(colon + 1, '*', (size_t)(at - 1 - colon - 1));
+            size_t len = colon && colon < at - 1 ? (size_t)(at - 1 - colon - 1) : 0;
+            size_t stars = len < PASSWORD_MASK_LEN ? len : PASSWORD_MASK_LEN;
+            if (stars)
+                memset(colon + 1, '*', stars);
+            if (len > stars)
+                cut_argument(argc, argv, i, colon + 1 + stars, len - stars);
             return;
         }
     }
@@ -86,7 +109,7 @@ int cli_parse_global(struct cli *cli, int argc, char **argv)
         switch (opt) {
         case 'r':
             rc = add_url(cli, optarg);
-            hide_password(optarg);
+            hide_password(argc, argv, optind - 1, optarg); /* optind is past the URL */
             if (rc)
                 return rc;
             break;
