@@ -421,6 +421,27 @@ static void test_cli_exit_codes(void **state)
     }
 }
 
+/* An option in the wrong place is a usage error that says where it goes. */
+static void test_cli_misplaced_options_get_a_hint(void **state)
+{
+    cli_proc p;
+    (void)state;
+    assert_int_equal(DLOCK(&p, 10000, "run", "-r", server.url, "cli:x", "--", "true"), 64);
+    assert_non_null(strstr(p.err, "dlock: -r is a global option: put it before the command "
+                                  "(dlock -r URL run ...)"));
+    /* the value of --redis=URL may hold a password: not repeated */
+    assert_int_equal(DLOCK(&p, 10000, "status", "--redis=redis://:pw-99@h", "cli:x"), 64);
+    assert_non_null(strstr(p.err, "dlock: --redis is a global option: put it before the command "
+                                  "(dlock --redis URL status ...)"));
+    assert_null(strstr(p.err, "pw-99"));
+    assert_int_equal(DLOCK(&p, 10000, "run", "cli:x", "-n", "--", "true"), 64);
+    assert_non_null(strstr(p.err, "option '-n' after NAME: options go before NAME"));
+    assert_int_equal(DLOCK(&p, 10000, "run", "cli:x", "-v", "--", "true"), 64);
+    assert_non_null(strstr(p.err, "dlock: -v is a global option"));
+    /* -h is every command's own */
+    assert_int_equal(DLOCK(&p, 10000, "run", "-h"), 0);
+}
+
 /* On a terminal (a pty from script(1)), a waiting run says who holds the
  * lock and how long it has waited; elsewhere it stays silent. */
 static void test_cli_waiting_status_line_on_a_terminal(void **state)
@@ -561,6 +582,7 @@ int main(void)
         T(test_cli_signal_while_waiting),
         T(test_cli_sigkill_of_dlock_takes_the_command_down),
         T(test_cli_exit_codes),
+        T(test_cli_misplaced_options_get_a_hint),
         T(test_cli_waiting_status_line_on_a_terminal),
         T(test_cli_help_and_version),
         T(test_cli_password_never_shown),

@@ -82,26 +82,68 @@ static int urls_from_environment(struct cli *cli)
     return rc;
 }
 
+enum { OPT_USER = 256, OPT_VERSION, OPT_TLS, OPT_CACERT, OPT_CACERTDIR, OPT_CERT, OPT_KEY,
+       OPT_SNI, OPT_INSECURE };
+
+static const struct option options[] = {
+    {"redis", required_argument, NULL, 'r'},
+    {"user", required_argument, NULL, OPT_USER},
+    {"verbose", no_argument, NULL, 'v'},
+    {"quiet", no_argument, NULL, 'q'},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, OPT_VERSION},
+    {"tls", no_argument, NULL, OPT_TLS},
+    {"cacert", required_argument, NULL, OPT_CACERT},
+    {"cacertdir", required_argument, NULL, OPT_CACERTDIR},
+    {"cert", required_argument, NULL, OPT_CERT},
+    {"key", required_argument, NULL, OPT_KEY},
+    {"sni", required_argument, NULL, OPT_SNI},
+    {"insecure", no_argument, NULL, OPT_INSECURE},
+    {NULL, 0, NULL, 0},
+};
+
+/* What --help calls an option's value. */
+static const char *value_name(int opt)
+{
+    switch (opt) {
+    case 'r':
+        return " URL";
+    case OPT_USER:
+    case OPT_SNI:
+        return " NAME";
+    case OPT_CACERTDIR:
+        return " DIR";
+    default:
+        return " FILE";
+    }
+}
+
+/* Whether `option`, as typed ("-r", "--redis" or "--redis=URL"), is o. */
+static bool typed_as(const struct option *o, const char *option)
+{
+    size_t n;
+    if (strncmp(option, "--", 2) != 0)
+        return o->val < 256 && option[0] == '-' && option[1] == o->val && !option[2];
+    n = strcspn(option + 2, "=");
+    return strlen(o->name) == n && strncmp(o->name, option + 2, n) == 0;
+}
+
+bool cli_global_option(const char *option, char *out, size_t len)
+{
+    const struct option *o = options;
+    while (o->name && !typed_as(o, option))
+        o++;
+    if (!o->name || o->val == 'h') /* -h and --help are every command's own */
+        return false;
+    if (option[1] == '-')
+        snprintf(out, len, "--%s%s", o->name, o->has_arg ? value_name(o->val) : "");
+    else
+        snprintf(out, len, "-%c%s", o->val, o->has_arg ? value_name(o->val) : "");
+    return true;
+}
+
 int cli_parse_global(struct cli *cli, int argc, char **argv)
 {
-    enum { OPT_USER = 256, OPT_VERSION, OPT_TLS, OPT_CACERT, OPT_CACERTDIR, OPT_CERT, OPT_KEY,
-           OPT_SNI, OPT_INSECURE };
-    static const struct option options[] = {
-        {"redis", required_argument, NULL, 'r'},
-        {"user", required_argument, NULL, OPT_USER},
-        {"verbose", no_argument, NULL, 'v'},
-        {"quiet", no_argument, NULL, 'q'},
-        {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, OPT_VERSION},
-        {"tls", no_argument, NULL, OPT_TLS},
-        {"cacert", required_argument, NULL, OPT_CACERT},
-        {"cacertdir", required_argument, NULL, OPT_CACERTDIR},
-        {"cert", required_argument, NULL, OPT_CERT},
-        {"key", required_argument, NULL, OPT_KEY},
-        {"sni", required_argument, NULL, OPT_SNI},
-        {"insecure", no_argument, NULL, OPT_INSECURE},
-        {NULL, 0, NULL, 0},
-    };
     char option[72];
     int opt, rc;
     opterr = 0;

@@ -31,6 +31,11 @@ struct cli {
  * exit code after printing why. URL passwords are overwritten in argv. */
 int cli_parse_global(struct cli *cli, int argc, char **argv);
 
+/* If `option` as typed ("-r", "--redis", "--redis=URL") is a global option
+ * (but -h or --help), writes how it is given ("-r URL") to out and returns
+ * true: for a hint where it goes. */
+bool cli_global_option(const char *option, char *out, size_t len);
+
 /* Wipes and frees the URL copies. */
 void cli_free_urls(struct cli *cli);
 

@@ -167,6 +167,32 @@ static int take_value(int opt, const char *value, struct cli_command_opts *o)
     }
 }
 
+/* For a global option given after the command, says where it goes and
+ * returns EXIT_USAGE; 0 for any other option. Only the option's name is
+ * repeated: its value may be a URL with a password. */
+static int global_option_hint(const char *usage, const char *command, const char *option)
+{
+    char global[80];
+    if (!cli_global_option(option, global, sizeof(global)))
+        return 0;
+    return cli_usage_error(usage, "%.*s is a global option: put it before the command (dlock %s %s ...)",
+                           (int)strcspn(option, "="), option, global, command);
+}
+
+static int unknown_option(const char *usage, const char *command, const char *option)
+{
+    int rc = global_option_hint(usage, command, option);
+    return rc ? rc : cli_usage_error(usage, "unknown option '%s'", option);
+}
+
+/* run reads no options after NAME: what follows is the command's. */
+static int misplaced_after_name(const char *usage, const char *option)
+{
+    int rc = global_option_hint(usage, "run", option);
+    return rc ? rc : cli_usage_error(usage, "option '%s' after NAME: options go before NAME "
+                                     "(dlock run [options] NAME -- COMMAND)", option);
+}
+
 /* run: NAME -- COMMAND [ARG...] or NAME -c 'COMMAND'. */
 static int take_run_operands(const char *usage, const char *run_operands, int argc, char **argv,
                              struct cli_command_opts *o)
@@ -179,6 +205,9 @@ static int take_run_operands(const char *usage, const char *run_operands, int ar
         o->command = argv + at + 1;
     else if (at + 2 == argc && strcmp(argv[at], "-c") == 0)
         o->shell_command = argv[at + 1];
+    else if (at < argc && argv[at][0] == '-' && strcmp(argv[at], "--") != 0 &&
+             strcmp(argv[at], "-c") != 0)
+        return misplaced_after_name(usage, argv[at]);
     else
         return cli_usage_error(usage, "expected %s", run_operands);
     if (o->wait.max_hold_ms && o->wait.max_hold_ms < o->wait.ttl_ms)
@@ -209,7 +238,7 @@ int cli_parse_command(const struct cli_command *cmd, int argc, char **argv,
         }
         if (opt == '?') {
             cli_offending_option(argv, long_options, option, sizeof(option));
-            return cli_usage_error(usage, "unknown option '%s'", option);
+            return unknown_option(usage, cmd->name, option);
         }
         /* Long options are shared: one another subcommand takes. */
         if (!(group_of(opt) & cmd->accepts))
