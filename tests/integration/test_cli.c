@@ -381,6 +381,16 @@ static void test_cli_exit_codes(void **state)
     assert_int_equal(DLOCK(&p, 10000, "run", "cli:x", "true"), 64);
     assert_int_equal(DLOCK(&p, 10000, "run", "-t", "10parsecs", "cli:x", "--", "true"), 64);
     assert_int_equal(DLOCK(&p, 10000, "run", "-t", "0", "cli:x", "--", "true"), 64);
+    /* TTLs below the library's minimum are usage errors that name it, not 69 */
+    assert_int_equal(DLOCK(&p, 10000, "run", "-t", "1ms", "cli:x", "--", "true"), 64);
+    assert_non_null(strstr(p.err, "--ttl must be from 10 ms to 2147483647 ms"));
+    assert_int_equal(DLOCK(&p, 10000, "acquire", "-t", "2ms", "cli:x"), 64);
+    assert_non_null(strstr(p.err, "--ttl must be from 10 ms"));
+    assert_int_equal(DLOCK(&p, 10000, "acquire", "-t", "600h", "cli:x"), 64);
+    assert_int_equal(DLOCK(&p, 10000, "run", "--max-hold", "5ms", "cli:x", "--", "true"), 64);
+    assert_non_null(strstr(p.err, "--max-hold must be at least 10 ms"));
+    assert_int_equal(DLOCK(&p, 10000, "run", "-w", "200000000h", "cli:x", "--", "true"), 64);
+    assert_int_equal(DLOCK(&p, 10000, "run", "--kill-after", "200000000h", "cli:x", "-c", ":"), 64);
     assert_int_equal(DLOCK(&p, 10000, "acquire"), 64);
     assert_int_equal(DLOCK(&p, 10000, "frobnicate"), 64);
     assert_int_equal(DLOCK(&p, 10000, "release", "cli:x", "not-a-token"), 64);
