@@ -452,6 +452,108 @@ static void test_cli_misplaced_options_get_a_hint(void **state)
     assert_int_equal(DLOCK(&p, 10000, "run", "-h"), 0);
 }
 
+/* A busy lock is described as status describes it: who holds it, since
+ * when, and its TTL in seconds; "never expires" for a key without TTL. */
+static void test_cli_busy_names_the_holder(void **state)
+{
+    redisContext *redis = *state;
+    char want[320], host[256] = "";
+    cli_proc holder, p;
+    gethostname(host, sizeof(host) - 1);
+    assert_int_equal(DLOCK(&holder, 10000, "acquire", "-t", "30", "cli:busy-who"), 0);
+    assert_int_equal(DLOCK(&p, 10000, "acquire", "-n", "cli:busy-who"), 75);
+    snprintf(want, sizeof(want), "dlock: cli:busy-who is busy: held by %s pid %ld since ", host,
+             (long)holder.pid);
+    assert_non_null(strstr(p.err, want));
+    {
+        const char *ttl = strstr(p.err, "Z, expires in ");
+        char *end;
+        double secs;
+        assert_non_null(ttl);
+        secs = strtod(ttl + 14, &end);
+        assert_true(secs > 0 && secs <= 30.0);
+        assert_int_equal(strncmp(end, " s\n", 3), 0);
+        assert_int_equal(end[-2], '.'); /* one decimal */
+    }
+    assert_int_equal(DLOCK(&p, 10000, "status", "cli:busy-who"), 0);
+    assert_non_null(strstr(p.out, want + strlen("dlock: cli:busy-who is busy: ")));
+
+    freeReplyObject(run(redis, "SET cli:busy-forever x"));
+    assert_int_equal(DLOCK(&p, 10000, "acquire", "-n", "cli:busy-forever"), 75);
+    assert_non_null(strstr(p.err, "dlock: cli:busy-forever is busy: held by another client "
+                                  "(no owner record), never expires (no TTL)\n"));
+    assert_int_equal(DLOCK(&p, 10000, "status", "cli:busy-forever"), 0);
+    assert_string_equal(p.out, "cli:busy-forever: held by another client (no owner record), "
+                               "never expires (no TTL)\n");
+}
+
+/* extend says "not extended", release "not released". */
+static void test_cli_refusals_name_what_was_refused(void **state)
+{
+    static const char *const stranger = "0123456789abcdef0123456789abcdef";
+    cli_proc p;
+    (void)state;
+    assert_int_equal(DLOCK(&p, 10000, "extend", "cli:refused", stranger), 1);
+    assert_non_null(strstr(p.err, "dlock: cli:refused: not extended: the token does not own"));
+    assert_int_equal(DLOCK(&p, 10000, "release", "cli:refused", stranger), 1);
+    assert_non_null(strstr(p.err, "dlock: cli:refused: not released: the token does not own"));
+}
+
+/* With -v, a wait is told even in a log: once when it starts, with the
+ * holder, and at the end how long it took. */
+static void test_cli_verbose_wait_in_a_log(void **state)
+{
+    cli_proc holder, p;
+    char want[160];
+    (void)state;
+    assert_int_equal(DLOCK(&holder, 10000, "acquire", "-t", "700ms", "cli:logged"), 0);
+    assert_int_equal(DLOCK(&p, 20000, "-v", "run", "-w", "20", "cli:logged", "--", "true"), 0);
+    snprintf(want, sizeof(want), "dlock: waiting for cli:logged, held by ");
+    assert_non_null(strstr(p.err, want));
+    snprintf(want, sizeof(want), " pid %ld since ", (long)holder.pid);
+    assert_non_null(strstr(p.err, want));
+    assert_non_null(strstr(p.err, "dlock: acquired cli:logged after "));
+    assert_null(strstr(p.err, "\033[K")); /* no status line: not a terminal */
+    /* without -v: silent */
+    assert_int_equal(DLOCK(&holder, 10000, "acquire", "-t", "500ms", "cli:logged"), 0);
+    assert_int_equal(DLOCK(&p, 20000, "run", "-w", "20", "cli:logged", "--", "true"), 0);
+    assert_string_equal(p.err, "");
+}
+
+/* A name that holds a hash is not a lock, and status says so. */
+static void test_cli_status_of_a_hash(void **state)
+{
+    redisContext *redis = *state;
+    cli_proc p;
+    freeReplyObject(run(redis, "HSET cli:hash f v"));
+    assert_int_equal(DLOCK(&p, 10000, "status", "cli:hash"), 69);
+    assert_non_null(strstr(p.err, "dlock: cli:hash holds a "));
+    assert_non_null(strstr(p.err, "not a lock (WRONGTYPE)\n"));
+}
+
+/* status on three servers gives each failing one's reason. */
+static void test_cli_status_says_why_a_node_failed(void **state)
+{
+    test_redis second;
+    char urls[3][96], want[128];
+    int down = test_free_port();
+    cli_proc p;
+    (void)state;
+    assert_int_equal(test_redis_start(&second, NULL), 0);
+    snprintf(urls[0], sizeof(urls[0]), "%s", server.url);
+    snprintf(urls[1], sizeof(urls[1]), "%s", second.url);
+    snprintf(urls[2], sizeof(urls[2]), "redis://127.0.0.1:%d", down);
+    {
+        const char *args[] = {"-r", urls[0], "-r", urls[1], "-r", urls[2], "status", "cli:nodes",
+                              NULL};
+        assert_int_equal(cli_run(&p, NULL, args, 10000), 1);
+    }
+    snprintf(want, sizeof(want), "  127.0.0.1:%d: ", down);
+    assert_non_null(strstr(p.out, want));
+    assert_non_null(strstr(strstr(p.out, want), "Connection refused"));
+    test_redis_stop(&second);
+}
+
 /* On a terminal (a pty from script(1)), a waiting run says who holds the
  * lock and how long it has waited; elsewhere it stays silent. */
 static void test_cli_waiting_status_line_on_a_terminal(void **state)
@@ -593,6 +695,11 @@ int main(void)
         T(test_cli_sigkill_of_dlock_takes_the_command_down),
         T(test_cli_exit_codes),
         T(test_cli_misplaced_options_get_a_hint),
+        T(test_cli_busy_names_the_holder),
+        T(test_cli_refusals_name_what_was_refused),
+        T(test_cli_verbose_wait_in_a_log),
+        T(test_cli_status_of_a_hash),
+        T(test_cli_status_says_why_a_node_failed),
         T(test_cli_waiting_status_line_on_a_terminal),
         T(test_cli_help_and_version),
         T(test_cli_password_never_shown),

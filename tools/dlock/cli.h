@@ -87,9 +87,22 @@ struct cli_wait {
 };
 
 /* Acquires `name`, waiting as asked; on a terminal shows a status line that
- * says who holds the lock and how long we have waited. */
+ * says who holds the lock and how long we have waited. With -v it says, on
+ * any stderr, when a wait starts (and for whom) and how long it took. */
 int cli_acquire(const struct cli *cli, dlock_client *client, const char *name,
                 const struct cli_wait *how, dlock_lock **out);
+
+/* After DLOCK_EBUSY: says who holds `name` ("NAME is busy: held by HOST pid
+ * PID since TIME, expires in 12.3 s") and returns busy_code. */
+int cli_busy(const struct cli *cli, dlock_client *client, const char *name, int busy_code);
+
+/* A holder, in the words every message uses: "held by HOST pid PID since
+ * TIME" or "held by another client (no owner record)", then ", expires in
+ * 12.3 s" or ", never expires (no TTL)". */
+void cli_describe_holder(const dlock_status *st, char *out, size_t len);
+
+/* A time in ms since the Unix epoch as "2026-11-29T12:34:56Z". */
+void cli_format_time(int64_t ms, char *out, size_t len);
 
 /* What a subcommand accepts besides -h/--help: CLI_OPT_* flags. */
 #define CLI_OPT_TTL 0x1u       /* -t, --ttl DUR */

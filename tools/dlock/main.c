@@ -43,7 +43,7 @@ static const char usage[] =
     "      --key FILE     its private key\n"
     "      --sni NAME     server name to send and verify (default: the URL's host)\n"
     "      --insecure     do not verify certificates or names (testing only)\n"
-    "  -v, --verbose      say what happens\n"
+    "  -v, --verbose      say what happens, waits too (for whom, how long)\n"
     "  -q, --quiet        no messages but errors\n"
     "  -h, --help         this help; 'dlock COMMAND --help' for a command's\n"
     "      --version      print the version\n"
