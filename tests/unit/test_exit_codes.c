@@ -44,6 +44,15 @@ static const char *read_document(void)
     return text;
 }
 
+/* The exit code that `s` starts with. */
+static int code_at(const char *s)
+{
+    char *end;
+    long code = strtol(s, &end, 10);
+    assert_true(end > s && code >= 0 && code <= 255);
+    return (int)code;
+}
+
 /* Appends `line` to `out` as the table writes it: without roff font changes
  * (\fB...\fR), backquotes or roff's escaped hyphen, lines joined by a space. */
 static void append_plain(char *out, const char *line, size_t len)
@@ -74,7 +83,7 @@ static size_t man_rows(const char *text, struct row *rows)
             break;
         if (strncmp(line, ".B ", 3) == 0) {
             assert_true(n < ROWS_MAX);
-            rows[n++] = (struct row){.code = atoi(line + 3)};
+            rows[n++] = (struct row){.code = code_at(line + 3)};
         } else if (strncmp(line, ".TP", 3) != 0) {
             assert_true(n > 0);
             append_plain(rows[n - 1].text, line, len);
@@ -93,7 +102,7 @@ static size_t readme_rows(const char *text, struct row *rows)
         const char *bar = strchr(line + 1, '|');
         const char *end = line + strcspn(line, "\n");
         assert_true(n < ROWS_MAX && bar && bar < end && end[-1] == '|' && *end);
-        rows[n] = (struct row){.code = atoi(line + 1)};
+        rows[n] = (struct row){.code = code_at(line + 1)};
         /* the text between "| " and " |" */
         append_plain(rows[n++].text, bar + 2, (size_t)(end - 1 - (bar + 2) - 1));
     }

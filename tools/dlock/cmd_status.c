@@ -7,8 +7,8 @@
 
 static void print_text(const char *name, const dlock_status *st)
 {
-    char holder[400];
     if (st->held) {
+        char holder[400];
         cli_describe_holder(st, holder, sizeof(holder));
         printf("%s: %s", name, holder);
     } else {

@@ -179,9 +179,9 @@ void cli_format_time(int64_t ms, char *out, size_t len)
 
 void cli_describe_holder(const dlock_status *st, char *out, size_t len)
 {
-    char since[32];
     int n;
     if (st->has_owner) {
+        char since[32];
         cli_format_time(st->since_ms, since, sizeof(since));
         n = snprintf(out, len, "held by %s pid %ld since %s", st->host, st->pid, since);
     } else {
