@@ -2,7 +2,7 @@
  * input at NUL bytes: no crash, no leak, a known outcome, at most
  * CLI_URLS_MAX servers, and no password left readable in argv (ps) for a
  * URL that -r/--redis took (whatever getopt made of the arguments around
- * it). */
+ * it): it shows as "****", whatever its length. */
 #include "cli.h"
 
 #include <assert.h>
@@ -67,15 +67,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
            rc == EXIT_UNAVAILABLE);
     assert(cli.n_urls <= CLI_URLS_MAX);
     /* Each URL taken is a copy of an argument, which must now show its
-     * password as stars. */
+     * password as stars, and the arguments after it moved up to close the
+     * gap. */
     for (size_t u = 0; u < cli.n_urls; u++) {
         char *masked = strdup(cli.urls[u]);
         const char *pw;
         size_t len;
         int found = 0;
         password_span(masked, &pw, &len);
-        if (pw)
-            memset(masked + (pw - masked), '*', len);
+        if (pw) {
+            /* "****", or fewer stars for a shorter password */
+            char *stars = masked + (pw - masked);
+            size_t shown = len < 4 ? len : 4;
+            memset(stars, '*', shown);
+            memmove(stars + shown, stars + len, strlen(stars + len) + 1);
+        }
         /* The argument, or its end: -rURL, --redis=URL. */
         for (int i = 1; i < argc && !found; i++) {
             size_t n = strlen(argv[i]), m = strlen(masked);

@@ -106,6 +106,65 @@ static void test_cli_acquire_json(void **state)
     assert_non_null(strstr(p.out, "\"holder\":{\"host\":"));
 }
 
+/* The string value of "field" in the JSON object `json`, unescaped to
+ * UTF-8 (\uXXXX of the BMP included) into out, as a JSON parser would. */
+static void json_string_field(const char *json, const char *field, char *out, size_t len)
+{
+    char key[64];
+    const char *p;
+    size_t n = 0;
+    snprintf(key, sizeof(key), "\"%s\":\"", field);
+    p = strstr(json, key);
+    assert_non_null(p);
+    for (p += strlen(key); *p != '"'; p++) {
+        unsigned long c = (unsigned char)*p;
+        assert_true(c >= 0x20 && n + 4 < len); /* no raw control characters */
+        if (c == '\\' && p[1] == 'u') {
+            char hex[5] = {p[2], p[3], p[4], p[5], '\0'};
+            c = strtoul(hex, NULL, 16);
+            p += 5;
+        } else if (c == '\\') {
+            c = (unsigned char)*++p;
+        } else {
+            out[n++] = (char)c; /* UTF-8 bytes pass as they are */
+            continue;
+        }
+        if (c < 0x80) {
+            out[n++] = (char)c;
+        } else if (c < 0x800) {
+            out[n++] = (char)(0xc0 | c >> 6);
+            out[n++] = (char)(0x80 | (c & 0x3f));
+        } else {
+            out[n++] = (char)(0xe0 | c >> 12);
+            out[n++] = (char)(0x80 | ((c >> 6) & 0x3f));
+            out[n++] = (char)(0x80 | (c & 0x3f));
+        }
+    }
+    out[n] = '\0';
+}
+
+/* --json is UTF-8: a UTF-8 name comes back as it is; a byte that is not
+ * UTF-8 becomes U+FFFD and a control character is escaped. */
+static void test_cli_json_is_utf8(void **state)
+{
+    static const char *const names[][2] = {
+        {"cli:caf\xc3\xa9-\xe2\x82\xac", "cli:caf\xc3\xa9-\xe2\x82\xac"},
+        {"cli:bad\xff\xc3(\x01", "cli:bad\xef\xbf\xbd\xef\xbf\xbd(\x01"},
+    };
+    char name[64];
+    cli_proc p;
+    (void)state;
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        assert_int_equal(DLOCK(&p, 10000, "acquire", "--json", "-t", "5s", names[i][0]), 0);
+        json_string_field(p.out, "name", name, sizeof(name));
+        assert_string_equal(name, names[i][1]);
+        assert_int_equal(DLOCK(&p, 10000, "status", "--json", names[i][0]), 0);
+        json_string_field(p.out, "name", name, sizeof(name));
+        assert_string_equal(name, names[i][1]);
+    }
+    assert_non_null(strstr(p.out, "\\u0001"));
+}
+
 static void test_cli_run_passes_status_and_environment(void **state)
 {
     redisContext *redis = *state;
@@ -322,6 +381,16 @@ static void test_cli_exit_codes(void **state)
     assert_int_equal(DLOCK(&p, 10000, "run", "cli:x", "true"), 64);
     assert_int_equal(DLOCK(&p, 10000, "run", "-t", "10parsecs", "cli:x", "--", "true"), 64);
     assert_int_equal(DLOCK(&p, 10000, "run", "-t", "0", "cli:x", "--", "true"), 64);
+    /* TTLs below the library's minimum are usage errors that name it, not 69 */
+    assert_int_equal(DLOCK(&p, 10000, "run", "-t", "1ms", "cli:x", "--", "true"), 64);
+    assert_non_null(strstr(p.err, "--ttl must be from 10 ms to 2147483647 ms"));
+    assert_int_equal(DLOCK(&p, 10000, "acquire", "-t", "2ms", "cli:x"), 64);
+    assert_non_null(strstr(p.err, "--ttl must be from 10 ms"));
+    assert_int_equal(DLOCK(&p, 10000, "acquire", "-t", "600h", "cli:x"), 64);
+    assert_int_equal(DLOCK(&p, 10000, "run", "--max-hold", "5ms", "cli:x", "--", "true"), 64);
+    assert_non_null(strstr(p.err, "--max-hold must be at least 10 ms"));
+    assert_int_equal(DLOCK(&p, 10000, "run", "-w", "200000000h", "cli:x", "--", "true"), 64);
+    assert_int_equal(DLOCK(&p, 10000, "run", "--kill-after", "200000000h", "cli:x", "-c", ":"), 64);
     assert_int_equal(DLOCK(&p, 10000, "acquire"), 64);
     assert_int_equal(DLOCK(&p, 10000, "frobnicate"), 64);
     assert_int_equal(DLOCK(&p, 10000, "release", "cli:x", "not-a-token"), 64);
@@ -360,6 +429,129 @@ static void test_cli_exit_codes(void **state)
         assert_int_equal(cli_run(&p, url, args, 10000), 69);
         assert_true(p.took_ms < 5000LL * test_slowdown());
     }
+}
+
+/* An option in the wrong place is a usage error that says where it goes. */
+static void test_cli_misplaced_options_get_a_hint(void **state)
+{
+    cli_proc p;
+    (void)state;
+    assert_int_equal(DLOCK(&p, 10000, "run", "-r", server.url, "cli:x", "--", "true"), 64);
+    assert_non_null(strstr(p.err, "dlock: -r is a global option: put it before the command "
+                                  "(dlock -r URL run ...)"));
+    /* the value of --redis=URL may hold a password: not repeated */
+    assert_int_equal(DLOCK(&p, 10000, "status", "--redis=redis://:pw-99@h", "cli:x"), 64);
+    assert_non_null(strstr(p.err, "dlock: --redis is a global option: put it before the command "
+                                  "(dlock --redis URL status ...)"));
+    assert_null(strstr(p.err, "pw-99"));
+    assert_int_equal(DLOCK(&p, 10000, "run", "cli:x", "-n", "--", "true"), 64);
+    assert_non_null(strstr(p.err, "option '-n' after NAME: options go before NAME"));
+    assert_int_equal(DLOCK(&p, 10000, "run", "cli:x", "-v", "--", "true"), 64);
+    assert_non_null(strstr(p.err, "dlock: -v is a global option"));
+    /* -h is every command's own */
+    assert_int_equal(DLOCK(&p, 10000, "run", "-h"), 0);
+}
+
+/* A busy lock is described as status describes it: who holds it, since
+ * when, and its TTL in seconds; "never expires" for a key without TTL. */
+static void test_cli_busy_names_the_holder(void **state)
+{
+    redisContext *redis = *state;
+    char want[320], host[256] = "";
+    cli_proc holder, p;
+    gethostname(host, sizeof(host) - 1);
+    assert_int_equal(DLOCK(&holder, 10000, "acquire", "-t", "30", "cli:busy-who"), 0);
+    assert_int_equal(DLOCK(&p, 10000, "acquire", "-n", "cli:busy-who"), 75);
+    snprintf(want, sizeof(want), "dlock: cli:busy-who is busy: held by %s pid %ld since ", host,
+             (long)holder.pid);
+    assert_non_null(strstr(p.err, want));
+    {
+        const char *ttl = strstr(p.err, "Z, expires in ");
+        char *end;
+        double secs;
+        assert_non_null(ttl);
+        secs = strtod(ttl + 14, &end);
+        assert_true(secs > 0 && secs <= 30.0);
+        assert_int_equal(strncmp(end, " s\n", 3), 0);
+        assert_int_equal(end[-2], '.'); /* one decimal */
+    }
+    assert_int_equal(DLOCK(&p, 10000, "status", "cli:busy-who"), 0);
+    assert_non_null(strstr(p.out, want + strlen("dlock: cli:busy-who is busy: ")));
+
+    freeReplyObject(run(redis, "SET cli:busy-forever x"));
+    assert_int_equal(DLOCK(&p, 10000, "acquire", "-n", "cli:busy-forever"), 75);
+    assert_non_null(strstr(p.err, "dlock: cli:busy-forever is busy: held by another client "
+                                  "(no owner record), never expires (no TTL)\n"));
+    assert_int_equal(DLOCK(&p, 10000, "status", "cli:busy-forever"), 0);
+    assert_string_equal(p.out, "cli:busy-forever: held by another client (no owner record), "
+                               "never expires (no TTL)\n");
+}
+
+/* extend says "not extended", release "not released". */
+static void test_cli_refusals_name_what_was_refused(void **state)
+{
+    static const char *const stranger = "0123456789abcdef0123456789abcdef";
+    cli_proc p;
+    (void)state;
+    assert_int_equal(DLOCK(&p, 10000, "extend", "cli:refused", stranger), 1);
+    assert_non_null(strstr(p.err, "dlock: cli:refused: not extended: the token does not own"));
+    assert_int_equal(DLOCK(&p, 10000, "release", "cli:refused", stranger), 1);
+    assert_non_null(strstr(p.err, "dlock: cli:refused: not released: the token does not own"));
+}
+
+/* With -v, a wait is told even in a log: once when it starts, with the
+ * holder, and at the end how long it took. */
+static void test_cli_verbose_wait_in_a_log(void **state)
+{
+    cli_proc holder, p;
+    char want[160];
+    (void)state;
+    assert_int_equal(DLOCK(&holder, 10000, "acquire", "-t", "700ms", "cli:logged"), 0);
+    assert_int_equal(DLOCK(&p, 20000, "-v", "run", "-w", "20", "cli:logged", "--", "true"), 0);
+    snprintf(want, sizeof(want), "dlock: waiting for cli:logged, held by ");
+    assert_non_null(strstr(p.err, want));
+    snprintf(want, sizeof(want), " pid %ld since ", (long)holder.pid);
+    assert_non_null(strstr(p.err, want));
+    assert_non_null(strstr(p.err, "dlock: acquired cli:logged after "));
+    assert_null(strstr(p.err, "\033[K")); /* no status line: not a terminal */
+    /* without -v: silent */
+    assert_int_equal(DLOCK(&holder, 10000, "acquire", "-t", "500ms", "cli:logged"), 0);
+    assert_int_equal(DLOCK(&p, 20000, "run", "-w", "20", "cli:logged", "--", "true"), 0);
+    assert_string_equal(p.err, "");
+}
+
+/* A name that holds a hash is not a lock, and status says so. */
+static void test_cli_status_of_a_hash(void **state)
+{
+    redisContext *redis = *state;
+    cli_proc p;
+    freeReplyObject(run(redis, "HSET cli:hash f v"));
+    assert_int_equal(DLOCK(&p, 10000, "status", "cli:hash"), 69);
+    assert_non_null(strstr(p.err, "dlock: cli:hash holds a "));
+    assert_non_null(strstr(p.err, "not a lock (WRONGTYPE)\n"));
+}
+
+/* status on three servers gives each failing one's reason. */
+static void test_cli_status_says_why_a_node_failed(void **state)
+{
+    test_redis second;
+    char urls[3][96], want[128];
+    int down = test_free_port();
+    cli_proc p;
+    (void)state;
+    assert_int_equal(test_redis_start(&second, NULL), 0);
+    snprintf(urls[0], sizeof(urls[0]), "%s", server.url);
+    snprintf(urls[1], sizeof(urls[1]), "%s", second.url);
+    snprintf(urls[2], sizeof(urls[2]), "redis://127.0.0.1:%d", down);
+    {
+        const char *args[] = {"-r", urls[0], "-r", urls[1], "-r", urls[2], "status", "cli:nodes",
+                              NULL};
+        assert_int_equal(cli_run(&p, NULL, args, 10000), 1);
+    }
+    snprintf(want, sizeof(want), "  127.0.0.1:%d: ", down);
+    assert_non_null(strstr(p.out, want));
+    assert_non_null(strstr(strstr(p.out, want), "Connection refused"));
+    test_redis_stop(&second);
 }
 
 /* On a terminal (a pty from script(1)), a waiting run says who holds the
@@ -406,7 +598,9 @@ static void test_cli_help_and_version(void **state)
     (void)state;
     assert_int_equal(DLOCK(&p, 10000, "--help"), 0);
     assert_non_null(strstr(p.out, "Exit status:"));
-    assert_non_null(strstr(p.out, "70"));
+    /* from the table in exit_codes.h, which the man page is checked against */
+    assert_non_null(strstr(p.out, "\n  69   Redis unreachable or timed out, no quorum, or it refused"));
+    assert_non_null(strstr(p.out, "\n  127  run: the command was not found\n"));
     assert_int_equal(DLOCK(&p, 10000, "run", "--help"), 0);
     assert_non_null(strstr(p.out, "--kill-after"));
     assert_int_equal(DLOCK(&p, 10000, "status", "--help"), 0);
@@ -436,9 +630,10 @@ static void test_cli_password_never_shown(void **state)
         assert_null(strstr(p.err, "wrong-pw-17"));
     }
     {
-        /* A password on the command line is overwritten in argv (ps). */
+        /* A password on the command line is overwritten in argv (ps), by
+         * four stars that do not tell its length. */
         const char *args[] = {"-r", right, "run", "cli:pw", "--", "sleep", "1", NULL};
-        char path[64], cmdline[4096];
+        char path[64], cmdline[4096], shown[200];
         FILE *f;
         size_t n;
         assert_int_equal(cli_start(&p, NULL, args, NULL), 0);
@@ -453,7 +648,9 @@ static void test_cli_password_never_shown(void **state)
                 cmdline[i] = ' ';
         cmdline[n] = '\0';
         assert_null(strstr(cmdline, "right-pw-42"));
-        assert_non_null(strstr(cmdline, "run cli:pw"));
+        snprintf(shown, sizeof(shown), " -r redis://:****@127.0.0.1:%d run cli:pw -- sleep 1",
+                 secured.port);
+        assert_non_null(strstr(cmdline, shown));
         assert_int_equal(cli_wait(&p, 10000), 0);
     }
     {
@@ -485,6 +682,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_cli_classic_sequence),
         T(test_cli_acquire_json),
+        T(test_cli_json_is_utf8),
         T(test_cli_run_passes_status_and_environment),
         T(test_cli_run_keeps_a_plain_server_list_for_the_child),
         T(test_cli_concurrent_runs_count_exactly),
@@ -496,6 +694,12 @@ int main(void)
         T(test_cli_signal_while_waiting),
         T(test_cli_sigkill_of_dlock_takes_the_command_down),
         T(test_cli_exit_codes),
+        T(test_cli_misplaced_options_get_a_hint),
+        T(test_cli_busy_names_the_holder),
+        T(test_cli_refusals_name_what_was_refused),
+        T(test_cli_verbose_wait_in_a_log),
+        T(test_cli_status_of_a_hash),
+        T(test_cli_status_says_why_a_node_failed),
         T(test_cli_waiting_status_line_on_a_terminal),
         T(test_cli_help_and_version),
         T(test_cli_password_never_shown),

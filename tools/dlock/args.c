@@ -7,11 +7,30 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The password of a URL given on the command line must not stay visible in
- * ps: overwrite it in argv once a copy is taken. */
-static void hide_password(char *arg)
+#define PASSWORD_MASK_LEN 4 /* ps shows "****", whatever the password's length */
+
+/* Removes n bytes at `at`, inside argv[i]: the rest of it, and the arguments
+ * after it that lie end to end with it (as the kernel lays them out), move
+ * left and the bytes freed at the end become NULs, so that ps shows no gap
+ * where the bytes were. The moved arguments' pointers follow. */
+static void cut_argument(int argc, char **argv, int i, char *at, size_t n)
 {
-    char *auth = strstr(arg, "://");
+    char *end = argv[i] + strlen(argv[i]) + 1;
+    int last = i + 1;
+    while (last < argc && argv[last] == end)
+        end += strlen(argv[last++]) + 1;
+    memmove(at, at + n, (size_t)(end - at) - n);
+    memset(end - n, '\0', n);
+    while (--last > i)
+        argv[last] -= n;
+}
+
+/* The password of a URL given on the command line (argv[i], or its end:
+ * -rURL, --redis=URL) must not stay visible in ps: once a copy is taken,
+ * it becomes "****" (as many stars as it has characters, if fewer). */
+static void hide_password(int argc, char **argv, int i, char *url)
+{
+    char *auth = strstr(url, "://");
     char *end, *colon;
     if (!auth)
         return;
@@ -20,8 +39,12 @@ static void hide_password(char *arg)
     colon = memchr(auth, ':', (size_t)(end - auth));
     for (char *at = end; at > auth; at--) {
         if (at[-1] == '@') {
-            if (colon && colon < at - 1)
-                memset(colon + 1, '*', (size_t)(at - 1 - colon - 1));
+            size_t len = colon && colon < at - 1 ? (size_t)(at - 1 - colon - 1) : 0;
+            size_t stars = len < PASSWORD_MASK_LEN ? len : PASSWORD_MASK_LEN;
+            if (stars)
+                memset(colon + 1, '*', stars);
+            if (len > stars)
+                cut_argument(argc, argv, i, colon + 1 + stars, len - stars);
             return;
         }
     }
@@ -59,26 +82,68 @@ static int urls_from_environment(struct cli *cli)
     return rc;
 }
 
+enum { OPT_USER = 256, OPT_VERSION, OPT_TLS, OPT_CACERT, OPT_CACERTDIR, OPT_CERT, OPT_KEY,
+       OPT_SNI, OPT_INSECURE };
+
+static const struct option options[] = {
+    {"redis", required_argument, NULL, 'r'},
+    {"user", required_argument, NULL, OPT_USER},
+    {"verbose", no_argument, NULL, 'v'},
+    {"quiet", no_argument, NULL, 'q'},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, OPT_VERSION},
+    {"tls", no_argument, NULL, OPT_TLS},
+    {"cacert", required_argument, NULL, OPT_CACERT},
+    {"cacertdir", required_argument, NULL, OPT_CACERTDIR},
+    {"cert", required_argument, NULL, OPT_CERT},
+    {"key", required_argument, NULL, OPT_KEY},
+    {"sni", required_argument, NULL, OPT_SNI},
+    {"insecure", no_argument, NULL, OPT_INSECURE},
+    {NULL, 0, NULL, 0},
+};
+
+/* What --help calls an option's value. */
+static const char *value_name(int opt)
+{
+    switch (opt) {
+    case 'r':
+        return " URL";
+    case OPT_USER:
+    case OPT_SNI:
+        return " NAME";
+    case OPT_CACERTDIR:
+        return " DIR";
+    default:
+        return " FILE";
+    }
+}
+
+/* Whether `option`, as typed ("-r", "--redis" or "--redis=URL"), is o. */
+static bool typed_as(const struct option *o, const char *option)
+{
+    size_t n;
+    if (strncmp(option, "--", 2) != 0)
+        return o->val < 256 && option[0] == '-' && option[1] == o->val && !option[2];
+    n = strcspn(option + 2, "=");
+    return strlen(o->name) == n && strncmp(o->name, option + 2, n) == 0;
+}
+
+bool cli_global_option(const char *option, char *out, size_t len)
+{
+    const struct option *o = options;
+    while (o->name && !typed_as(o, option))
+        o++;
+    if (!o->name || o->val == 'h') /* -h and --help are every command's own */
+        return false;
+    if (option[1] == '-')
+        snprintf(out, len, "--%s%s", o->name, o->has_arg ? value_name(o->val) : "");
+    else
+        snprintf(out, len, "-%c%s", o->val, o->has_arg ? value_name(o->val) : "");
+    return true;
+}
+
 int cli_parse_global(struct cli *cli, int argc, char **argv)
 {
-    enum { OPT_USER = 256, OPT_VERSION, OPT_TLS, OPT_CACERT, OPT_CACERTDIR, OPT_CERT, OPT_KEY,
-           OPT_SNI, OPT_INSECURE };
-    static const struct option options[] = {
-        {"redis", required_argument, NULL, 'r'},
-        {"user", required_argument, NULL, OPT_USER},
-        {"verbose", no_argument, NULL, 'v'},
-        {"quiet", no_argument, NULL, 'q'},
-        {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, OPT_VERSION},
-        {"tls", no_argument, NULL, OPT_TLS},
-        {"cacert", required_argument, NULL, OPT_CACERT},
-        {"cacertdir", required_argument, NULL, OPT_CACERTDIR},
-        {"cert", required_argument, NULL, OPT_CERT},
-        {"key", required_argument, NULL, OPT_KEY},
-        {"sni", required_argument, NULL, OPT_SNI},
-        {"insecure", no_argument, NULL, OPT_INSECURE},
-        {NULL, 0, NULL, 0},
-    };
     char option[72];
     int opt, rc;
     opterr = 0;
@@ -86,7 +151,7 @@ int cli_parse_global(struct cli *cli, int argc, char **argv)
         switch (opt) {
         case 'r':
             rc = add_url(cli, optarg);
-            hide_password(optarg);
+            hide_password(argc, argv, optind - 1, optarg); /* optind is past the URL */
             if (rc)
                 return rc;
             break;

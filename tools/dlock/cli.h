@@ -11,6 +11,11 @@
 
 #define CLI_URLS_MAX 16
 
+/* The shortest TTL the library takes (dlock.h has it from 0.2 on). */
+#ifndef DLOCK_TTL_MIN_MS
+#define DLOCK_TTL_MIN_MS 10
+#endif
+
 struct cli {
     const char *urls[CLI_URLS_MAX];
     char *owned_urls[CLI_URLS_MAX]; /* copies, to free */
@@ -30,6 +35,11 @@ struct cli {
  * leaving optind at the command. Returns 0, CLI_HELP, CLI_VERSION or an
  * exit code after printing why. URL passwords are overwritten in argv. */
 int cli_parse_global(struct cli *cli, int argc, char **argv);
+
+/* If `option` as typed ("-r", "--redis", "--redis=URL") is a global option
+ * (but -h or --help), writes how it is given ("-r URL") to out and returns
+ * true: for a hint where it goes. */
+bool cli_global_option(const char *option, char *out, size_t len);
 
 /* Wipes and frees the URL copies. */
 void cli_free_urls(struct cli *cli);
@@ -77,9 +87,22 @@ struct cli_wait {
 };
 
 /* Acquires `name`, waiting as asked; on a terminal shows a status line that
- * says who holds the lock and how long we have waited. */
+ * says who holds the lock and how long we have waited. With -v it says, on
+ * any stderr, when a wait starts (and for whom) and how long it took. */
 int cli_acquire(const struct cli *cli, dlock_client *client, const char *name,
                 const struct cli_wait *how, dlock_lock **out);
+
+/* After DLOCK_EBUSY: says who holds `name` ("NAME is busy: held by HOST pid
+ * PID since TIME, expires in 12.3 s") and returns busy_code. */
+int cli_busy(const struct cli *cli, dlock_client *client, const char *name, int busy_code);
+
+/* A holder, in the words every message uses: "held by HOST pid PID since
+ * TIME" or "held by another client (no owner record)", then ", expires in
+ * 12.3 s" or ", never expires (no TTL)". */
+void cli_describe_holder(const dlock_status *st, char *out, size_t len);
+
+/* A time in ms since the Unix epoch as "2026-11-29T12:34:56Z". */
+void cli_format_time(int64_t ms, char *out, size_t len);
 
 /* What a subcommand accepts besides -h/--help: CLI_OPT_* flags. */
 #define CLI_OPT_TTL 0x1u       /* -t, --ttl DUR */
@@ -116,7 +139,9 @@ struct cli_command_opts {
 int cli_parse_command(const struct cli_command *cmd, int argc, char **argv,
                       struct cli_command_opts *o);
 
-/* Writes `s` as a JSON string (with quotes) to stdout. */
+/* Writes `s` as a JSON string (with quotes) to stdout: valid UTF-8 as it
+ * is, control characters escaped, and each byte that is not part of valid
+ * UTF-8 as \ufffd (the replacement character), so the output is UTF-8. */
 void cli_print_json_string(const char *s);
 
 int cmd_run(struct cli *cli, int argc, char **argv);

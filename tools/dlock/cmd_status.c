@@ -4,31 +4,16 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
-
-static void format_time(int64_t ms, char *out, size_t len)
-{
-    time_t secs = (time_t)(ms / 1000);
-    struct tm tm;
-    gmtime_r(&secs, &tm);
-    strftime(out, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
 
 static void print_text(const char *name, const dlock_status *st)
 {
-    char since[32];
-    if (!st->held) {
-        printf("%s: free", name);
-    } else if (st->has_owner) {
-        format_time(st->since_ms, since, sizeof(since));
-        printf("%s: held by %s pid %ld since %s", name, st->host, st->pid, since);
+    if (st->held) {
+        char holder[400];
+        cli_describe_holder(st, holder, sizeof(holder));
+        printf("%s: %s", name, holder);
     } else {
-        printf("%s: held (not by dlock: no owner record)", name);
+        printf("%s: free", name);
     }
-    if (st->held && st->pttl_ms >= 0)
-        printf(", expires in %.1f s", (double)st->pttl_ms / 1000);
-    else if (st->held)
-        printf(", never expires (no TTL)");
     if (st->fence)
         printf(", %sfence %" PRIu64, st->held ? "" : "last ", st->fence);
     if (st->nodes_answered > 1)
@@ -49,6 +34,14 @@ static void print_json_fields(const dlock_status *st)
     }
 }
 
+/* Why a query failed: the client's detail (which server, what it said),
+ * else the code's description. */
+static const char *failure(dlock_client *client, int rc)
+{
+    const char *detail = dlock_client_errmsg(client);
+    return *detail ? detail : dlock_strerror(rc);
+}
+
 /* With several servers: each one's own view, after the majority's. */
 static void print_nodes(dlock_client *client, const char *name, bool json)
 {
@@ -61,19 +54,20 @@ static void print_nodes(dlock_client *client, const char *name, bool json)
         dlock_status st;
         int rc = dlock_status_query_node(&st, client, name, i);
         const char *server = dlock_client_node_label(client, i);
+        const char *why = rc < 0 ? failure(client, rc) : NULL;
         if (json) {
             printf("%s{\"server\":", i ? "," : "");
             cli_print_json_string(server);
             if (rc < 0) {
                 printf(",\"error\":");
-                cli_print_json_string(dlock_strerror(rc));
+                cli_print_json_string(why);
             } else {
                 putchar(',');
                 print_json_fields(&st);
             }
             putchar('}');
         } else if (rc < 0) {
-            printf("  %s: %s\n", server, dlock_strerror(rc));
+            printf("  %s: %s\n", server, why);
         } else {
             printf("  %s: ", server);
             print_text(name, &st);
@@ -91,6 +85,19 @@ static void print_json(const char *name, const dlock_status *st)
     print_json_fields(st);
 }
 
+/* The name holds a hash, a list...: say so plainly, with the type when the
+ * server's "WRONGTYPE NAME holds a hash, not a lock" is in the detail. */
+static int wrong_type(dlock_client *client, const char *name)
+{
+    const char *said = strstr(dlock_client_errmsg(client), "WRONGTYPE ");
+    if (said)
+        cli_error("%.*s (WRONGTYPE)", (int)strcspn(said + 10, ";"), said + 10);
+    else
+        cli_error("%s holds a value of another type (a hash, list...), not a lock (WRONGTYPE)",
+                  name);
+    return cli_exit_code(DLOCK_EWRONGTYPE);
+}
+
 int cmd_status(struct cli *cli, int argc, char **argv)
 {
     struct cli_command_opts o;
@@ -102,7 +109,9 @@ int cmd_status(struct cli *cli, int argc, char **argv)
     if ((rc = cli_open_client(cli, &client)))
         return rc;
     rc = dlock_status_query(&st, client, o.name);
-    if (rc < 0) {
+    if (rc == DLOCK_EWRONGTYPE) {
+        rc = wrong_type(client, o.name);
+    } else if (rc < 0) {
         rc = cli_fail(client, rc, o.name);
     } else {
         (o.json ? print_json : print_text)(o.name, &st);

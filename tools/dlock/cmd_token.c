@@ -18,8 +18,7 @@ int cmd_acquire(struct cli *cli, int argc, char **argv)
         return rc;
     rc = cli_acquire(cli, client, o.name, &o.wait, &lock);
     if (rc == DLOCK_EBUSY) {
-        cli_info(cli, "%s is busy: %s", o.name, dlock_client_errmsg(client));
-        rc = o.busy_code;
+        rc = cli_busy(cli, client, o.name, o.busy_code);
     } else if (rc < 0) {
         rc = cli_fail(client, rc, o.name);
     } else if (o.json) {
@@ -29,8 +28,8 @@ int cmd_acquire(struct cli *cli, int argc, char **argv)
                dlock_lock_token(lock), dlock_lock_fence(lock), dlock_lock_validity_ms(lock));
     } else {
         printf("%s\n", dlock_lock_token(lock));
-        cli_debug(cli, "acquired %s, fence %" PRIu64 ", valid for %" PRId64 " ms", o.name,
-                  dlock_lock_fence(lock), dlock_lock_validity_ms(lock));
+        cli_debug(cli, "acquired %s, fence %" PRIu64 ", expires in %.1f s", o.name,
+                  dlock_lock_fence(lock), (double)dlock_lock_validity_ms(lock) / 1000);
     }
     dlock_lock_free(lock); /* the lock stays: it is released by token later */
     dlock_client_close(client);
@@ -53,7 +52,8 @@ static int by_token(struct cli *cli, const struct cli_command *command, int argc
     if (rc == 0)
         rc = extend ? dlock_lock_extend(lock, o.wait.ttl_ms) : dlock_lock_release(lock);
     if (rc == DLOCK_ENOTOWNER) {
-        cli_info(cli, "%s: not released: the token does not own the lock (anymore)", o.name);
+        cli_info(cli, "%s: not %s: the token does not own the lock (anymore)", o.name,
+                 extend ? "extended" : "released");
         rc = EXIT_REFUSED;
     } else if (rc < 0) {
         rc = cli_fail(client, rc, command->name);

@@ -169,26 +169,90 @@ int64_t cli_now_ms(void)
     return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
 }
 
-static void show_waiting(dlock_client *client, const char *name, int64_t waited_ms)
+void cli_format_time(int64_t ms, char *out, size_t len)
+{
+    time_t secs = (time_t)(ms / 1000);
+    struct tm tm;
+    gmtime_r(&secs, &tm);
+    strftime(out, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+void cli_describe_holder(const dlock_status *st, char *out, size_t len)
+{
+    int n;
+    if (st->has_owner) {
+        char since[32];
+        cli_format_time(st->since_ms, since, sizeof(since));
+        n = snprintf(out, len, "held by %s pid %ld since %s", st->host, st->pid, since);
+    } else {
+        n = snprintf(out, len, "held by another client (no owner record)");
+    }
+    if (n < 0 || (size_t)n >= len)
+        return;
+    if (st->pttl_ms >= 0)
+        snprintf(out + n, len - (size_t)n, ", expires in %.1f s", (double)st->pttl_ms / 1000);
+    else
+        snprintf(out + n, len - (size_t)n, ", never expires (no TTL)");
+}
+
+/* Who holds `name`, into out; false if nobody does (any more) or the
+ * servers could not say. */
+static bool query_holder(dlock_client *client, const char *name, char *out, size_t len)
 {
     dlock_status st;
-    char holder[320] = "another owner";
-    if (dlock_status_query(&st, client, name) == 0 && st.has_owner) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        snprintf(holder, sizeof(holder), "%s pid %ld for %llds", st.host, st.pid,
-                 (long long)((ts.tv_sec * 1000LL + ts.tv_nsec / 1000000 - st.since_ms) / 1000));
+    if (dlock_status_query(&st, client, name) < 0 || !st.held)
+        return false;
+    cli_describe_holder(&st, out, len);
+    return true;
+}
+
+int cli_busy(const struct cli *cli, dlock_client *client, const char *name, int busy_code)
+{
+    char holder[400];
+    if (query_holder(client, name, holder, sizeof(holder)))
+        cli_info(cli, "%s is busy: %s", name, holder);
+    else
+        cli_info(cli, "%s is busy (released since)", name);
+    return busy_code;
+}
+
+/* What is left of the wait that began at `start`: a wait_ms to pass on. */
+static int64_t wait_left(const struct cli_wait *how, int64_t start)
+{
+    int64_t left = how->wait_ms - (cli_now_ms() - start);
+    if (how->wait_ms == DLOCK_WAIT_FOREVER)
+        return DLOCK_WAIT_FOREVER;
+    return left > 0 ? left : 0;
+}
+
+/* On a terminal: waits in slices and says between them what we wait for,
+ * on a line that each update overwrites. */
+static int wait_on_terminal(dlock_client *client, const char *name, const struct cli_wait *how,
+                            dlock_acquire_options *opts, int64_t start, dlock_lock **out)
+{
+    char holder[400];
+    int rc;
+    for (;;) {
+        int64_t left = wait_left(how, start);
+        opts->wait_ms = left == DLOCK_WAIT_FOREVER || left > STATUS_EVERY_MS ? STATUS_EVERY_MS : left;
+        rc = dlock_lock_acquire(out, client, name, how->ttl_ms, opts);
+        if (rc != DLOCK_EBUSY || opts->wait_ms == left)
+            break;
+        if (!query_holder(client, name, holder, sizeof(holder)))
+            snprintf(holder, sizeof(holder), "just released");
+        fprintf(stderr, "\r\033[Kdlock: waiting for %s, %s (waited %.1f s)", name, holder,
+                (double)(cli_now_ms() - start) / 1000);
     }
-    fprintf(stderr, "\r\033[Kdlock: waiting for %s, held by %s (waited %llds)", name, holder,
-            (long long)(waited_ms / 1000));
+    fputs("\r\033[K", stderr);
+    return rc;
 }
 
 int cli_acquire(const struct cli *cli, dlock_client *client, const char *name,
                 const struct cli_wait *how, dlock_lock **out)
 {
     dlock_acquire_options opts = DLOCK_ACQUIRE_OPTIONS_INIT;
-    bool show = !cli->quiet && isatty(STDERR_FILENO) && how->wait_ms != 0;
     int64_t start = cli_now_ms();
+    char holder[400];
     int rc;
 
     /* The command waits for a busy lock, not for an unreachable server. */
@@ -197,37 +261,69 @@ int cli_acquire(const struct cli *cli, dlock_client *client, const char *name,
     opts.max_hold_ms = how->max_hold_ms;
     opts.on_lost = how->on_lost;
     opts.on_lost_arg = how->on_lost_arg;
-    opts.wait_ms = how->wait_ms;
-    if (!show)
-        return dlock_lock_acquire(out, client, name, how->ttl_ms, &opts);
-    /* On a terminal, wait in slices and say between them what we wait for. */
-    for (;;) {
-        int64_t waited = cli_now_ms() - start;
-        opts.wait_ms = STATUS_EVERY_MS;
-        if (how->wait_ms != DLOCK_WAIT_FOREVER && how->wait_ms - waited < STATUS_EVERY_MS)
-            opts.wait_ms = how->wait_ms - waited > 0 ? how->wait_ms - waited : 0;
+    /* One try first: only a busy lock starts a wait worth telling of. */
+    opts.wait_ms = 0;
+    rc = dlock_lock_acquire(out, client, name, how->ttl_ms, &opts);
+    if (rc != DLOCK_EBUSY || how->wait_ms == 0)
+        return rc;
+    /* -v says it in a log too, where no terminal shows the status line. */
+    if (cli->verbose && query_holder(client, name, holder, sizeof(holder)))
+        cli_debug(cli, "waiting for %s, %s", name, holder);
+    if (!cli->quiet && isatty(STDERR_FILENO)) {
+        rc = wait_on_terminal(client, name, how, &opts, start, out);
+    } else {
+        opts.wait_ms = wait_left(how, start);
         rc = dlock_lock_acquire(out, client, name, how->ttl_ms, &opts);
-        waited = cli_now_ms() - start;
-        if (rc != DLOCK_EBUSY || opts.wait_ms == 0 ||
-            (how->wait_ms != DLOCK_WAIT_FOREVER && waited >= how->wait_ms))
-            break;
-        show_waiting(client, name, waited);
     }
-    fputs("\r\033[K", stderr);
+    if (rc == 0)
+        cli_debug(cli, "acquired %s after %.1f s", name, (double)(cli_now_ms() - start) / 1000);
+    else if (rc == DLOCK_EBUSY)
+        cli_debug(cli, "gave up waiting for %s after %.1f s", name,
+                  (double)(cli_now_ms() - start) / 1000);
     return rc;
+}
+
+/* The length of the valid UTF-8 sequence at s (1 to 4), or 0: no overlong
+ * forms, no surrogates, nothing above U+10FFFF (RFC 3629). */
+static size_t utf8_length(const unsigned char *s)
+{
+    /* the second byte's range, narrower after E0, ED, F0 and F4 */
+    unsigned char lo = s[0] == 0xe0 ? 0xa0 : s[0] == 0xf0 ? 0x90 : 0x80;
+    unsigned char hi = s[0] == 0xed ? 0x9f : s[0] == 0xf4 ? 0x8f : 0xbf;
+    size_t len;
+    if (s[0] < 0x80)
+        return 1;
+    if (s[0] >= 0xc2 && s[0] <= 0xdf)
+        len = 2;
+    else if (s[0] >= 0xe0 && s[0] <= 0xef)
+        len = 3;
+    else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+        len = 4;
+    else
+        return 0;
+    if (s[1] < lo || s[1] > hi)
+        return 0;
+    for (size_t i = 2; i < len; i++)
+        if (s[i] < 0x80 || s[i] > 0xbf)
+            return 0;
+    return len;
 }
 
 void cli_print_json_string(const char *s)
 {
+    const unsigned char *p = (const unsigned char *)s;
     putchar('"');
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            printf("\\%c", c);
-        else if (c < 0x20 || c >= 0x7f)
-            printf("\\u%04x", c);
+    while (*p) {
+        size_t len = utf8_length(p);
+        if (*p == '"' || *p == '\\')
+            printf("\\%c", *p);
+        else if (*p < 0x20 || *p == 0x7f)
+            printf("\\u%04x", *p);
+        else if (len == 0)
+            fputs("\\ufffd", stdout); /* not UTF-8: the replacement character */
         else
-            putchar(c);
+            fwrite(p, 1, len, stdout);
+        p += len ? len : 1;
     }
     putchar('"');
 }

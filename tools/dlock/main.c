@@ -43,25 +43,23 @@ static const char usage[] =
     "      --key FILE     its private key\n"
     "      --sni NAME     server name to send and verify (default: the URL's host)\n"
     "      --insecure     do not verify certificates or names (testing only)\n"
-    "  -v, --verbose      say what happens\n"
+    "  -v, --verbose      say what happens, waits too (for whom, how long)\n"
     "  -q, --quiet        no messages but errors\n"
     "  -h, --help         this help; 'dlock COMMAND --help' for a command's\n"
     "      --version      print the version\n"
     "\n"
     "Durations: a bare number is seconds (1.5 too); or 250ms, 30s, 5m, 1h.\n"
     "\n"
-    "Exit status:\n"
-    "  0    done; status: held\n"
-    "  1    release/extend refused (not the owner, or gone); status: free\n"
-    "  64   usage error\n"
-    "  69   Redis unreachable or timed out, or it refused the command\n"
-    "  70   run: the lock was lost while the command ran; it was stopped\n"
-    "  75   lock busy, or the wait ran out while it stayed busy (-E changes it)\n"
-    "  76   protocol error: the server's reply made no sense\n"
-    "  77   authentication, ACL or TLS failure\n"
-    "  126  run: the command could not be executed\n"
-    "  127  run: the command was not found\n"
-    "  otherwise, run exits with the command's status (128+N if signal N ended it)\n";
+    "Exit status:\n";
+
+/* The exit codes, from the one table in exit_codes.h. */
+static void print_exit_codes(void)
+{
+#define CLI_EXIT_LINE(code, name, text) printf("  %-4d %s\n", code, text);
+    CLI_EXIT_CODES(CLI_EXIT_LINE)
+#undef CLI_EXIT_LINE
+    printf("  otherwise, run exits with the command's status (128+N if signal N ended it)\n");
+}
 
 static void print_usage(void)
 {
@@ -72,6 +70,7 @@ static void print_usage(void)
                  commands[i].summary);
     }
     printf(usage, list);
+    print_exit_codes();
 }
 
 int main(int argc, char **argv)

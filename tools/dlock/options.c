@@ -17,12 +17,14 @@ const struct cli_command cli_command_run = {
     "Runs COMMAND while holding the lock NAME, renewing it, and exits with the\n"
     "command's status. If the lock is lost, the command's process group gets\n"
     "SIGTERM (then SIGKILL) and dlock exits 70.\n"
-    "  -t, --ttl DUR          lock time to live; renewed every TTL/3 (default 30s)\n"
+    "  -t, --ttl DUR          lock time to live, 10ms to 24.8 days (default 30s);\n"
+    "                         renewed every TTL/3\n"
     "  -w, --wait DUR         wait at most this long for a busy lock (default: forever)\n"
     "  -n, --nowait           do not wait (same as -w 0)\n"
     "  -E, --conflict-exit-code CODE   exit code when busy (default 75)\n"
     "      --kill-after DUR   SIGKILL this long after SIGTERM on loss (default 5s)\n"
-    "      --max-hold DUR     hold the lock at most this long, then stop the command\n"
+    "      --max-hold DUR     hold the lock at most this long (10ms or more), then stop\n"
+    "                         the command\n"
     "  -c CMD                 run CMD with /bin/sh -c\n"
     "The command sees DLOCK_NAME, DLOCK_TOKEN and DLOCK_FENCE; DLOCK_PASSWORD and\n"
     "URLs with credentials are removed from its environment.\n",
@@ -36,7 +38,7 @@ const struct cli_command cli_command_acquire = {
     "Usage: dlock acquire [-t TTL] [-w WAIT | -n] [-E CODE] [--json] NAME\n"
     "Takes the lock and prints its token, for a later 'dlock release NAME TOKEN'.\n"
     "The lock is not renewed: extend it, or it expires after TTL.\n"
-    "  -t, --ttl DUR     how long the lock lives (default 30s)\n"
+    "  -t, --ttl DUR     how long the lock lives, 10ms to 24.8 days (default 30s)\n"
     "  -w, --wait DUR    wait at most this long for a busy lock (default: forever)\n"
     "  -n, --nowait      do not wait (same as -w 0)\n"
     "  -E, --conflict-exit-code CODE   exit code when busy (default 75)\n"
@@ -58,7 +60,8 @@ const struct cli_command cli_command_release = {
 const struct cli_command cli_command_extend = {
     "extend",
     "Usage: dlock extend [-t TTL] NAME TOKEN\n"
-    "Sets the lock's time to live to TTL (default 30s) if TOKEN still owns it.\n"
+    "Sets the lock's time to live to TTL (default 30s; 10ms to 24.8 days) if TOKEN\n"
+    "still owns it.\n"
     "Exit 1 if it does not.\n",
     CLI_OPT_TTL,
     "NAME TOKEN",
@@ -147,7 +150,7 @@ static int take_value(int opt, const char *value, struct cli_command_opts *o)
 {
     switch (opt) {
     case 't':
-        return cli_parse_duration_ms(value, &o->wait.ttl_ms) == 0 && o->wait.ttl_ms > 0 ? 0 : -1;
+        return cli_parse_duration_ms(value, &o->wait.ttl_ms);
     case 'w':
         return cli_parse_duration_ms(value, &o->wait.wait_ms);
     case 'n':
@@ -158,13 +161,52 @@ static int take_value(int opt, const char *value, struct cli_command_opts *o)
     case OPT_KILL_AFTER:
         return cli_parse_duration_ms(value, &o->kill_after_ms);
     case OPT_MAX_HOLD:
-        return cli_parse_duration_ms(value, &o->wait.max_hold_ms) == 0 && o->wait.max_hold_ms > 0
-                   ? 0
-                   : -1;
+        return cli_parse_duration_ms(value, &o->wait.max_hold_ms);
     default: /* OPT_JSON */
         o->json = true;
         return 0;
     }
+}
+
+/* For a global option given after the command, says where it goes and
+ * returns EXIT_USAGE; 0 for any other option. Only the option's name is
+ * repeated: its value may be a URL with a password. */
+static int global_option_hint(const char *usage, const char *command, const char *option)
+{
+    char global[80];
+    if (!cli_global_option(option, global, sizeof(global)))
+        return 0;
+    return cli_usage_error(usage, "%.*s is a global option: put it before the command (dlock %s %s ...)",
+                           (int)strcspn(option, "="), option, global, command);
+}
+
+static int unknown_option(const char *usage, const char *command, const char *option)
+{
+    int rc = global_option_hint(usage, command, option);
+    return rc ? rc : cli_usage_error(usage, "unknown option '%s'", option);
+}
+
+/* run reads no options after NAME: what follows is the command's. */
+static int misplaced_after_name(const char *usage, const char *option)
+{
+    int rc = global_option_hint(usage, "run", option);
+    return rc ? rc : cli_usage_error(usage, "option '%s' after NAME: options go before NAME "
+                                     "(dlock run [options] NAME -- COMMAND)", option);
+}
+
+/* The TTL's bounds are the library's; --max-hold caps the TTL, so it has the
+ * same floor. (The others are bounded by cli_parse_duration_ms.) Returns 0,
+ * or EXIT_USAGE after saying which bound `value` is past. */
+static int check_range(const char *usage, int opt, const char *value,
+                       const struct cli_command_opts *o)
+{
+    if (opt == 't' && (o->wait.ttl_ms < DLOCK_TTL_MIN_MS || o->wait.ttl_ms > DLOCK_TTL_MAX_MS))
+        return cli_usage_error(usage, "--ttl must be from %d ms to %lld ms (24.8 days), not '%s'",
+                               DLOCK_TTL_MIN_MS, (long long)DLOCK_TTL_MAX_MS, value);
+    if (opt == OPT_MAX_HOLD && o->wait.max_hold_ms < DLOCK_TTL_MIN_MS)
+        return cli_usage_error(usage, "--max-hold must be at least %d ms (the shortest TTL), not '%s'",
+                               DLOCK_TTL_MIN_MS, value);
+    return 0;
 }
 
 /* run: NAME -- COMMAND [ARG...] or NAME -c 'COMMAND'. */
@@ -179,6 +221,9 @@ static int take_run_operands(const char *usage, const char *run_operands, int ar
         o->command = argv + at + 1;
     else if (at + 2 == argc && strcmp(argv[at], "-c") == 0)
         o->shell_command = argv[at + 1];
+    else if (at < argc && argv[at][0] == '-' && strcmp(argv[at], "--") != 0 &&
+             strcmp(argv[at], "-c") != 0)
+        return misplaced_after_name(usage, argv[at]);
     else
         return cli_usage_error(usage, "expected %s", run_operands);
     if (o->wait.max_hold_ms && o->wait.max_hold_ms < o->wait.ttl_ms)
@@ -209,13 +254,15 @@ int cli_parse_command(const struct cli_command *cmd, int argc, char **argv,
         }
         if (opt == '?') {
             cli_offending_option(argv, long_options, option, sizeof(option));
-            return cli_usage_error(usage, "unknown option '%s'", option);
+            return unknown_option(usage, cmd->name, option);
         }
         /* Long options are shared: one another subcommand takes. */
         if (!(group_of(opt) & cmd->accepts))
             return cli_usage_error(usage, "unknown option '--%s'", long_name(opt));
         if (take_value(opt, optarg, o) < 0)
             return cli_usage_error(usage, "bad value '%s' for --%s", optarg, long_name(opt));
+        if (check_range(usage, opt, optarg, o))
+            return EXIT_USAGE;
     }
     if (cmd->accepts & CLI_OPT_RUN)
         return take_run_operands(usage, cmd->operands, argc, argv, o);
