@@ -1,10 +1,8 @@
 /* The acquire decision: from any mix of node answers (grants with tokens,
  * refusals with PTTLs, errors, replies of the wrong shape, no answer) and
  * any timing, a grant implies a majority of grants, 0 < validity <= ttl -
- * elapsed - drift, and a token that one of the granting nodes gave; the
- * write-back is skipped only when a majority granted that very token below
- * their clocks. */
-#include "lock.h"
+ * elapsed - drift, and the largest token that a granting node gave. */
+#include "attempt.h"
 #include "resp.h"
 
 #include <assert.h>
@@ -56,24 +54,23 @@ static dlock__reply *array(size_t n, dlock__reply **items)
 }
 
 /* One node's answer, as its kind byte says. */
-static void answer(struct input *in, dlock__node_result *res, uint64_t *fence, int *behind)
+static void answer(struct input *in, dlock__node_result *res, uint64_t *fence)
 {
     char digits[24];
     unsigned kind = (unsigned)take(in, 1) % 7;
     *fence = take(in, 2) % 8; /* few values: ties are the interesting case */
-    *behind = (int)take(in, 1) % 3;
     res->status = DLOCK__REPLIED;
     res->sent = true;
     snprintf(digits, sizeof(digits), "%llu", (unsigned long long)*fence);
     switch (kind) {
     case 0: /* granted */
-        res->reply = array(3, (dlock__reply *[]){integer(1), string(digits), integer(*behind)});
+        res->reply = array(2, (dlock__reply *[]){integer(1), string(digits)});
         break;
     case 1: /* busy */
         res->reply = array(2, (dlock__reply *[]){integer(0), integer((long long)*fence * 100)});
         break;
-    case 2: /* the old two-element grant, or garbage */
-        res->reply = array(2, (dlock__reply *[]){integer(1), string(digits)});
+    case 2: /* an older three-element grant: garbage now */
+        res->reply = array(3, (dlock__reply *[]){integer(1), string(digits), integer(1)});
         break;
     case 3:
         res->reply = string("ERR nope");
@@ -98,7 +95,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct input in = {data, size, 0};
     dlock__node_result results[DLOCK_NODES_MAX];
     uint64_t fences[DLOCK_NODES_MAX];
-    int behind[DLOCK_NODES_MAX];
     size_t n = 1 + (size_t)take(&in, 1) % DLOCK_NODES_MAX;
     int64_t ttl_ms = 1 + (int64_t)(take(&in, 4) % DLOCK_TTL_MAX_MS);
     double drift = (double)(take(&in, 1) % 11) / 100.0;
@@ -109,24 +105,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int rc;
 
     for (size_t i = 0; i < n; i++)
-        answer(&in, &results[i], &fences[i], &behind[i]);
+        answer(&in, &results[i], &fences[i]);
     rc = dlock__acquire_judge(&t, results, n, ttl_ms, drift, start, now, &until);
     if (rc == 0) {
-        size_t granted = 0, at_token = 0;
-        int token_seen = 0;
+        size_t granted = 0;
+        uint64_t largest = 0;
         int64_t drift_ns = (int64_t)((double)ttl_ms * drift * 1000000) + 2000000;
         for (size_t i = 0; i < n; i++) {
             const dlock__reply *r = results[i].reply;
-            int grant = r && r->type == DLOCK__REPLY_ARRAY && r->elements == 3 &&
+            int grant = r && r->type == DLOCK__REPLY_ARRAY && r->elements == 2 &&
                         r->element[0]->integer == 1 && fences[i] > 0;
             granted += grant;
-            token_seen |= grant && fences[i] == t.fence;
-            at_token += grant && fences[i] == t.fence && behind[i] == 1;
+            largest = grant && fences[i] > largest ? fences[i] : largest;
         }
-        assert(granted >= n / 2 + 1 && t.confirmed == granted);
+        assert(granted >= n / 2 + 1 && t.yes == granted);
         assert(until > now && until - now <= ttl_ms * 1000000 - (now - start) - drift_ns);
-        assert(token_seen);
-        assert((t.settled >= t.quorum) == (at_token >= n / 2 + 1));
+        assert(t.fence == largest);
     } else {
         assert(rc == DLOCK_EBUSY);
     }

@@ -33,9 +33,9 @@ extern "C" {
 #endif
 
 #define DLOCK_VERSION_MAJOR 0
-#define DLOCK_VERSION_MINOR 1
+#define DLOCK_VERSION_MINOR 2
 #define DLOCK_VERSION_PATCH 0
-#define DLOCK_VERSION_STRING "0.1.0"
+#define DLOCK_VERSION_STRING "0.2.0"
 
 #if defined(DLOCK_BUILDING_LIBRARY) && defined(__GNUC__)
 #define DLOCK_EXTERN __attribute__((visibility("default")))
@@ -84,7 +84,12 @@ DLOCK_EXTERN const char *dlock_err_name(int code);
 
 /* Limits. */
 #define DLOCK_NAME_MAX 1024            /* bytes in a lock name */
+/* A lock's TTL. Below the minimum nothing of the validity would be left:
+ * it is ttl - elapsed - (ttl x drift + 2 ms). */
+#define DLOCK_TTL_MIN_MS 10LL
 #define DLOCK_TTL_MAX_MS 2147483647LL  /* about 24.8 days */
+/* Every other duration (timeouts, waits, max-hold): a century at most. */
+#define DLOCK_DURATION_MAX_MS 3153600000000LL
 #define DLOCK_TOKEN_LEN 32             /* hex characters in an owner token */
 #define DLOCK_NODES_MAX 15             /* servers of one client (Redlock) */
 
@@ -99,7 +104,7 @@ typedef struct dlock_client dlock_client;
 /*
  * Options of a client. Initialise with DLOCK_CLIENT_OPTIONS_INIT or
  * dlock_client_options_init(), then set what you need. A zero in a numeric
- * field means "the default".
+ * field means "the default"; durations are at most DLOCK_DURATION_MAX_MS.
  */
 typedef struct dlock_client_options {
     unsigned version; /* DLOCK_CLIENT_OPTIONS_VERSION */
@@ -119,16 +124,17 @@ typedef struct dlock_client_options {
     const char *user;
     const char *password;
 
-    int connect_timeout_ms; /* TCP connect + AUTH/SELECT; default 2000 */
-    int command_timeout_ms; /* one command; default 1000 */
+    int64_t connect_timeout_ms; /* TCP connect + AUTH/SELECT; default 2000 */
+    int64_t command_timeout_ms; /* one command; default 1000 */
 
-    /* Deadline of one node's reply within an acquire or extend (including
+    /* Deadline of one node's reply within any call about a lock (including
      * a reconnect to it); default max(5, ttl/20), capped by
-     * command_timeout_ms. A node that misses it is no vote. */
-    int node_timeout_ms;
+     * command_timeout_ms. A node that misses it is no vote. Once a majority
+     * answered, no call waits for the others at all. */
+    int64_t node_timeout_ms;
 
     /* Lifetime of a lock name's fencing counter, refreshed on every
-     * acquisition; default one day. */
+     * acquisition; default one day; at most DLOCK_TTL_MAX_MS. */
     int64_t fence_ttl_ms;
 
     /* Clock drift allowance as a fraction of the TTL; default 0.01. The
@@ -219,14 +225,17 @@ typedef void (*dlock_lost_fn)(dlock_lock *lock, int reason, void *arg);
 typedef struct dlock_acquire_options {
     unsigned version; /* DLOCK_ACQUIRE_OPTIONS_VERSION */
 
-    /* 0: try once. > 0: wait up to this long for a busy lock.
-     * DLOCK_WAIT_FOREVER: wait until it is ours or the wait is canceled.
-     * A waiter sleeps until the holder's release is published on the lock's
-     * channel, the holder's TTL runs out, or a jittered backoff passes. */
+    /* 0: try once. > 0: wait up to this long for a busy lock (at most
+     * DLOCK_DURATION_MAX_MS). DLOCK_WAIT_FOREVER: wait until it is ours or
+     * the wait is canceled. A waiter tries at once; only a busy lock makes
+     * it listen on the lock's channel, and it sleeps until the holder's
+     * release is published there, the holder's TTL runs out, or a jittered
+     * backoff passes. */
     int64_t wait_ms;
 
-    /* Longest sleep between two attempts; default 1000. */
-    int backoff_max_ms;
+    /* Longest sleep between two attempts; default 1000; at most
+     * DLOCK_DURATION_MAX_MS. */
+    int64_t backoff_max_ms;
 
     /* 0: a wait retries through I/O errors (server unreachable, timeouts)
      * until its deadline, then reports the last one. Nonzero: a wait ends at
@@ -238,7 +247,8 @@ typedef struct dlock_acquire_options {
     int auto_renew;
 
     /* With auto_renew: the lock is held at most this long from the
-     * acquisition (renewals never extend it past that); 0: no limit. */
+     * acquisition (renewals never extend it past that); 0: no limit; at
+     * most DLOCK_DURATION_MAX_MS, and not shorter than the TTL. */
     int64_t max_hold_ms;
 
     /* With auto_renew: called once if the lock is lost; may be NULL. */
@@ -252,7 +262,7 @@ typedef struct dlock_acquire_options {
 DLOCK_EXTERN int dlock_acquire_options_init(dlock_acquire_options *opts, unsigned version);
 
 /*
- * Takes the lock `name` for `ttl_ms` (1..DLOCK_TTL_MAX_MS), trying once or
+ * Takes the lock `name` for `ttl_ms` (DLOCK_TTL_MIN_MS..DLOCK_TTL_MAX_MS), trying once or
  * waiting as `opts` says (NULL: try once). On success *out is a handle owned
  * by the caller (free it with dlock_lock_free() before closing the client);
  * the lock is held for at most dlock_lock_validity_ms().
@@ -302,7 +312,7 @@ DLOCK_EXTERN int dlock_lock_adopt(dlock_lock **out, dlock_client *client,
 DLOCK_EXTERN int dlock_lock_release(dlock_lock *lock);
 
 /*
- * Sets the lock's TTL to `ttl_ms` (1..DLOCK_TTL_MAX_MS) from now, if this
+ * Sets the lock's TTL to `ttl_ms` (DLOCK_TTL_MIN_MS..DLOCK_TTL_MAX_MS) from now, if this
  * handle's token still owns it (atomic compare-and-expire). The validity is
  * measured again from the start of this call.
  * Returns 0; DLOCK_ENOTOWNER (someone else holds it, or it expired: the lock
@@ -328,7 +338,9 @@ DLOCK_EXTERN int64_t dlock_lock_validity_ms(const dlock_lock *lock);
  */
 DLOCK_EXTERN int dlock_lock_held(const dlock_lock *lock);
 
-/* How many attempts the acquisition took (1 when the lock was free). */
+/* How many attempts the acquisition took (1 when the lock was free). Set
+ * by dlock_lock_acquire() and never changed after it: safe from any thread
+ * once the handle exists. */
 DLOCK_EXTERN unsigned dlock_lock_attempts(const dlock_lock *lock);
 
 /* The owner token: DLOCK_TOKEN_LEN lower-case hex characters, owned by the
@@ -348,33 +360,60 @@ DLOCK_EXTERN const char *dlock_lock_name(const dlock_lock *lock);
  */
 DLOCK_EXTERN uint64_t dlock_lock_fence(const dlock_lock *lock);
 
-/* What the server says about a lock name (a plain record, no handle). The
- * holder's token is deliberately not part of it. */
-typedef struct dlock_status {
-    int held;         /* 1 if the lock key exists (held by anyone, dlock or not) */
-    int has_owner;    /* 1 if the holder is a dlock client that left its record */
-    int64_t pttl_ms;  /* time to live of the lock key; -1: no TTL; 0 when free */
-    uint64_t fence;   /* the last fencing token issued for the name; 0: none */
-    long pid;         /* the holder's process id (with has_owner) */
+/*
+ * What the servers say about a lock name, without a handle: an opaque
+ * result, read with the getters below and freed with dlock_status_free().
+ * The holder's token is deliberately not part of it.
+ */
+typedef struct dlock_status dlock_status;
+
+/* A holder that left its owner record (every dlock client does): owned by
+ * the status it came from, valid until that is freed. New fields are only
+ * ever added at the end. */
+typedef struct dlock_holder {
+    const char *host; /* the holder's host name */
+    long pid;         /* its process id */
     int64_t since_ms; /* when it took the lock, in ms since the Unix epoch */
-    unsigned nodes_answered; /* servers that answered */
-    unsigned nodes_held;     /* servers on which the key exists */
-    char host[256];   /* the holder's host name (with has_owner) */
-} dlock_status;
+} dlock_holder;
 
 /*
  * Asks the servers about `name` without changing anything. With several
- * servers this is the majority's view: held if a majority holds the key,
- * the shortest TTL among them and the largest fence reported. Fills *out on
- * success. Returns 0; DLOCK_EWRONGTYPE (the key holds a list, hash...);
- * DLOCK_ENOQUORUM (fewer than a majority answered); DLOCK_EINVAL and the I/O
- * codes of dlock_lock_release().
+ * servers this is the majority's view, decided as soon as a majority
+ * answered: held if a majority holds the key, the shortest TTL among them
+ * and the largest fence reported. On success *out is the caller's (free it
+ * with dlock_status_free()); on failure *out is not written. Returns 0;
+ * DLOCK_EWRONGTYPE (the key holds a list, hash...); DLOCK_ENOQUORUM (fewer
+ * than a majority answered); DLOCK_EINVAL, DLOCK_ENOMEM and the I/O codes
+ * of dlock_lock_release().
  */
-DLOCK_EXTERN int dlock_status_query(dlock_status *out, dlock_client *client, const char *name);
+DLOCK_EXTERN int dlock_status_query(dlock_status **out, dlock_client *client, const char *name);
 
 /* The same, for server number `node` (0 .. dlock_client_nodes() - 1) alone. */
-DLOCK_EXTERN int dlock_status_query_node(dlock_status *out, dlock_client *client,
+DLOCK_EXTERN int dlock_status_query_node(dlock_status **out, dlock_client *client,
                                          const char *name, size_t node);
+
+/* 1 if the lock key exists (held by anyone, dlock or not), else 0. */
+DLOCK_EXTERN int dlock_status_held(const dlock_status *st);
+
+/* The lock key's time to live: -1 for a key without TTL, 0 when free. */
+DLOCK_EXTERN int64_t dlock_status_ttl_ms(const dlock_status *st);
+
+/* The last fencing token issued for the name; 0: none. */
+DLOCK_EXTERN uint64_t dlock_status_fence(const dlock_status *st);
+
+/* How many holders left a record that is theirs: 0 or 1 for a lock (0 for
+ * a key that another client SET). */
+DLOCK_EXTERN size_t dlock_status_holders(const dlock_status *st);
+
+/* Holder number `i` (0 .. dlock_status_holders() - 1), or NULL. */
+DLOCK_EXTERN const dlock_holder *dlock_status_holder(const dlock_status *st, size_t i);
+
+/* Servers that answered, and on how many of them the key exists. */
+DLOCK_EXTERN unsigned dlock_status_nodes_answered(const dlock_status *st);
+DLOCK_EXTERN unsigned dlock_status_nodes_held(const dlock_status *st);
+
+/* NULL is ignored. */
+DLOCK_EXTERN void dlock_status_free(dlock_status *st);
 
 /* How many servers the client has; 0 for NULL. Safe from any thread. */
 DLOCK_EXTERN size_t dlock_client_nodes(const dlock_client *client);

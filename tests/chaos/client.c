@@ -68,10 +68,13 @@ static uint32_t holding_nodes(const char *name, int64_t since_floor_ms)
     uint32_t mask = 0;
     size_t n = dlock_client_nodes(client);
     for (size_t i = 0; i < n; i++) {
-        dlock_status st;
-        if (dlock_status_query_node(&st, client, name, i) == 0 && st.held && st.has_owner &&
-            st.pid == (long)getpid() && st.since_ms >= since_floor_ms)
+        dlock_status *st = NULL;
+        const dlock_holder *h = NULL;
+        if (dlock_status_query_node(&st, client, name, i) == 0 && dlock_status_held(st))
+            h = dlock_status_holder(st, 0);
+        if (h && h->pid == (long)getpid() && h->since_ms >= since_floor_ms)
             mask |= 1u << i;
+        dlock_status_free(st);
     }
     return mask;
 }

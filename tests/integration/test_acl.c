@@ -58,11 +58,11 @@ static void test_acl_exact_rule_is_enough(void **state)
     dlock_client *c = as_user("locker", "locker-pw"), *other = as_user("locker", "locker-pw");
     dlock_acquire_options opts = DLOCK_ACQUIRE_OPTIONS_INIT;
     dlock_lock *lock = NULL, *second = NULL;
-    dlock_status st;
+    status_view st;
     (void)state;
     assert_int_equal(dlock_lock_acquire(&lock, c, "lock:acl", 30000, NULL), 0);
     assert_int_equal(dlock_lock_extend(lock, 30000), 0);
-    assert_int_equal(dlock_status_query(&st, c, "lock:acl"), 0);
+    assert_int_equal(status_of(&st, c, "lock:acl"), 0);
     assert_true(st.held && st.has_owner);
     /* A wait subscribes to the release channel. */
     opts.wait_ms = 200;

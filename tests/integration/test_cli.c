@@ -394,7 +394,7 @@ static void test_cli_exit_codes(void **state)
     assert_int_equal(DLOCK(&p, 10000, "acquire"), 64);
     assert_int_equal(DLOCK(&p, 10000, "frobnicate"), 64);
     assert_int_equal(DLOCK(&p, 10000, "release", "cli:x", "not-a-token"), 64);
-    assert_int_equal(DLOCK(&p, 10000, "run", "cli:x:fence", "--", "true"), 64);
+    assert_int_equal(DLOCK(&p, 10000, "run", "{x}:dlock:fence:x", "--", "true"), 64);
     assert_null(strstr(p.err, "Usage:")); /* a usage error is no help dump */
     /* ... that name the option as typed */
     assert_int_equal(DLOCK(&p, 10000, "extend", "-t"), 64);

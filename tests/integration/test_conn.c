@@ -452,12 +452,13 @@ static void test_conn_open_refuses_bad_options(void **state)
     } while (0)
     EXPECT_REFUSED(opts.version = 7, "version");
     EXPECT_REFUSED(opts.n_urls = 2, "two servers");
-    EXPECT_REFUSED(opts.n_urls = 3, "given twice");
+    EXPECT_REFUSED(opts.n_urls = 3, "one server");
     EXPECT_REFUSED(opts.n_urls = 16, "too many");
     EXPECT_REFUSED(opts.urls = NULL, "urls");
     EXPECT_REFUSED(opts.connect_timeout_ms = -1, "negative");
     EXPECT_REFUSED(opts.command_timeout_ms = -5, "negative");
     EXPECT_REFUSED(opts.node_timeout_ms = -5, "negative");
+    EXPECT_REFUSED(opts.command_timeout_ms = DLOCK_DURATION_MAX_MS + 1, "too large");
     EXPECT_REFUSED(opts.fence_ttl_ms = -1, "negative");
     EXPECT_REFUSED(opts.drift_factor = 0.7, "drift");
     EXPECT_REFUSED(opts.drift_factor = -0.1, "drift");

@@ -375,19 +375,19 @@ static void test_lock_errmsg_cleared_on_success(void **state)
 static void test_lock_status_tells_holder_and_fence(void **state)
 {
     struct fixture *f = *state;
-    dlock_status st;
+    status_view st;
     dlock_lock *a;
     char host[256] = "";
     long long now_ms = 0;
 
-    assert_int_equal(dlock_status_query(&st, f->b, "lock:status"), 0);
+    assert_int_equal(status_of(&st, f->b, "lock:status"), 0);
     assert_false(st.held);
     assert_int_equal(st.pttl_ms, 0);
     assert_int_equal(st.fence, 0);
     assert_false(st.has_owner);
 
     a = must_acquire(f->a, "lock:status", 30000, NULL);
-    assert_int_equal(dlock_status_query(&st, f->b, "lock:status"), 0);
+    assert_int_equal(status_of(&st, f->b, "lock:status"), 0);
     assert_true(st.held);
     assert_true(st.pttl_ms > 20000 && st.pttl_ms <= 30000);
     assert_int_equal(st.fence, dlock_lock_fence(a));
@@ -405,36 +405,43 @@ static void test_lock_status_tells_holder_and_fence(void **state)
     dlock_lock_free(a);
 
     /* Free again, the fence remembered. */
-    assert_int_equal(dlock_status_query(&st, f->b, "lock:status"), 0);
+    assert_int_equal(status_of(&st, f->b, "lock:status"), 0);
     assert_false(st.held);
     assert_true(st.fence > 0);
 
     /* A holder that is not dlock: held, no owner record. */
     freeReplyObject(run(f->redis, "SET lock:status foreign PX 5000"));
-    assert_int_equal(dlock_status_query(&st, f->b, "lock:status"), 0);
+    assert_int_equal(status_of(&st, f->b, "lock:status"), 0);
     assert_true(st.held);
     assert_false(st.has_owner);
     freeReplyObject(run(f->redis, "SET lock:status2 forever"));
-    assert_int_equal(dlock_status_query(&st, f->b, "lock:status2"), 0);
+    assert_int_equal(status_of(&st, f->b, "lock:status2"), 0);
     assert_int_equal(st.pttl_ms, -1);
 
     /* A foreign value over a dlock holder's key: its owner record is not
      * this holder's (the record is matched by its whole token). */
     a = must_acquire(f->a, "lock:status4", 30000, NULL);
     freeReplyObject(run(f->redis, "SET lock:status4 %b", "", (size_t)0));
-    assert_int_equal(dlock_status_query(&st, f->b, "lock:status4"), 0);
+    assert_int_equal(status_of(&st, f->b, "lock:status4"), 0);
     assert_true(st.held);
     assert_false(st.has_owner);
     freeReplyObject(run(f->redis, "SET lock:status4 %b", dlock_lock_token(a), (size_t)16));
-    assert_int_equal(dlock_status_query(&st, f->b, "lock:status4"), 0);
+    assert_int_equal(status_of(&st, f->b, "lock:status4"), 0);
     assert_false(st.has_owner);
     dlock_lock_free(a);
 
     freeReplyObject(run(f->redis, "SADD lock:status3 x"));
-    assert_int_equal(dlock_status_query(&st, f->b, "lock:status3"), DLOCK_EWRONGTYPE);
-    assert_int_equal(dlock_status_query(&st, f->b, "{x}:dlock:owner:x"), DLOCK_EINVAL);
+    assert_int_equal(status_of(&st, f->b, "lock:status3"), DLOCK_EWRONGTYPE);
+    assert_non_null(strstr(dlock_client_errmsg(f->b), "holds a set, not a lock"));
+    {
+        /* *out is written only on success. */
+        dlock_status *untouched = (dlock_status *)&st;
+        assert_int_equal(dlock_status_query(&untouched, f->b, "lock:status3"), DLOCK_EWRONGTYPE);
+        assert_ptr_equal(untouched, (dlock_status *)&st);
+    }
+    assert_int_equal(status_of(&st, f->b, "{x}:dlock:owner:x"), DLOCK_EINVAL);
     assert_int_equal(dlock_status_query(NULL, f->b, "lock:status"), DLOCK_EINVAL);
-    assert_int_equal(dlock_status_query(&st, NULL, "lock:status"), DLOCK_EINVAL);
+    assert_int_equal(status_of(&st, NULL, "lock:status"), DLOCK_EINVAL);
 }
 
 int main(void)

@@ -88,14 +88,15 @@ static void test_redlock_holds_on_every_node(void **state)
 {
     dlock_client *c = open_redlock(0, 0);
     dlock_lock *lock = must_acquire(c, "rl:all", 30000, NULL);
-    dlock_status st;
+    status_view st;
     (void)state;
     usleep(20 * 1000); /* the nodes not waited for got the command too */
     assert_int_equal(nodes_holding("rl:all", dlock_lock_token(lock)), NODES);
     assert_true(dlock_lock_validity_ms(lock) > 25000);
-    assert_int_equal(dlock_status_query(&st, c, "rl:all"), 0);
+    assert_int_equal(status_of(&st, c, "rl:all"), 0);
     assert_true(st.held);
-    assert_int_equal(st.nodes_held, NODES);
+    /* Decided as soon as a majority said so. */
+    assert_true(st.nodes_held >= NODES / 2 + 1 && st.nodes_held <= NODES);
     /* The token is the largest of the quorum's; a node outside it may have
      * computed a larger one, which only pushes later tokens higher. */
     assert_true(st.fence >= dlock_lock_fence(lock));
@@ -580,7 +581,7 @@ static void test_redlock_waiter_wakes_on_release(void **state)
     assert_int_equal(dlock_lock_release(lock), 0); /* five PUBLISHes, one wake-up */
     pthread_join(t, NULL);
     assert_int_equal(w.rc, 0);
-    assert_int_equal(w.attempts, 2);
+    assert_int_equal(w.attempts, 3); /* try, listen, try again; the wake-up's try */
     assert_true(w.got_at - released_at < 2000LL * test_slowdown());
     dlock_lock_free(lock);
     dlock_client_close(w.c);

@@ -189,7 +189,7 @@ static void test_tls_mixed_plain_and_tls_redlock(void **state)
     const char *urls[3] = {tls_url, plain1.url, dead_url};
     dlock_client *c = NULL;
     dlock_lock *lock = NULL;
-    dlock_status st;
+    status_view st;
     char why[256];
     (void)state;
     snprintf(tls_url, sizeof(tls_url), "rediss://127.0.0.1:%d", plain_tls.port);
@@ -199,7 +199,7 @@ static void test_tls_mixed_plain_and_tls_redlock(void **state)
     opts.tls_ca_file = ca;
     assert_int_equal(dlock_client_open(&c, &opts, why, sizeof(why)), 0);
     assert_int_equal(dlock_lock_acquire(&lock, c, "tls:mixed", 30000, NULL), 0);
-    assert_int_equal(dlock_status_query_node(&st, c, "tls:mixed", 0), 0); /* over TLS */
+    assert_int_equal(status_of_node(&st, c, "tls:mixed", 0), 0); /* over TLS */
     assert_true(st.held);
     assert_int_equal(dlock_lock_release(lock), 0);
     dlock_lock_free(lock);

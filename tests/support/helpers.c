@@ -166,3 +166,39 @@ const char *aux_key(const char *name, const char *kind)
         snprintf(out, sizeof(bufs[0]), "{%s}:dlock:%s:%s", name, kind, name);
     return out;
 }
+
+static void view_of(status_view *out, dlock_status *st)
+{
+    const dlock_holder *h = dlock_status_holder(st, 0);
+    memset(out, 0, sizeof(*out));
+    out->held = dlock_status_held(st);
+    out->has_owner = h != NULL;
+    out->pttl_ms = dlock_status_ttl_ms(st);
+    out->fence = dlock_status_fence(st);
+    if (h) {
+        out->pid = h->pid;
+        out->since_ms = h->since_ms;
+        snprintf(out->host, sizeof(out->host), "%s", h->host);
+    }
+    out->nodes_answered = dlock_status_nodes_answered(st);
+    out->nodes_held = dlock_status_nodes_held(st);
+    dlock_status_free(st);
+}
+
+int status_of(status_view *out, dlock_client *c, const char *name)
+{
+    dlock_status *st = NULL;
+    int rc = dlock_status_query(&st, c, name);
+    if (rc == 0)
+        view_of(out, st);
+    return rc;
+}
+
+int status_of_node(status_view *out, dlock_client *c, const char *name, size_t node)
+{
+    dlock_status *st = NULL;
+    int rc = dlock_status_query_node(&st, c, name, node);
+    if (rc == 0)
+        view_of(out, st);
+    return rc;
+}

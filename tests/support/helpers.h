@@ -49,6 +49,22 @@ long read_number_file(const char *path);
  * this read-modify-write loses an update. Safe to call from any thread. */
 void bump_number_file(const char *path);
 
+/* A plain copy of what a dlock_status says, for assertions. */
+typedef struct status_view {
+    int held, has_owner;
+    int64_t pttl_ms;
+    uint64_t fence;
+    long pid;
+    int64_t since_ms;
+    char host[256];
+    unsigned nodes_answered, nodes_held;
+} status_view;
+
+/* dlock_status_query() (or, for node >= 0, dlock_status_query_node()) into
+ * *out. Returns its code; *out is written only on success. */
+int status_of(status_view *out, dlock_client *c, const char *name);
+int status_of_node(status_view *out, dlock_client *c, const char *name, size_t node);
+
 /* Acquires or fails the test with the client's message. */
 dlock_lock *must_acquire(dlock_client *c, const char *name, int64_t ttl_ms,
                          const dlock_acquire_options *opts);

@@ -11,11 +11,6 @@
 
 #define CLI_URLS_MAX 16
 
-/* The shortest TTL the library takes (dlock.h has it from 0.2 on). */
-#ifndef DLOCK_TTL_MIN_MS
-#define DLOCK_TTL_MIN_MS 10
-#endif
-
 struct cli {
     const char *urls[CLI_URLS_MAX];
     char *owned_urls[CLI_URLS_MAX]; /* copies, to free */

@@ -472,8 +472,7 @@ int cmd_run(struct cli *cli, int argc, char **argv)
     rc = cli_acquire(cli, client, o.name, &o.wait, &lock);
     acquiring_client = NULL;
     if (rc == DLOCK_EBUSY) {
-        cli_info(cli, "%s is busy: %s", o.name, dlock_client_errmsg(client));
-        rc = o.busy_code;
+        rc = cli_busy(cli, client, o.name, o.busy_code);
     } else if (rc == DLOCK_ECANCELED) {
         int sig = pending_signal();
         rc = sig ? 128 + sig : EXIT_UNAVAILABLE;

@@ -7,28 +7,33 @@
 
 static void print_text(const char *name, const dlock_status *st)
 {
-    if (st->held) {
+    bool held = dlock_status_held(st);
+    uint64_t fence = dlock_status_fence(st);
+    if (held) {
         char holder[400];
         cli_describe_holder(st, holder, sizeof(holder));
         printf("%s: %s", name, holder);
     } else {
         printf("%s: free", name);
     }
-    if (st->fence)
-        printf(", %sfence %" PRIu64, st->held ? "" : "last ", st->fence);
-    if (st->nodes_answered > 1)
-        printf(" (on %u of %u servers that answered)", st->nodes_held, st->nodes_answered);
+    if (fence)
+        printf(", %sfence %" PRIu64, held ? "" : "last ", fence);
+    if (dlock_status_nodes_answered(st) > 1)
+        printf(" (on %u of %u servers that answered)", dlock_status_nodes_held(st),
+               dlock_status_nodes_answered(st));
     putchar('\n');
 }
 
 static void print_json_fields(const dlock_status *st)
 {
+    const dlock_holder *h = dlock_status_holder(st, 0);
     printf("\"held\":%s,\"ttl_ms\":%" PRId64 ",\"fence\":%" PRIu64 ",\"holder\":",
-           st->held ? "true" : "false", st->pttl_ms, st->fence);
-    if (st->has_owner) {
+           dlock_status_held(st) ? "true" : "false", dlock_status_ttl_ms(st),
+           dlock_status_fence(st));
+    if (h) {
         printf("{\"host\":");
-        cli_print_json_string(st->host);
-        printf(",\"pid\":%ld,\"since_ms\":%" PRId64 "}", st->pid, st->since_ms);
+        cli_print_json_string(h->host);
+        printf(",\"pid\":%ld,\"since_ms\":%" PRId64 "}", h->pid, h->since_ms);
     } else {
         printf("null");
     }
@@ -51,7 +56,7 @@ static void print_nodes(dlock_client *client, const char *name, bool json)
     if (json)
         printf(",\"nodes\":[");
     for (size_t i = 0; i < n; i++) {
-        dlock_status st;
+        dlock_status *st = NULL;
         int rc = dlock_status_query_node(&st, client, name, i);
         const char *server = dlock_client_node_label(client, i);
         const char *why = rc < 0 ? failure(client, rc) : NULL;
@@ -63,15 +68,16 @@ static void print_nodes(dlock_client *client, const char *name, bool json)
                 cli_print_json_string(why);
             } else {
                 putchar(',');
-                print_json_fields(&st);
+                print_json_fields(st);
             }
             putchar('}');
         } else if (rc < 0) {
             printf("  %s: %s\n", server, why);
         } else {
             printf("  %s: ", server);
-            print_text(name, &st);
+            print_text(name, st);
         }
+        dlock_status_free(st);
     }
     if (json)
         putchar(']');
@@ -102,7 +108,7 @@ int cmd_status(struct cli *cli, int argc, char **argv)
 {
     struct cli_command_opts o;
     dlock_client *client;
-    dlock_status st;
+    dlock_status *st = NULL;
     int rc = cli_parse_command(&cli_command_status, argc, argv, &o);
     if (rc)
         return rc == CLI_HELP ? EXIT_DONE : rc;
@@ -114,11 +120,12 @@ int cmd_status(struct cli *cli, int argc, char **argv)
     } else if (rc < 0) {
         rc = cli_fail(client, rc, o.name);
     } else {
-        (o.json ? print_json : print_text)(o.name, &st);
+        (o.json ? print_json : print_text)(o.name, st);
         print_nodes(client, o.name, o.json);
         if (o.json)
             printf("}\n");
-        rc = st.held ? EXIT_DONE : EXIT_REFUSED;
+        rc = dlock_status_held(st) ? EXIT_DONE : EXIT_REFUSED;
+        dlock_status_free(st);
     }
     dlock_client_close(client);
     return rc;

@@ -179,18 +179,20 @@ void cli_format_time(int64_t ms, char *out, size_t len)
 
 void cli_describe_holder(const dlock_status *st, char *out, size_t len)
 {
+    const dlock_holder *h = dlock_status_holder(st, 0);
+    int64_t ttl_ms = dlock_status_ttl_ms(st);
     int n;
-    if (st->has_owner) {
+    if (h) {
         char since[32];
-        cli_format_time(st->since_ms, since, sizeof(since));
-        n = snprintf(out, len, "held by %s pid %ld since %s", st->host, st->pid, since);
+        cli_format_time(h->since_ms, since, sizeof(since));
+        n = snprintf(out, len, "held by %s pid %ld since %s", h->host, h->pid, since);
     } else {
         n = snprintf(out, len, "held by another client (no owner record)");
     }
     if (n < 0 || (size_t)n >= len)
         return;
-    if (st->pttl_ms >= 0)
-        snprintf(out + n, len - (size_t)n, ", expires in %.1f s", (double)st->pttl_ms / 1000);
+    if (ttl_ms >= 0)
+        snprintf(out + n, len - (size_t)n, ", expires in %.1f s", (double)ttl_ms / 1000);
     else
         snprintf(out + n, len - (size_t)n, ", never expires (no TTL)");
 }
@@ -199,11 +201,12 @@ void cli_describe_holder(const dlock_status *st, char *out, size_t len)
  * servers could not say. */
 static bool query_holder(dlock_client *client, const char *name, char *out, size_t len)
 {
-    dlock_status st;
-    if (dlock_status_query(&st, client, name) < 0 || !st.held)
-        return false;
-    cli_describe_holder(&st, out, len);
-    return true;
+    dlock_status *st = NULL;
+    bool held = dlock_status_query(&st, client, name) == 0 && dlock_status_held(st);
+    if (held)
+        cli_describe_holder(st, out, len);
+    dlock_status_free(st);
+    return held;
 }
 
 int cli_busy(const struct cli *cli, dlock_client *client, const char *name, int busy_code)

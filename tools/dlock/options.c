@@ -201,11 +201,11 @@ static int check_range(const char *usage, int opt, const char *value,
                        const struct cli_command_opts *o)
 {
     if (opt == 't' && (o->wait.ttl_ms < DLOCK_TTL_MIN_MS || o->wait.ttl_ms > DLOCK_TTL_MAX_MS))
-        return cli_usage_error(usage, "--ttl must be from %d ms to %lld ms (24.8 days), not '%s'",
-                               DLOCK_TTL_MIN_MS, (long long)DLOCK_TTL_MAX_MS, value);
+        return cli_usage_error(usage, "--ttl must be from %lld ms to %lld ms (24.8 days), not '%s'",
+                               (long long)DLOCK_TTL_MIN_MS, (long long)DLOCK_TTL_MAX_MS, value);
     if (opt == OPT_MAX_HOLD && o->wait.max_hold_ms < DLOCK_TTL_MIN_MS)
-        return cli_usage_error(usage, "--max-hold must be at least %d ms (the shortest TTL), not '%s'",
-                               DLOCK_TTL_MIN_MS, value);
+        return cli_usage_error(usage, "--max-hold must be at least %lld ms (the shortest TTL), not '%s'",
+                               (long long)DLOCK_TTL_MIN_MS, value);
     return 0;
 }
 

@@ -3,12 +3,12 @@
 #ifndef DLOCK_SCRIPTS_H
 #define DLOCK_SCRIPTS_H
 
-#include "quorum.h"
+#include "fanout.h"
 
 enum dlock__script_id {
     /* KEYS lock, fence, owner; ARGV token, ttl_ms, fence_ttl_ms, owner record.
-     * Returns {1, fence, 1 if the fence is below the server's clock in µs
-     * or 0} (granted) or {0, PTTL of the lock}. */
+     * Returns {1, fence as a decimal string} (granted) or {0, PTTL of the
+     * lock} (held by another). */
     DLOCK__SCRIPT_ACQUIRE,
     /* KEYS lock, owner; ARGV token, channel, "1" to publish or "0".
      * Returns 1 (released) or 0 (not ours). */
@@ -26,13 +26,22 @@ enum dlock__script_id {
     DLOCK__SCRIPT_COUNT
 };
 
-/* Encodes script `id` with its keys and arguments into *call as EVALSHA; the
+/* A script call: the fan-out's call (EVALSHA, with EVAL as its fallback)
+ * and what the fallback is encoded from. */
+typedef struct dlock__script_call {
+    dlock__call call; /* first: the fan-out's fallback finds the rest from it */
+    enum dlock__script_id id;
+    int nkeys, nargs;
+    const char *const *keys, *const *args; /* borrowed until freed */
+} dlock__script_call;
+
+/* Encodes script `id` with its keys and arguments into *sc as EVALSHA; the
  * EVAL fallback is encoded only if a node answers NOSCRIPT. `keys` and
  * `args` are borrowed until the call is freed. Returns 0, DLOCK_ENOMEM or
  * DLOCK_EINVAL. */
-int dlock__script_call(dlock__call *call, enum dlock__script_id id, int nkeys,
-                       const char **keys, int nargs, const char **args);
-void dlock__script_call_free(dlock__call *call);
+int dlock__script_encode(dlock__script_call *sc, enum dlock__script_id id, int nkeys,
+                       const char *const *keys, int nargs, const char *const *args);
+void dlock__script_call_free(dlock__script_call *sc);
 
 /* Every script's source, NULL-terminated: what a new connection loads. */
 const char *const *dlock__script_sources(void);

@@ -1,17 +1,16 @@
-/* Client: options, endpoints, connections, error messages. */
+/* The client API: options, endpoints, opening and closing. */
 #include "client.h"
 
 #include "clock.h"
 #include "renew.h"
-#include "scripts.h"
 #include "tls.h"
 #include "token.h"
+#include "wipe.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>
 #include <netdb.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +23,6 @@
 #define DEFAULT_COMMAND_TIMEOUT_MS 1000
 #define DEFAULT_FENCE_TTL_MS (24LL * 3600 * 1000)
 #define DEFAULT_DRIFT_FACTOR 0.01
-#define MIN_NODE_TIMEOUT_MS 5
 
 const char *dlock_version(void)
 {
@@ -66,8 +64,9 @@ static int check_options(const dlock_client_options *o, char *why, size_t why_le
         return refuse(why, why_len, "too many servers (at most 15)");
     if (o->n_urls && !o->urls)
         return refuse(why, why_len, "n_urls is set but urls is NULL");
-    if (o->connect_timeout_ms < 0 || o->command_timeout_ms < 0 || o->node_timeout_ms < 0 ||
-        o->fence_ttl_ms < 0 || o->fence_ttl_ms > DLOCK_TTL_MAX_MS)
+    if (!dlock__duration_ok(o->connect_timeout_ms) || !dlock__duration_ok(o->command_timeout_ms) ||
+        !dlock__duration_ok(o->node_timeout_ms) || o->fence_ttl_ms < 0 ||
+        o->fence_ttl_ms > DLOCK_TTL_MAX_MS)
         return refuse(why, why_len, "timeouts and TTLs must not be negative or too large");
     if (isnan(o->drift_factor) || o->drift_factor < 0 || o->drift_factor >= 0.5)
         return refuse(why, why_len, "drift_factor must be at least 0 and below 0.5");
@@ -88,33 +87,6 @@ static int replace_secret(char **field, const char *value)
     }
     *field = copy;
     return 0;
-}
-
-static void use_tls(const dlock_client *c, dlock__conn *conn)
-{
-    if (conn->ep->tls) {
-        conn->tls_ctx = c->tls_ctx;
-        conn->tls_name = c->tls_name;
-    }
-}
-
-int dlock__lane_init(dlock_client *c, dlock__lane *lane)
-{
-    for (size_t i = 0; i < c->n; i++) {
-        if (dlock__conn_init(&lane->conns[i], &c->endpoints[i], c->addrs[i],
-                             c->connect_timeout_ms) < 0)
-            return DLOCK_ENOMEM;
-        lane->conns[i].preload = dlock__script_sources();
-        lane->conns[i].ask_identity = c->n > 1;
-        use_tls(c, &lane->conns[i]);
-    }
-    return 0;
-}
-
-void dlock__lane_destroy(dlock_client *c, dlock__lane *lane)
-{
-    for (size_t i = 0; i < c->n; i++)
-        dlock__conn_destroy(&lane->conns[i]);
 }
 
 static bool same_address(const struct addrinfo *a, const struct addrinfo *b)
@@ -203,15 +175,8 @@ static int open_connections(dlock_client *c, char *why, size_t why_len)
         return DLOCK_ESYSTEM;
     }
     c->tokens = dlock__token_pool_new();
-    if (dlock__lane_init(c, &c->main) < 0)
+    if (dlock__lane_init(c, &c->main) < 0 || dlock__subscribers_init(c) < 0)
         return nomem(why, why_len);
-    for (size_t i = 0; i < c->n; i++) {
-        if (dlock__conn_init(&c->subs[i], &c->endpoints[i], c->addrs[i],
-                             c->connect_timeout_ms) < 0)
-            return nomem(why, why_len);
-        c->subs[i].push_mode = true;
-        use_tls(c, &c->subs[i]);
-    }
     return 0;
 }
 
@@ -283,18 +248,6 @@ const char *dlock_client_errmsg(const dlock_client *c)
     return c ? c->main.errmsg : "no client";
 }
 
-int dlock__call_start(dlock_client *c, const void *out)
-{
-    if (!c)
-        return DLOCK_EINVAL;
-    c->main.errmsg[0] = '\0';
-    if (!out) {
-        dlock__set_error(&c->main, "out is NULL");
-        return DLOCK_EINVAL;
-    }
-    return 0;
-}
-
 size_t dlock_client_nodes(const dlock_client *c)
 {
     return c ? c->n : 0;
@@ -305,75 +258,3 @@ const char *dlock_client_node_label(const dlock_client *c, size_t node)
     return c && node < c->n ? c->endpoints[node].label : "";
 }
 
-size_t dlock__quorum(const dlock_client *c)
-{
-    return c->n / 2 + 1;
-}
-
-int64_t dlock__node_deadline(const dlock_client *c, int64_t ttl_ms, int64_t now_ns)
-{
-    int64_t ms = c->node_timeout_ms;
-    if (ms == 0)
-        ms = ttl_ms / 20 > MIN_NODE_TIMEOUT_MS ? ttl_ms / 20 : MIN_NODE_TIMEOUT_MS;
-    if (ms > c->command_timeout_ms || ttl_ms == 0)
-        ms = c->command_timeout_ms;
-    return now_ns + ms * DLOCK__NS_PER_MS;
-}
-
-int dlock__lane_check_distinct(const dlock_client *c, dlock__lane *lane)
-{
-    for (size_t i = 0; i < c->n; i++) {
-        for (size_t j = i + 1; j < c->n && lane->conns[i].run_id[0]; j++) {
-            if (strcmp(lane->conns[i].run_id, lane->conns[j].run_id) != 0)
-                continue;
-            dlock__set_error(lane, "servers %s and %s are one server (run_id %s): each Redlock "
-                             "vote must be an independent server", c->endpoints[i].label,
-                             c->endpoints[j].label, lane->conns[i].run_id);
-            return DLOCK_EINVAL;
-        }
-    }
-    return 0;
-}
-
-void dlock__set_error(dlock__lane *lane, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(lane->errmsg, sizeof(lane->errmsg), fmt, ap);
-    va_end(ap);
-}
-
-static void append(dlock__lane *lane, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void append(dlock__lane *lane, const char *fmt, ...)
-{
-    size_t used = strlen(lane->errmsg);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(lane->errmsg + used, sizeof(lane->errmsg) - used, fmt, ap);
-    va_end(ap);
-}
-
-void dlock__append_node_errors(dlock__lane *lane, const dlock__conn *conns,
-                               const dlock__node_result *results, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        const dlock__node_result *r = &results[i];
-        const dlock__conn *conn = &conns[i];
-        if (r->status < 0 && conn->err[0])
-            append(lane, "; %s", conn->err);
-        else if (r->status < 0)
-            append(lane, "; %s: %s", conn->ep->label, dlock_strerror(r->status));
-        else if (r->reply && r->reply->type == DLOCK__REPLY_ERROR)
-            append(lane, "; %s: %.300s", conn->ep->label, r->reply->str);
-    }
-}
-
-uint64_t dlock__random_below(dlock_client *c, uint64_t bound)
-{
-    /* xorshift64: jitter only needs to differ between processes. */
-    c->rng ^= c->rng << 13;
-    c->rng ^= c->rng >> 7;
-    c->rng ^= c->rng << 17;
-    return bound ? c->rng % bound : 0;
-}

@@ -3,6 +3,8 @@
  * because a silently ignored part of a URL is a lock on the wrong server. */
 #include "url.h"
 
+#include "wipe.h"
+
 #include "dlock.h"
 
 #include <arpa/inet.h>
@@ -17,13 +19,6 @@
 #define DB_DIGITS_MAX 9
 #define PORT_DIGITS_MAX 5
 #define URL_MAX 4096
-
-void dlock__wipe(void *p, size_t len)
-{
-    volatile unsigned char *b = p;
-    while (len--)
-        *b++ = 0;
-}
 
 static int fail(char *why, size_t why_len, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -152,7 +152,7 @@ const char *dlock__script_sha(enum dlock__script_id id)
 }
 
 static long long encode(char **out, const char *verb, const char *body, int nkeys,
-                        const char **keys, int nargs, const char **args)
+                        const char *const *keys, int nargs, const char *const *args)
 {
     const char *argv[MAX_WORDS];
     size_t lens[MAX_WORDS];
@@ -176,36 +176,37 @@ static long long encode(char **out, const char *verb, const char *body, int nkey
 
 static int encode_eval(dlock__call *call)
 {
-    long long len = encode(&call->fallback, "EVAL", sources[call->script], call->nkeys,
-                           call->keys, call->nargs, call->args);
+    dlock__script_call *sc = (dlock__script_call *)call;
+    long long len = encode(&call->fallback, "EVAL", sources[sc->id], sc->nkeys, sc->keys,
+                           sc->nargs, sc->args);
     if (len < 0)
         return (int)len;
     call->fallback_len = (size_t)len;
     return 0;
 }
 
-int dlock__script_call(dlock__call *call, enum dlock__script_id id, int nkeys,
-                       const char **keys, int nargs, const char **args)
+int dlock__script_encode(dlock__script_call *sc, enum dlock__script_id id, int nkeys,
+                       const char *const *keys, int nargs, const char *const *args)
 {
     long long len;
-    memset(call, 0, sizeof(*call));
-    len = encode(&call->cmd, "EVALSHA", dlock__script_sha(id), nkeys, keys, nargs, args);
+    memset(sc, 0, sizeof(*sc));
+    len = encode(&sc->call.cmd, "EVALSHA", dlock__script_sha(id), nkeys, keys, nargs, args);
     if (len < 0)
         return (int)len;
-    call->len = (size_t)len;
+    sc->call.len = (size_t)len;
     /* The EVAL form, script text and all, is only encoded after a NOSCRIPT. */
-    call->encode_fallback = encode_eval;
-    call->script = id;
-    call->nkeys = nkeys;
-    call->keys = keys;
-    call->nargs = nargs;
-    call->args = args;
+    sc->call.encode_fallback = encode_eval;
+    sc->id = id;
+    sc->nkeys = nkeys;
+    sc->keys = keys;
+    sc->nargs = nargs;
+    sc->args = args;
     return 0;
 }
 
-void dlock__script_call_free(dlock__call *call)
+void dlock__script_call_free(dlock__script_call *sc)
 {
-    dlock__command_free(call->cmd);
-    dlock__command_free(call->fallback);
-    memset(call, 0, sizeof(*call));
+    dlock__command_free(sc->call.cmd);
+    dlock__command_free(sc->call.fallback);
+    memset(sc, 0, sizeof(*sc));
 }

@@ -1,6 +1,8 @@
-/* Waiting for a busy lock. A waiter subscribes to the lock's release channel
- * (and reads the confirmation) before each attempt, so no release slips
- * between "try" and "listen"; between attempts it sleeps until a release
+/* Waiting for a busy lock. A waiter tries at once: a free lock costs what a
+ * try costs. Only a busy lock makes it subscribe to the lock's release
+ * channel (a majority's confirmation is enough), and then it tries once
+ * more before it sleeps, so a release between the first try and the
+ * subscription is not missed. Between attempts it sleeps until a release
  * message, the holder's PTTL, a jittered backoff or its deadline. */
 #include "wait.h"
 
@@ -101,12 +103,23 @@ static int poll_subscribers(struct waiter *w, int64_t until_ns, bool (*done)(con
     return 0;
 }
 
-static bool all_confirmed(const struct waiter *w)
+static size_t count_subscribed(const struct waiter *w, size_t *pending)
 {
-    for (size_t i = 0; i < w->c->n; i++)
-        if (w->pending[i])
-            return false;
-    return true;
+    size_t n = 0;
+    *pending = 0;
+    for (size_t i = 0; i < w->c->n; i++) {
+        n += w->subscribed[i];
+        *pending += w->pending[i];
+    }
+    return n;
+}
+
+/* A majority listens, or no majority can any more: the late ones join
+ * while we sleep. */
+static bool majority_confirmed(const struct waiter *w)
+{
+    size_t pending, n = count_subscribed(w, &pending);
+    return n >= dlock__quorum(w->c) || n + pending < dlock__quorum(w->c);
 }
 
 static bool woken(const struct waiter *w)
@@ -134,11 +147,12 @@ static void send_to_subscribers(struct waiter *w, const char *verb, bool only_id
     dlock__command_free(cmd);
 }
 
-/* SUBSCRIBE where we are not yet, and read the confirmations. */
+/* SUBSCRIBE where we are not yet, and read the confirmations of a
+ * majority. */
 static int subscribe(struct waiter *w, int64_t until_ns)
 {
     send_to_subscribers(w, "SUBSCRIBE", true);
-    return poll_subscribers(w, until_ns, all_confirmed);
+    return poll_subscribers(w, until_ns, majority_confirmed);
 }
 
 /* UNSUBSCRIBE without waiting: later waits ignore the confirmation. A
@@ -180,61 +194,81 @@ static void sleep_ms(int64_t ms)
 
 static bool listening(const struct waiter *w)
 {
-    size_t n = 0;
-    for (size_t i = 0; i < w->c->n; i++)
-        n += w->subscribed[i];
-    return n >= dlock__quorum(w->c);
+    size_t pending;
+    return count_subscribed(w, &pending) >= dlock__quorum(w->c);
 }
 
 /* How long to sleep after a failed attempt. While a majority of nodes will
  * tell us of a release, the backoff cap (jittered) is only a safety net;
  * without them we poll with a jittered exponential backoff. Either way never
  * past the moment the holder's key expires. */
-static int64_t next_sleep_ms(const struct waiter *w, dlock_lock *lock, int rc, int *step_ms,
-                             int backoff_max_ms)
+static int64_t next_sleep_ms(const struct waiter *w, dlock__claim *cl, int rc, int64_t *step_ms,
+                             int64_t backoff_max_ms)
 {
     int64_t step = listening(w) ? backoff_max_ms : *step_ms;
-    int64_t ms = step / 2 + (int64_t)dlock__random_below(lock->client, (uint64_t)step / 2 + 1);
+    int64_t ms = step / 2 + (int64_t)dlock__random_below(cl->client, (uint64_t)step / 2 + 1);
     *step_ms = *step_ms * 2 < backoff_max_ms ? *step_ms * 2 : backoff_max_ms;
-    if (rc == DLOCK_EBUSY && lock->last_pttl_ms >= 0 && lock->last_pttl_ms + 1 < ms)
-        ms = lock->last_pttl_ms + 1;
+    if (rc == DLOCK_EBUSY && cl->last_pttl_ms >= 0 && cl->last_pttl_ms + 1 < ms)
+        ms = cl->last_pttl_ms + 1;
     return ms;
 }
 
-int dlock__wait_acquire(dlock_lock *lock, int64_t ttl_ms, const dlock_acquire_options *opts)
+/* After a busy try: listen, if we do not yet. Returns 1 when the caller
+ * should try again at once (a subscription is new: a release may have
+ * slipped in before it), 0 to sleep first, or DLOCK_ECANCELED. */
+static int listen_after_busy(struct waiter *w, int64_t ttl_ms, int64_t deadline)
 {
-    dlock_client *c = lock->client;
-    struct waiter w = {.c = c, .channel = lock->keys.channel};
-    int backoff_max_ms = opts->backoff_max_ms ? opts->backoff_max_ms : DEFAULT_BACKOFF_MAX_MS;
+    int64_t until = dlock__node_deadline(w->c, ttl_ms, dlock__now_ns());
+    int rc;
+    if (listening(w))
+        return 0;
+    rc = subscribe(w, until < deadline ? until : deadline);
+    if (rc < 0)
+        return rc;
+    return listening(w);
+}
+
+int dlock__wait_acquire(dlock__claim *cl, int64_t ttl_ms, const dlock_acquire_options *opts)
+{
+    dlock_client *c = cl->client;
+    struct waiter w = {.c = c, .channel = cl->keys.channel};
+    int64_t backoff_max_ms = opts->backoff_max_ms ? opts->backoff_max_ms : DEFAULT_BACKOFF_MAX_MS;
     int64_t deadline = opts->wait_ms == DLOCK_WAIT_FOREVER
                            ? INT64_MAX
                            : dlock__now_ns() + opts->wait_ms * DLOCK__NS_PER_MS;
-    int step_ms = FIRST_BACKOFF_MS < backoff_max_ms ? FIRST_BACKOFF_MS : backoff_max_ms;
+    int64_t first_step = FIRST_BACKOFF_MS < backoff_max_ms ? FIRST_BACKOFF_MS : backoff_max_ms;
+    int64_t step_ms = first_step;
     int rc;
 
     for (;;) {
-        int64_t now = dlock__now_ns(), until;
+        int64_t now, until;
         if (atomic_load(&c->cancel_requested) && take_cancel(c)) {
             rc = DLOCK_ECANCELED;
             break;
         }
-        until = dlock__node_deadline(c, ttl_ms, now);
-        rc = subscribe(&w, until < deadline ? until : deadline);
-        if (rc == 0)
-            rc = dlock__lock_try(lock, &c->main, ttl_ms);
+        rc = dlock__attempt_acquire(cl, &c->main, ttl_ms);
         if (rc == 0 || !retryable(rc, !opts->no_io_retry))
             break;
+        if (rc == DLOCK_EBUSY) {
+            int again = listen_after_busy(&w, ttl_ms, deadline);
+            if (again < 0) {
+                rc = again;
+                break;
+            }
+            if (again)
+                continue;
+        }
         now = dlock__now_ns();
         if (now >= deadline)
             break;
-        until = now + next_sleep_ms(&w, lock, rc, &step_ms, backoff_max_ms) * DLOCK__NS_PER_MS;
+        until = now + next_sleep_ms(&w, cl, rc, &step_ms, backoff_max_ms) * DLOCK__NS_PER_MS;
         w.woken = false;
         if (poll_subscribers(&w, until < deadline ? until : deadline, woken) < 0) {
             rc = DLOCK_ECANCELED;
             break;
         }
         if (w.woken) {
-            step_ms = FIRST_BACKOFF_MS < backoff_max_ms ? FIRST_BACKOFF_MS : backoff_max_ms;
+            step_ms = first_step;
             if (c->n > 1)
                 sleep_ms((int64_t)dlock__random_below(c, WAKE_JITTER_MS + 1));
         }

@@ -1,5 +1,5 @@
-/* Fan-out of calls to N connections. See quorum.h. */
-#include "quorum.h"
+/* Fan-out of calls to N connections. See fanout.h. */
+#include "fanout.h"
 
 #include "clock.h"
 #include "dlock.h"
@@ -43,7 +43,7 @@ struct owed {
 struct batch {
     dlock__conn *conns;
     size_t n, k;
-    dlock__call *calls;
+    dlock__call *const *calls;
     dlock__node_result *results; /* [call * n + node] */
     struct owed owed[DLOCK__NODES_MAX];
 };
@@ -71,7 +71,7 @@ static void on_reply(struct batch *b, size_t i, dlock__reply *reply)
 {
     struct owed *o = &b->owed[i];
     uint16_t entry = o->call[o->head++];
-    dlock__call *call = &b->calls[entry & ~FALLBACK];
+    dlock__call *call = b->calls[entry & ~FALLBACK];
     dlock__node_result *res = result_of(b, i, entry);
 
     res->sent = true;
@@ -155,7 +155,7 @@ static void send_batch(struct batch *b, size_t i, int64_t now)
     int rc = 0;
     o->head = o->tail = 0;
     for (size_t j = 0; j < b->k && rc == 0; j++) {
-        dlock__call *call = &b->calls[j];
+        dlock__call *call = b->calls[j];
         dlock__node_result *res = &b->results[j * b->n + i];
         res->status = DLOCK__PENDING;
         res->reply = NULL;
@@ -173,7 +173,7 @@ static void send_batch(struct batch *b, size_t i, int64_t now)
     }
 }
 
-void dlock__fanout_batch(dlock__conn *conns, size_t n, dlock__call *calls, size_t k,
+void dlock__fanout_batch(dlock__conn *conns, size_t n, dlock__call *const *calls, size_t k,
                          int64_t deadline_ns, dlock__node_result *results,
                          dlock__enough_fn enough, void *ctx)
 {
@@ -194,7 +194,7 @@ void dlock__fanout_batch(dlock__conn *conns, size_t n, dlock__call *calls, size_
     while ((pending = poll_pending(&b, fds, index)) > 0) {
         int timeout = dlock__ms_until(deadline_ns, now);
         int ready;
-        decided = enough && enough(results, n, ctx);
+        decided = enough && enough(results, n, k, ctx);
         if (decided || timeout == 0)
             break;
         ready = poll(fds, pending, timeout);
@@ -212,7 +212,7 @@ void dlock__fanout_batch(dlock__conn *conns, size_t n, dlock__call *calls, size_
 void dlock__fanout(dlock__conn *conns, size_t n, dlock__call *call, int64_t deadline_ns,
                    dlock__node_result *results, dlock__enough_fn enough, void *ctx)
 {
-    dlock__fanout_batch(conns, n, call, 1, deadline_ns, results, enough, ctx);
+    dlock__fanout_batch(conns, n, &call, 1, deadline_ns, results, enough, ctx);
 }
 
 void dlock__results_clear(dlock__node_result *results, size_t n)

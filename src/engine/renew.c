@@ -2,8 +2,8 @@
  * locks in its set, extends due locks at ttl/3 on its own connections (the
  * locks due together in one pipelined batch per node), and
  * declares a lock lost when the extend is refused or the validity runs out
- * before an extend succeeds: it marks the handle, sends a cleanup release
- * and calls on_lost once. */
+ * before an extend succeeds: it marks the claim, calls on_lost once and
+ * sends a cleanup release. */
 #include "renew.h"
 
 #include "clock.h"
@@ -23,6 +23,25 @@
 #define BATCH_SLACK_MS 50
 #define VISIT_MAX (4 * DLOCK__BATCH_MAX)
 
+/* One renewed lock. Every field but `claim`'s atomics is guarded by the
+ * renewer's mutex. */
+struct dlock__renewal {
+    struct dlock__renewer *renewer;
+    dlock__claim *claim;
+    bool renewing;         /* an extend is in flight */
+    bool in_set;
+    int64_t renew_ttl_ms;  /* the TTL each renewal asks for */
+    int64_t hold_until_ns; /* INT64_MAX: no max_hold */
+    bool hold_reached;     /* renewals stopped at hold_until_ns */
+    int64_t next_renewal_ns;
+    int last_error;
+    dlock_lost_fn on_lost;
+    void *on_lost_arg;
+    dlock_lock *lock;
+    size_t heap_index;     /* place in the renewer's heap */
+    int64_t heap_due_ns;   /* its key there: changed only with the mutex held */
+};
+
 struct dlock__renewer {
     dlock_client *client;
     dlock__lane lane;
@@ -30,7 +49,7 @@ struct dlock__renewer {
     pthread_mutex_t mutex;
     pthread_cond_t wake; /* the set changed, or stop */
     pthread_cond_t idle; /* an extend or a loss finished */
-    dlock_lock **heap;   /* the renewal set, soonest due first */
+    dlock__renewal **heap; /* the renewal set, soonest due first */
     size_t count, capacity;
     bool stop;
 };
@@ -38,20 +57,20 @@ struct dlock__renewer {
 /* The renewal set is a binary min-heap on the moment each lock next needs
  * the thread: its renewal, or its expiry if renewals keep failing. With
  * thousands of locks, finding the next one must not mean scanning them all. */
-static int64_t due_at(const dlock_lock *l)
+static int64_t due_at(const dlock__renewal *l)
 {
     return l->heap_due_ns;
 }
 
 /* The key is a copy: valid_until_ns changes during an extend, without the
  * mutex, and the heap must only see changes made under it. */
-static void refresh_due(dlock_lock *l)
+static void refresh_due(dlock__renewal *l)
 {
-    int64_t until = l->valid_until_ns;
+    int64_t until = l->claim->valid_until_ns;
     l->heap_due_ns = l->next_renewal_ns < until ? l->next_renewal_ns : until;
 }
 
-static void heap_set(struct dlock__renewer *r, size_t i, dlock_lock *l)
+static void heap_set(struct dlock__renewer *r, size_t i, dlock__renewal *l)
 {
     r->heap[i] = l;
     l->heap_index = i;
@@ -59,7 +78,7 @@ static void heap_set(struct dlock__renewer *r, size_t i, dlock_lock *l)
 
 static void sift_up(struct dlock__renewer *r, size_t i)
 {
-    dlock_lock *l = r->heap[i];
+    dlock__renewal *l = r->heap[i];
     while (i > 0 && due_at(r->heap[(i - 1) / 2]) > due_at(l)) {
         heap_set(r, i, r->heap[(i - 1) / 2]);
         i = (i - 1) / 2;
@@ -69,7 +88,7 @@ static void sift_up(struct dlock__renewer *r, size_t i)
 
 static void sift_down(struct dlock__renewer *r, size_t i)
 {
-    dlock_lock *l = r->heap[i];
+    dlock__renewal *l = r->heap[i];
     for (;;) {
         size_t child = 2 * i + 1;
         if (child >= r->count)
@@ -85,35 +104,35 @@ static void sift_down(struct dlock__renewer *r, size_t i)
 }
 
 /* After the lock's due time changed. */
-static void reposition(struct dlock__renewer *r, dlock_lock *lock)
+static void reposition(struct dlock__renewer *r, dlock__renewal *lock)
 {
     refresh_due(lock);
     sift_up(r, lock->heap_index);
     sift_down(r, lock->heap_index);
 }
 
-static void unlink_lock(struct dlock__renewer *r, dlock_lock *lock)
+static void unlink_lock(struct dlock__renewer *r, dlock__renewal *lock)
 {
     size_t i = lock->heap_index;
-    dlock_lock *last = r->heap[--r->count];
-    lock->in_renewal_set = false;
+    dlock__renewal *last = r->heap[--r->count];
+    lock->in_set = false;
     if (last == lock)
         return;
     heap_set(r, i, last);
     reposition(r, last);
 }
 
-static int heap_push(struct dlock__renewer *r, dlock_lock *lock)
+static int heap_push(struct dlock__renewer *r, dlock__renewal *lock)
 {
     if (r->count == r->capacity) {
         size_t capacity = r->capacity ? r->capacity * 2 : 16;
-        dlock_lock **bigger = realloc(r->heap, capacity * sizeof(dlock_lock *));
+        dlock__renewal **bigger = realloc(r->heap, capacity * sizeof(*bigger));
         if (!bigger)
             return DLOCK_ENOMEM;
         r->heap = bigger;
         r->capacity = capacity;
     }
-    lock->in_renewal_set = true;
+    lock->in_set = true;
     refresh_due(lock);
     heap_set(r, r->count, lock);
     sift_up(r, r->count++);
@@ -145,18 +164,18 @@ static void wait_until(struct dlock__renewer *r, int64_t until_ns)
 /* Called with the mutex held; returns with it held. The owner hears of the
  * loss first: the cleanup may wait for unreachable nodes, and the owner
  * must stop using the resource no later than the validity's end. */
-static void declare_lost(struct dlock__renewer *r, dlock_lock *lock, int reason)
+static void declare_lost(struct dlock__renewer *r, dlock__renewal *lock, int reason)
 {
     unlink_lock(r, lock);
-    lock->lost = true;
-    lock->valid_until_ns = 0;
+    lock->claim->lost = true;
+    lock->claim->valid_until_ns = 0;
     lock->renewing = true;
     pthread_mutex_unlock(&r->mutex);
     if (lock->on_lost)
-        lock->on_lost(lock, reason, lock->on_lost_arg);
+        lock->on_lost(lock->lock, reason, lock->on_lost_arg);
     /* Our token may still sit on some node (a minority, or a key the server
      * has not expired yet): take it away, quietly. */
-    dlock__lock_release(lock, &r->lane, false);
+    dlock__attempt_release(lock->claim, &r->lane, false);
     pthread_mutex_lock(&r->mutex);
     lock->renewing = false;
     pthread_cond_broadcast(&r->idle);
@@ -164,7 +183,7 @@ static void declare_lost(struct dlock__renewer *r, dlock_lock *lock, int reason)
 
 /* The TTL the next renewal asks for: the lock's own, or what is left of its
  * max-hold; 0 when the max-hold is reached. */
-static int64_t renewal_ttl_ms(const dlock_lock *lock, int64_t now)
+static int64_t renewal_ttl_ms(const dlock__renewal *lock, int64_t now)
 {
     int64_t ttl_ms = lock->renew_ttl_ms;
     if (lock->hold_until_ns != INT64_MAX && (lock->hold_until_ns - now) / DLOCK__NS_PER_MS < ttl_ms)
@@ -174,7 +193,7 @@ static int64_t renewal_ttl_ms(const dlock_lock *lock, int64_t now)
 
 /* How early a renewal may go, to share a round trip with others due soon:
  * a thirtieth of the TTL, at most BATCH_SLACK_MS. */
-static int64_t slack_ns(const dlock_lock *lock)
+static int64_t slack_ns(const dlock__renewal *lock)
 {
     int64_t ms = lock->renew_ttl_ms / 30 < BATCH_SLACK_MS ? lock->renew_ttl_ms / 30 : BATCH_SLACK_MS;
     return ms * DLOCK__NS_PER_MS;
@@ -184,7 +203,7 @@ static int64_t slack_ns(const dlock_lock *lock)
  * their slack) and still valid. Only the top of the heap can be due: a
  * subtree whose root is not due within BATCH_SLACK_MS is skipped, and at
  * most VISIT_MAX entries are looked at. */
-static size_t collect_due(const struct dlock__renewer *r, int64_t now, dlock_lock **out)
+static size_t collect_due(const struct dlock__renewer *r, int64_t now, dlock__renewal **out)
 {
     size_t stack[2 * VISIT_MAX + 1], depth = 0, k = 0;
     int visits = 0;
@@ -192,10 +211,10 @@ static size_t collect_due(const struct dlock__renewer *r, int64_t now, dlock_loc
         stack[depth++] = 0;
     while (depth > 0 && k < DLOCK__BATCH_MAX && visits++ < VISIT_MAX) {
         size_t i = stack[--depth];
-        dlock_lock *l = r->heap[i];
+        dlock__renewal *l = r->heap[i];
         if (due_at(l) > now + BATCH_SLACK_MS * DLOCK__NS_PER_MS)
             continue;
-        if (l->next_renewal_ns - slack_ns(l) <= now && l->valid_until_ns > now)
+        if (l->next_renewal_ns - slack_ns(l) <= now && l->claim->valid_until_ns > now)
             out[k++] = l;
         for (size_t child = 2 * i + 2; child >= 2 * i + 1; child--)
             if (child < r->count)
@@ -206,25 +225,25 @@ static size_t collect_due(const struct dlock__renewer *r, int64_t now, dlock_loc
 
 /* After the renewal of `lock` returned `rc`. Called with the mutex held;
  * returns with it held. */
-static void renewed(struct dlock__renewer *r, dlock_lock *lock, int64_t ttl_ms, int rc,
+static void renewed(struct dlock__renewer *r, dlock__renewal *lock, int64_t ttl_ms, int rc,
                     int64_t started)
 {
     int64_t retry_ms = lock->renew_ttl_ms / 10 > MIN_RETRY_MS ? lock->renew_ttl_ms / 10
                                                               : MIN_RETRY_MS;
     lock->renewing = false;
-    if (!lock->in_renewal_set)
+    if (!lock->in_set)
         return; /* released or freed meanwhile */
     if (rc == DLOCK_ENOTOWNER) {
         declare_lost(r, lock, rc);
         return;
     }
     if (rc == 0) {
-        lock->last_renew_error = 0;
+        lock->last_error = 0;
         lock->hold_reached = ttl_ms < lock->renew_ttl_ms;
         lock->next_renewal_ns = lock->hold_reached ? INT64_MAX
                                                    : started + ttl_ms * DLOCK__NS_PER_MS / 3;
     } else {
-        lock->last_renew_error = rc;
+        lock->last_error = rc;
         lock->next_renewal_ns = dlock__now_ns() + retry_ms * DLOCK__NS_PER_MS;
     }
     reposition(r, lock);
@@ -234,7 +253,8 @@ static void renewed(struct dlock__renewer *r, dlock_lock *lock, int64_t ttl_ms, 
  * with the mutex held; returns with it held. */
 static void renew_due(struct dlock__renewer *r, int64_t now)
 {
-    dlock_lock *due[DLOCK__BATCH_MAX], *batch[DLOCK__BATCH_MAX];
+    dlock__renewal *due[DLOCK__BATCH_MAX], *batch[DLOCK__BATCH_MAX];
+    dlock__claim *claims[DLOCK__BATCH_MAX];
     int64_t ttls[DLOCK__BATCH_MAX];
     int rcs[DLOCK__BATCH_MAX];
     size_t n_due = collect_due(r, now, due), k = 0;
@@ -249,12 +269,13 @@ static void renew_due(struct dlock__renewer *r, int64_t now)
         }
         due[j]->renewing = true;
         ttls[k] = ttl_ms;
+        claims[k] = due[j]->claim;
         batch[k++] = due[j];
     }
     if (k == 0)
         return;
     pthread_mutex_unlock(&r->mutex);
-    dlock__locks_extend(batch, k, &r->lane, ttls, rcs);
+    dlock__attempt_extend(claims, k, &r->lane, ttls, rcs);
     pthread_mutex_lock(&r->mutex);
     /* A lock still marked renewing cannot be released or freed meanwhile,
      * even while declare_lost() lets go of the mutex. */
@@ -269,13 +290,13 @@ static void *renewal_thread(void *arg)
     pthread_mutex_lock(&r->mutex);
     while (!r->stop) {
         int64_t now = dlock__now_ns();
-        dlock_lock *due = r->count ? r->heap[0] : NULL;
+        dlock__renewal *due = r->count ? r->heap[0] : NULL;
         if (!due || due_at(due) > now)
             wait_until(r, due ? due_at(due) : INT64_MAX);
-        else if (due->valid_until_ns <= now)
+        else if (due->claim->valid_until_ns <= now)
             declare_lost(r, due,
                          due->hold_reached       ? DLOCK_ELOST
-                         : due->last_renew_error   ? due->last_renew_error
+                         : due->last_error   ? due->last_error
                                                    : DLOCK_ETIMEDOUT);
         else
             renew_due(r, now);
@@ -326,35 +347,53 @@ static int start(dlock_client *c)
     return 0;
 }
 
-int dlock__renew_add(dlock_lock *lock)
+int dlock__renew_add(dlock__renewal **out, dlock__claim *cl, const struct dlock__renew_params *p)
 {
-    dlock_client *c = lock->client;
+    dlock_client *c = cl->client;
+    dlock__renewal *lock = calloc(1, sizeof(*lock));
     struct dlock__renewer *r;
-    int rc;
-    if (!c->renewer) {
+    int rc = lock ? 0 : DLOCK_ENOMEM;
+    if (rc == 0 && !c->renewer)
         rc = start(c);
-        if (rc < 0)
-            return rc;
+    if (rc < 0) {
+        free(lock);
+        return rc;
     }
     r = c->renewer;
+    lock->renewer = r;
+    lock->claim = cl;
+    lock->renew_ttl_ms = cl->ttl_ms;
+    lock->hold_until_ns = p->max_hold_ms > 0 ? cl->started_ns + p->max_hold_ms * DLOCK__NS_PER_MS
+                                             : INT64_MAX;
+    lock->next_renewal_ns = cl->started_ns + lock->renew_ttl_ms * DLOCK__NS_PER_MS / 3;
+    lock->on_lost = p->on_lost;
+    lock->on_lost_arg = p->on_lost_arg;
+    lock->lock = p->lock;
     pthread_mutex_lock(&r->mutex);
     rc = heap_push(r, lock);
     pthread_cond_signal(&r->wake);
     pthread_mutex_unlock(&r->mutex);
-    return rc;
+    if (rc < 0) {
+        free(lock);
+        return rc;
+    }
+    *out = lock;
+    return 0;
 }
 
-void dlock__renew_remove(dlock_lock *lock)
+void dlock__renew_remove(dlock__renewal *lock)
 {
-    struct dlock__renewer *r = lock->client->renewer;
-    if (!lock->auto_renew || !r)
+    struct dlock__renewer *r;
+    if (!lock)
         return;
+    r = lock->renewer;
     pthread_mutex_lock(&r->mutex);
-    if (lock->in_renewal_set)
+    if (lock->in_set)
         unlink_lock(r, lock);
     while (lock->renewing)
         pthread_cond_wait(&r->idle, &r->mutex);
     pthread_mutex_unlock(&r->mutex);
+    free(lock);
 }
 
 void dlock__renew_stop(dlock_client *c)

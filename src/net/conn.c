@@ -4,6 +4,7 @@
 #include "clock.h"
 #include "dlock.h"
 #include "tls.h"
+#include "wipe.h"
 
 #include <errno.h>
 #include <netdb.h>

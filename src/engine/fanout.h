@@ -1,9 +1,10 @@
 /* Fan-out: one call (or a pipelined batch of calls) to N connections at
  * once, replies collected with poll() until each answered, its deadline
  * passed, or the caller has enough. N = 1 is the single-instance case: one
- * code path for one node and for Redlock. */
-#ifndef DLOCK_QUORUM_H
-#define DLOCK_QUORUM_H
+ * code path for one node and for Redlock. It carries bytes and a fallback;
+ * what the replies mean is the caller's business. */
+#ifndef DLOCK_FANOUT_H
+#define DLOCK_FANOUT_H
 
 #include "conn.h"
 #include "dlock.h"
@@ -23,10 +24,6 @@ typedef struct dlock__call {
     char *fallback;
     size_t fallback_len;
     int (*encode_fallback)(struct dlock__call *call);
-    /* What encode_fallback needs, borrowed for the duration of the call. */
-    int script;
-    int nkeys, nargs;
-    const char **keys, **args;
 } dlock__call;
 
 enum { DLOCK__PENDING = 0, DLOCK__REPLIED = 1 };
@@ -37,8 +34,10 @@ typedef struct dlock__node_result {
     bool sent;           /* the call reached the node's socket: it may have run */
 } dlock__node_result;
 
-/* Returns true once the results so far decide the outcome. */
-typedef bool (*dlock__enough_fn)(const dlock__node_result *results, size_t n, void *ctx);
+/* Returns true once the results so far decide the outcome: results[j * n +
+ * i] is call j's answer from node i, for the k calls of a batch. */
+typedef bool (*dlock__enough_fn)(const dlock__node_result *results, size_t n, size_t k,
+                                 void *ctx);
 
 /* Sends `call` to every connection and fills results[0..n). Nodes that did
  * not answer by `deadline_ns` get DLOCK_ETIMEDOUT (their late replies will
@@ -49,9 +48,8 @@ void dlock__fanout(dlock__conn *conns, size_t n, dlock__call *call, int64_t dead
 
 /* The same for `k` calls (1..DLOCK__BATCH_MAX), written to each connection
  * back to back, each node's replies read as they come: one round trip for
- * all. results[j * n + i] is call j's answer from node i. `enough`, if not
- * NULL, is shown the first call's results. */
-void dlock__fanout_batch(dlock__conn *conns, size_t n, dlock__call *calls, size_t k,
+ * all. results[j * n + i] is call j's answer from node i. */
+void dlock__fanout_batch(dlock__conn *conns, size_t n, dlock__call *const *calls, size_t k,
                          int64_t deadline_ns, dlock__node_result *results,
                          dlock__enough_fn enough, void *ctx);
 

@@ -1,10 +1,13 @@
-/* The client object, shared by the modules that implement the API. */
+/* The client: its servers, its connections (a lane per thread that talks
+ * to them), its last error. Shared by the engine and the API; the helpers
+ * declared here are in lane.c. */
 #ifndef DLOCK_CLIENT_H
 #define DLOCK_CLIENT_H
 
 #include "conn.h"
 #include "dlock.h"
-#include "quorum.h"
+#include "fanout.h"
+#include "owner.h"
 #include "url.h"
 
 #include <stdatomic.h>
@@ -12,7 +15,6 @@
 #include <stdint.h>
 
 #define DLOCK__ERRMSG_MAX 1024
-#define DLOCK__HOST_MAX 256
 
 struct addrinfo;
 struct dlock__renewer;
@@ -27,9 +29,9 @@ struct dlock_client {
     size_t n; /* nodes */
     dlock__endpoint endpoints[DLOCK__NODES_MAX];
     struct addrinfo *addrs[DLOCK__NODES_MAX]; /* resolved once, at open */
-    int connect_timeout_ms;
-    int command_timeout_ms;
-    int node_timeout_ms; /* 0: derived from each call's TTL */
+    int64_t connect_timeout_ms;
+    int64_t command_timeout_ms;
+    int64_t node_timeout_ms; /* 0: derived from each call's TTL */
     int64_t fence_ttl_ms;
     double drift_factor;
     char host[DLOCK__HOST_MAX]; /* for owner records */
@@ -50,6 +52,10 @@ struct dlock_client {
 int dlock__lane_init(dlock_client *c, dlock__lane *lane);
 void dlock__lane_destroy(dlock_client *c, dlock__lane *lane);
 
+/* Connections for the client's subscribers (push mode). Returns 0 or
+ * DLOCK_ENOMEM. */
+int dlock__subscribers_init(dlock_client *c);
+
 /* The start of every API call that takes a client and an out-parameter:
  * clears the client's message; DLOCK_EINVAL if either is NULL. */
 int dlock__call_start(dlock_client *c, const void *out);
@@ -61,17 +67,17 @@ size_t dlock__quorum(const dlock_client *c);
  * unknown): max(5 ms, ttl/20) unless set, capped by the command timeout. */
 int64_t dlock__node_deadline(const dlock_client *c, int64_t ttl_ms, int64_t now_ns);
 
-/* DLOCK_EINVAL (with the message set) if two of the lane's connections
- * reached one server (the same run_id), else 0. Servers that do not allow
- * INFO are not compared: the check at open, by address, is all there is. */
-int dlock__lane_check_distinct(const dlock_client *c, dlock__lane *lane);
-
 void dlock__set_error(dlock__lane *lane, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Appends "; " and the details of every failed node to the lane's message;
  * results[i] is the answer of conns[i]. */
 void dlock__append_node_errors(dlock__lane *lane, const dlock__conn *conns,
                                const dlock__node_result *results, size_t n);
+
+/* DLOCK_EINVAL (with the message set) if two of the lane's connections
+ * reached one server (the same run_id), else 0. Servers that do not allow
+ * INFO are not compared: the check at open, by address, is all there is. */
+int dlock__lane_check_distinct(const dlock_client *c, dlock__lane *lane);
 
 /* A random number in [0, bound), for jitter. */
 uint64_t dlock__random_below(dlock_client *c, uint64_t bound);

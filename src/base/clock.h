@@ -3,6 +3,9 @@
 #ifndef DLOCK_CLOCK_H
 #define DLOCK_CLOCK_H
 
+#include "dlock.h"
+
+#include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -24,6 +27,13 @@ static inline int dlock__ms_until(int64_t deadline_ns, int64_t now_ns)
         return 0;
     left = (left + DLOCK__NS_PER_MS - 1) / DLOCK__NS_PER_MS;
     return left > INT32_MAX ? INT32_MAX : (int)left;
+}
+
+/* A duration of the API: from 0 to DLOCK_DURATION_MAX_MS, so that it fits
+ * in nanoseconds with room to spare. */
+static inline bool dlock__duration_ok(int64_t ms)
+{
+    return ms >= 0 && ms <= DLOCK_DURATION_MAX_MS;
 }
 
 #endif

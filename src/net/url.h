@@ -27,7 +27,4 @@ int dlock__url_parse(dlock__endpoint *ep, const char *url, char *why, size_t why
 /* Frees the fields of *ep, wiping the password first. */
 void dlock__endpoint_clear(dlock__endpoint *ep);
 
-/* Overwrites `len` bytes at `p` with zeroes in a way the compiler keeps. */
-void dlock__wipe(void *p, size_t len);
-
 #endif

@@ -1,7 +1,7 @@
 /* Owner tokens. See token.h. */
 #include "token.h"
 
-#include "url.h"
+#include "wipe.h"
 
 #include <errno.h>
 #include <string.h>

@@ -1,0 +1,218 @@
+/* The lock API: acquire (trying once or waiting), adopt, release, extend,
+ * and the getters. The work is the engine's: attempt, wait, renew. */
+#include "lock.h"
+
+#include "clock.h"
+#include "token.h"
+#include "wait.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int new_lock(dlock_lock **out, dlock_client *c, const char *name)
+{
+    dlock_lock *lock = calloc(1, sizeof(*lock));
+    int rc;
+    if (!lock) {
+        dlock__set_error(&c->main, "out of memory");
+        return DLOCK_ENOMEM;
+    }
+    rc = dlock__claim_init(&lock->claim, c, &c->main, name);
+    if (rc < 0) {
+        free(lock);
+        return rc;
+    }
+    *out = lock;
+    return 0;
+}
+
+int dlock_acquire_options_init(dlock_acquire_options *opts, unsigned version)
+{
+    if (!opts || version != DLOCK_ACQUIRE_OPTIONS_VERSION)
+        return DLOCK_EINVAL;
+    memset(opts, 0, sizeof(*opts));
+    opts->version = version;
+    return 0;
+}
+
+static int check_acquire_options(dlock__lane *lane, const dlock_acquire_options *o,
+                                 int64_t ttl_ms)
+{
+    const char *why = NULL;
+    if (o->version != DLOCK_ACQUIRE_OPTIONS_VERSION)
+        why = "unknown acquire options version";
+    else if (!dlock__duration_ok(o->wait_ms) && o->wait_ms != DLOCK_WAIT_FOREVER)
+        why = "wait_ms must be 0, positive up to DLOCK_DURATION_MAX_MS, or DLOCK_WAIT_FOREVER";
+    else if (!dlock__duration_ok(o->backoff_max_ms) || !dlock__duration_ok(o->max_hold_ms))
+        why = "backoff_max_ms and max_hold_ms must be from 0 to DLOCK_DURATION_MAX_MS";
+    else if (!o->auto_renew && (o->max_hold_ms || o->on_lost))
+        why = "max_hold_ms and on_lost need auto_renew";
+    else if (o->max_hold_ms && o->max_hold_ms < ttl_ms)
+        why = "max_hold_ms must not be shorter than the TTL";
+    if (!why)
+        return 0;
+    dlock__set_error(lane, "%s", why);
+    return DLOCK_EINVAL;
+}
+
+static int start_renewal(dlock_lock *lock, const dlock_acquire_options *o)
+{
+    struct dlock__renew_params p = {o->max_hold_ms, o->on_lost, o->on_lost_arg, lock};
+    dlock__lane *lane = &lock->claim.client->main;
+    int rc;
+    lock->auto_renew = true;
+    rc = dlock__renew_add(&lock->renewal, &lock->claim, &p);
+    if (rc < 0) {
+        lock->auto_renew = false;
+        dlock__attempt_release(&lock->claim, lane, true);
+        dlock__set_error(lane, "cannot start the renewal thread");
+    }
+    return rc;
+}
+
+int dlock_lock_acquire(dlock_lock **out, dlock_client *c, const char *name, int64_t ttl_ms,
+                       const dlock_acquire_options *opts)
+{
+    static const dlock_acquire_options defaults = DLOCK_ACQUIRE_OPTIONS_INIT;
+    const dlock_acquire_options *o = opts ? opts : &defaults;
+    dlock_lock *lock = NULL;
+    int rc = dlock__call_start(c, out);
+    if (rc == 0)
+        rc = dlock__check_ttl(&c->main, ttl_ms);
+    if (rc == 0)
+        rc = check_acquire_options(&c->main, o, ttl_ms);
+    if (rc == 0)
+        rc = new_lock(&lock, c, name);
+    if (rc != 0)
+        return rc;
+    rc = dlock__token_new(c->tokens, lock->claim.token);
+    if (rc < 0)
+        dlock__set_error(&c->main, "getrandom() gave no random bytes for the owner token");
+    else if (o->wait_ms != 0)
+        rc = dlock__wait_acquire(&lock->claim, ttl_ms, o);
+    else
+        rc = dlock__attempt_acquire(&lock->claim, &c->main, ttl_ms);
+    if (rc == 0 && o->auto_renew)
+        rc = start_renewal(lock, o);
+    if (rc < 0) {
+        dlock_lock_free(lock);
+        return rc;
+    }
+    *out = lock;
+    return 0;
+}
+
+int dlock_lock_adopt(dlock_lock **out, dlock_client *c, const char *name, const char *token)
+{
+    dlock_lock *lock;
+    int rc;
+    rc = dlock__call_start(c, out);
+    if (rc < 0)
+        return rc;
+    if (!dlock__token_valid(token)) {
+        dlock__set_error(&c->main, "a token is %d lower-case hex characters", DLOCK_TOKEN_LEN);
+        return DLOCK_EINVAL;
+    }
+    rc = new_lock(&lock, c, name);
+    if (rc < 0)
+        return rc;
+    memcpy(lock->claim.token, token, DLOCK_TOKEN_LEN + 1);
+    *out = lock;
+    return 0;
+}
+
+static void stop_renewal(dlock_lock *lock)
+{
+    dlock__renew_remove(lock->renewal);
+    lock->renewal = NULL;
+}
+
+int dlock_lock_release(dlock_lock *lock)
+{
+    dlock__lane *lane;
+    if (!lock)
+        return DLOCK_EINVAL;
+    lane = &lock->claim.client->main;
+    lane->errmsg[0] = '\0';
+    stop_renewal(lock);
+    if (lock->claim.lost) {
+        dlock__set_error(lane, "the lock was lost before this release");
+        return DLOCK_ELOST;
+    }
+    if (lock->auto_renew && lock->claim.valid_until_ns <= dlock__now_ns()) {
+        /* The validity ran out (a pause, say) before the renewal thread
+         * noticed: lost all the same. What may remain of our key goes. */
+        lock->claim.lost = true;
+        dlock__attempt_release(&lock->claim, lane, true);
+        dlock__set_error(lane, "the lock was lost before this release: its validity ran out "
+                               "before a renewal");
+        return DLOCK_ELOST;
+    }
+    return dlock__attempt_release(&lock->claim, lane, true);
+}
+
+int dlock_lock_extend(dlock_lock *lock, int64_t ttl_ms)
+{
+    dlock__claim *cl;
+    dlock__lane *lane;
+    int rc;
+    if (!lock)
+        return DLOCK_EINVAL;
+    cl = &lock->claim;
+    lane = &cl->client->main;
+    lane->errmsg[0] = '\0';
+    if (lock->auto_renew) {
+        dlock__set_error(lane, "the lock is renewed automatically");
+        return DLOCK_EINVAL;
+    }
+    rc = dlock__check_ttl(lane, ttl_ms);
+    if (rc == 0)
+        dlock__attempt_extend(&cl, 1, lane, &ttl_ms, &rc);
+    if (rc == DLOCK_ENOTOWNER && cl->repaired)
+        dlock__attempt_release(cl, lane, false); /* take back what the repair put there */
+    return rc;
+}
+
+int64_t dlock_lock_validity_ms(const dlock_lock *lock)
+{
+    int64_t until, left;
+    if (!lock || lock->claim.lost)
+        return 0;
+    until = lock->claim.valid_until_ns;
+    left = until - dlock__now_ns();
+    return until && left > 0 ? left / DLOCK__NS_PER_MS : 0;
+}
+
+int dlock_lock_held(const dlock_lock *lock)
+{
+    return dlock_lock_validity_ms(lock) > 0;
+}
+
+unsigned dlock_lock_attempts(const dlock_lock *lock)
+{
+    return lock ? lock->claim.attempts : 0;
+}
+
+const char *dlock_lock_token(const dlock_lock *lock)
+{
+    return lock ? lock->claim.token : "";
+}
+
+const char *dlock_lock_name(const dlock_lock *lock)
+{
+    return lock ? lock->claim.keys.lock : "";
+}
+
+uint64_t dlock_lock_fence(const dlock_lock *lock)
+{
+    return lock ? lock->claim.fence : 0;
+}
+
+void dlock_lock_free(dlock_lock *lock)
+{
+    if (!lock)
+        return;
+    stop_renewal(lock);
+    dlock__claim_clear(&lock->claim);
+    free(lock);
+}

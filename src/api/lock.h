@@ -1,0 +1,16 @@
+/* The lock handle of the public API: a claim (the attempt layer's view of
+ * a name and a token) and, when auto-renewed, its entry in the renewal
+ * set. */
+#ifndef DLOCK_LOCK_H
+#define DLOCK_LOCK_H
+
+#include "attempt.h"
+#include "renew.h"
+
+struct dlock_lock {
+    dlock__claim claim;
+    bool auto_renew;
+    dlock__renewal *renewal; /* while in the renewal set */
+};
+
+#endif

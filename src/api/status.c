@@ -1,0 +1,263 @@
+/* dlock_status_query: a read-only look at a lock name, decided as soon as
+ * the answers that came in tell the majority's view. */
+#include "client.h"
+#include "clock.h"
+#include "names.h"
+#include "owner.h"
+#include "scripts.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct dlock_status {
+    bool held;
+    int64_t ttl_ms;
+    uint64_t fence;
+    size_t holders;
+    dlock__owner owner;
+    dlock_holder holder; /* points into owner */
+    unsigned nodes_answered;
+    unsigned nodes_held;
+};
+
+/* One node's view: code 0, or its failure (< 0), or 1 when it was not
+ * waited for. */
+struct view {
+    int code;
+    char type[16]; /* of the lock key, when it is not a lock */
+    dlock_status st;
+};
+
+/* The type the status script says the lock key has, or NULL. */
+static const char *type_of(const dlock__reply *r)
+{
+    if (r->type != DLOCK__REPLY_ARRAY || r->elements != 4 ||
+        r->element[0]->type != DLOCK__REPLY_STRING)
+        return NULL;
+    return r->element[0]->str;
+}
+
+static int parse_view(struct view *v, const dlock__reply *r)
+{
+    const dlock__reply *pttl, *fence, *owner;
+    const char *type = type_of(r);
+    if (r->type == DLOCK__REPLY_ERROR)
+        return dlock__server_error_code(r);
+    if (!type || r->element[1]->type != DLOCK__REPLY_INTEGER)
+        return DLOCK_EPROTO;
+    pttl = r->element[1];
+    fence = r->element[2];
+    owner = r->element[3];
+    if (strcmp(type, "none") != 0 && strcmp(type, "string") != 0) {
+        snprintf(v->type, sizeof(v->type), "%s", type);
+        return DLOCK_EWRONGTYPE;
+    }
+    memset(&v->st, 0, sizeof(v->st));
+    v->st.held = strcmp(type, "string") == 0;
+    v->st.ttl_ms = v->st.held ? pttl->integer : 0;
+    /* Lua's false arrives as a nil reply. */
+    if (fence->type == DLOCK__REPLY_STRING)
+        v->st.fence = strtoull(fence->str, NULL, 10);
+    if (owner->type == DLOCK__REPLY_STRING && dlock__owner_parse(&v->st.owner, owner->str) == 0)
+        v->st.holders = 1;
+    return 0;
+}
+
+struct gather {
+    size_t quorum;
+};
+
+/* Enough answers to know the majority's view: a majority answered, and
+ * either holds the key or so many do not that a majority never will; or so
+ * many cannot answer that no majority will. */
+static bool known(const dlock__node_result *results, size_t n, size_t k, void *ctx)
+{
+    const struct gather *g = ctx;
+    size_t held = 0, free = 0, failed = 0;
+    (void)k;
+    for (size_t i = 0; i < n; i++) {
+        const char *type = results[i].status == DLOCK__REPLIED ? type_of(results[i].reply) : NULL;
+        if (results[i].status == DLOCK__PENDING)
+            continue;
+        if (!type)
+            failed++;
+        else if (strcmp(type, "string") == 0)
+            held++;
+        else
+            free++;
+    }
+    if (failed > n - g->quorum)
+        return true;
+    return held + free >= g->quorum && (held >= g->quorum || free > n - g->quorum);
+}
+
+/* The majority's view: held if a majority of all nodes hold the key, the
+ * shortest TTL among them, the largest fence anyone reported, a holder's
+ * record. Needs answers from a majority. */
+static int combine(dlock_status *out, const struct view *views, size_t n, size_t quorum)
+{
+    unsigned answered = 0, held = 0;
+    int code = 0;
+    memset(out, 0, sizeof(*out));
+    for (size_t i = 0; i < n; i++) {
+        const dlock_status *v = &views[i].st;
+        if (views[i].code < 0) {
+            code = code && code != views[i].code ? DLOCK_ENOQUORUM : views[i].code;
+            continue;
+        }
+        if (views[i].code > 0)
+            continue; /* not waited for */
+        answered++;
+        out->fence = v->fence > out->fence ? v->fence : out->fence;
+        if (!v->held)
+            continue;
+        if (held++ == 0 || (v->ttl_ms >= 0 && v->ttl_ms < out->ttl_ms))
+            out->ttl_ms = v->ttl_ms;
+        if (v->holders && !out->holders) {
+            out->owner = v->owner;
+            out->holders = 1;
+        }
+    }
+    /* Several servers that cannot be reached are no majority; a failure
+     * that all of them report (a wrong password, a hash under the name)
+     * is that failure. */
+    if (answered < quorum)
+        return !code || (n > 1 && (code == DLOCK_ECONN || code == DLOCK_ETIMEDOUT))
+                   ? DLOCK_ENOQUORUM
+                   : code;
+    out->held = held >= quorum;
+    if (!out->held) {
+        out->ttl_ms = 0;
+        out->holders = 0;
+    }
+    out->nodes_answered = answered;
+    out->nodes_held = held;
+    return 0;
+}
+
+static void explain(dlock_client *c, const char *name, int rc, const struct view *views,
+                    const dlock__node_result *results, size_t first, size_t count)
+{
+    const char *type = "value of another type";
+    for (size_t i = 0; i < count; i++)
+        type = views[i].type[0] ? views[i].type : type;
+    if (rc == DLOCK_EWRONGTYPE)
+        dlock__set_error(&c->main, "WRONGTYPE %s holds a %s, not a lock", name, type);
+    else if (rc == DLOCK_ENOQUORUM)
+        dlock__set_error(&c->main, "no majority of the servers answered");
+    else
+        dlock__set_error(&c->main, "%s", dlock_strerror(rc));
+    dlock__append_node_errors(&c->main, c->main.conns + first, results, count);
+}
+
+/* Asks nodes [first, first + count) and combines their views into *out. */
+static int query(dlock_status *out, dlock_client *c, const char *name, size_t first, size_t count)
+{
+    dlock__node_result results[DLOCK__NODES_MAX];
+    struct view views[DLOCK__NODES_MAX] = {{0}};
+    struct gather g = {count / 2 + 1};
+    dlock__keys keys;
+    dlock__script_call call;
+    char why[256];
+    int rc = dlock__keys_make(&keys, name, why, sizeof(why));
+    if (rc < 0) {
+        dlock__set_error(&c->main, "%s", why);
+        return rc;
+    }
+    const char *const k[] = {keys.lock, keys.fence, keys.owner};
+    rc = dlock__script_encode(&call, DLOCK__SCRIPT_STATUS, 3, k, 0, NULL);
+    if (rc == 0) {
+        dlock__fanout(c->main.conns + first, count, &call.call,
+                      dlock__node_deadline(c, 0, dlock__now_ns()), results, known, &g);
+        for (size_t i = 0; i < count; i++)
+            views[i].code = results[i].status == DLOCK__REPLIED
+                                ? parse_view(&views[i], results[i].reply)
+                                : results[i].status == DLOCK__PENDING ? 1 : results[i].status;
+        rc = combine(out, views, count, g.quorum);
+        if (rc < 0)
+            explain(c, name, rc, views, results, first, count);
+        dlock__results_clear(results, count);
+        dlock__script_call_free(&call);
+    }
+    dlock__keys_clear(&keys);
+    return rc;
+}
+
+static int query_into(dlock_status **out, dlock_client *c, const char *name, size_t first,
+                      size_t count)
+{
+    dlock_status *st = calloc(1, sizeof(*st));
+    int rc;
+    if (!st) {
+        dlock__set_error(&c->main, "out of memory");
+        return DLOCK_ENOMEM;
+    }
+    rc = query(st, c, name, first, count);
+    if (rc < 0) {
+        free(st);
+        return rc;
+    }
+    st->holder.host = st->owner.host;
+    st->holder.pid = st->owner.pid;
+    st->holder.since_ms = st->owner.since_ms;
+    *out = st;
+    return 0;
+}
+
+int dlock_status_query(dlock_status **out, dlock_client *c, const char *name)
+{
+    int rc = dlock__call_start(c, out);
+    return rc < 0 ? rc : query_into(out, c, name, 0, c->n);
+}
+
+int dlock_status_query_node(dlock_status **out, dlock_client *c, const char *name, size_t node)
+{
+    int rc = dlock__call_start(c, out);
+    if (rc == 0 && node >= c->n) {
+        dlock__set_error(&c->main, "no server number %zu", node);
+        rc = DLOCK_EINVAL;
+    }
+    return rc < 0 ? rc : query_into(out, c, name, node, 1);
+}
+
+int dlock_status_held(const dlock_status *st)
+{
+    return st && st->held;
+}
+
+int64_t dlock_status_ttl_ms(const dlock_status *st)
+{
+    return st ? st->ttl_ms : 0;
+}
+
+uint64_t dlock_status_fence(const dlock_status *st)
+{
+    return st ? st->fence : 0;
+}
+
+size_t dlock_status_holders(const dlock_status *st)
+{
+    return st ? st->holders : 0;
+}
+
+const dlock_holder *dlock_status_holder(const dlock_status *st, size_t i)
+{
+    return st && i < st->holders ? &st->holder : NULL;
+}
+
+unsigned dlock_status_nodes_answered(const dlock_status *st)
+{
+    return st ? st->nodes_answered : 0;
+}
+
+unsigned dlock_status_nodes_held(const dlock_status *st)
+{
+    return st ? st->nodes_held : 0;
+}
+
+void dlock_status_free(dlock_status *st)
+{
+    free(st);
+}

@@ -1,0 +1,500 @@
+/* The attempt layer. See attempt.h. One code path for one node and for a
+ * Redlock of N: a single node is a majority of one. */
+#include "attempt.h"
+
+#include "clock.h"
+#include "owner.h"
+#include "scripts.h"
+#include "token.h"
+#include "wipe.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum vote { VOTE_PENDING, VOTE_YES, VOTE_NO, VOTE_REPAIRED, VOTE_FAILED };
+
+/* What one reply says. `kind` GRANT: an acquire's {1, fence} or {0, pttl};
+ * COUNT: a release's, extend's or write-back's 1, 0 or 2 (repaired). */
+enum reply_kind { GRANT, COUNT };
+
+struct answer {
+    enum vote vote;
+    int error;      /* with VOTE_FAILED: the code */
+    uint64_t fence; /* GRANT, YES */
+    int64_t pttl;   /* GRANT, NO */
+};
+
+static struct answer read_grant(const dlock__reply *a)
+{
+    struct answer x = {VOTE_FAILED, DLOCK_EPROTO, 0, 0};
+    const dlock__reply *first, *second;
+    char *end;
+    if (a->type != DLOCK__REPLY_ARRAY || a->elements != 2)
+        return x;
+    first = a->element[0];
+    second = a->element[1];
+    if (first->type != DLOCK__REPLY_INTEGER)
+        return x;
+    if (first->integer == 0 && second->type == DLOCK__REPLY_INTEGER) {
+        x.vote = VOTE_NO;
+        x.pttl = second->integer;
+    } else if (first->integer == 1 && second->type == DLOCK__REPLY_STRING) {
+        x.fence = strtoull(second->str, &end, 10);
+        x.vote = *end == '\0' && x.fence > 0 ? VOTE_YES : VOTE_FAILED;
+    }
+    return x;
+}
+
+static struct answer read_answer(const dlock__node_result *r, enum reply_kind kind)
+{
+    struct answer x = {VOTE_FAILED, 0, 0, 0};
+    const dlock__reply *a = r->reply;
+    if (r->status == DLOCK__PENDING) {
+        x.vote = VOTE_PENDING;
+    } else if (r->status != DLOCK__REPLIED) {
+        x.error = r->status;
+    } else if (a->type == DLOCK__REPLY_ERROR) {
+        x.error = dlock__server_error_code(a);
+    } else if (kind == GRANT) {
+        x = read_grant(a);
+    } else if (a->type == DLOCK__REPLY_INTEGER && a->integer >= 0 && a->integer <= 2) {
+        static const enum vote counted[] = {VOTE_NO, VOTE_YES, VOTE_REPAIRED};
+        x.vote = counted[a->integer];
+    } else {
+        x.error = DLOCK_EPROTO;
+    }
+    return x;
+}
+
+static void count(dlock__tally *t, const dlock__node_result *results, size_t n,
+                  enum reply_kind kind)
+{
+    t->yes = t->no = t->repaired = t->failed = t->pending = 0;
+    t->fence = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct answer x = read_answer(&results[i], kind);
+        switch (x.vote) {
+        case VOTE_YES:
+            t->yes++;
+            t->fence = x.fence > t->fence ? x.fence : t->fence;
+            break;
+        case VOTE_NO:
+            t->pttl = t->no++ == 0 || x.pttl < t->pttl ? x.pttl : t->pttl;
+            break;
+        case VOTE_REPAIRED:
+            t->repaired++;
+            break;
+        case VOTE_FAILED:
+            t->failed++;
+            break;
+        case VOTE_PENDING:
+            t->pending++;
+            break;
+        }
+    }
+}
+
+/* Is the outcome known? Yes once a majority said yes; else only when no
+ * majority can say yes any more and the replies tell why: a majority
+ * answered (no, or not ours), or a majority cannot answer at all. Nodes
+ * beyond that are never waited for. */
+static bool settled(const dlock__tally *t, size_t n)
+{
+    if (t->yes >= t->quorum)
+        return true;
+    if (t->yes + t->pending >= t->quorum)
+        return false;
+    return t->yes + t->no + t->repaired >= t->quorum || n - t->failed < t->quorum;
+}
+
+struct decision {
+    dlock__tally tally;
+    enum reply_kind kind;
+};
+
+/* The fan-out's `enough`: every call of the batch is settled. */
+static bool decided(const dlock__node_result *results, size_t n, size_t k, void *ctx)
+{
+    struct decision *d = ctx;
+    for (size_t j = 0; j < k; j++) {
+        count(&d->tally, &results[j * n], n, d->kind);
+        if (!settled(&d->tally, n))
+            return false;
+    }
+    return true;
+}
+
+/* The end of the validity of a lock taken or extended for `ttl_ms` by a
+ * call that started at `start_ns`: ttl - drift, the drift being ttl x factor
+ * + 2 ms (the Redis distlock page). */
+static int64_t validity_end(int64_t start_ns, int64_t ttl_ms, double drift_factor)
+{
+    int64_t drift = (int64_t)((double)ttl_ms * drift_factor * DLOCK__NS_PER_MS) +
+                    2 * DLOCK__NS_PER_MS;
+    return start_ns + ttl_ms * DLOCK__NS_PER_MS - drift;
+}
+
+int dlock__acquire_judge(dlock__tally *t, const dlock__node_result *results, size_t n,
+                         int64_t ttl_ms, double drift_factor, int64_t start_ns, int64_t now_ns,
+                         int64_t *valid_until_ns)
+{
+    count(t, results, n, GRANT);
+    *valid_until_ns = validity_end(start_ns, ttl_ms, drift_factor);
+    return t->yes >= t->quorum && *valid_until_ns > now_ns ? 0 : DLOCK_EBUSY;
+}
+
+int dlock__check_ttl(dlock__lane *lane, int64_t ttl_ms)
+{
+    if (ttl_ms >= DLOCK_TTL_MIN_MS && ttl_ms <= DLOCK_TTL_MAX_MS)
+        return 0;
+    dlock__set_error(lane, "TTL must be from %lld to %lld ms, not %" PRId64, DLOCK_TTL_MIN_MS,
+                     DLOCK_TTL_MAX_MS, ttl_ms);
+    return DLOCK_EINVAL;
+}
+
+int dlock__claim_init(dlock__claim *cl, dlock_client *c, dlock__lane *lane, const char *name)
+{
+    char why[256];
+    int rc;
+    memset(cl, 0, sizeof(*cl));
+    cl->client = c;
+    rc = dlock__keys_make(&cl->keys, name, why, sizeof(why));
+    if (rc < 0)
+        dlock__set_error(lane, "%s", why);
+    return rc;
+}
+
+void dlock__claim_clear(dlock__claim *cl)
+{
+    dlock__keys_clear(&cl->keys);
+    dlock__wipe(cl->token, sizeof(cl->token));
+}
+
+/* One node: its failure. Several: DLOCK_ENOQUORUM, unless every failing
+ * node reports the same failure that is not about reaching it (a wrong
+ * password everywhere is DLOCK_EAUTH); which node said what is in the
+ * message. */
+static int common_failure(const dlock__node_result *results, size_t n, enum reply_kind kind)
+{
+    int code = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct answer x = read_answer(&results[i], kind);
+        int failure = x.vote == VOTE_PENDING ? DLOCK_ETIMEDOUT : x.error;
+        if (x.vote != VOTE_PENDING && x.vote != VOTE_FAILED)
+            continue;
+        if (code != 0 && code != failure)
+            return DLOCK_ENOQUORUM;
+        code = failure;
+    }
+    if (n > 1 && (code == DLOCK_ECONN || code == DLOCK_ETIMEDOUT))
+        return DLOCK_ENOQUORUM;
+    return code ? code : DLOCK_ENOQUORUM;
+}
+
+/* Sends a cleanup release (no PUBLISH: it must not wake waiters) to every
+ * node after a failed attempt whose SET may have landed somewhere: a node
+ * that granted, or one that got the command and gave no verdict. */
+static void clean_up_attempt(dlock__claim *cl, dlock__lane *lane,
+                             const dlock__node_result *results, int64_t ttl_ms)
+{
+    dlock_client *c = cl->client;
+    dlock__node_result cleanup[DLOCK__NODES_MAX];
+    const char *const keys[] = {cl->keys.lock, cl->keys.owner};
+    const char *const args[] = {cl->token, cl->keys.channel, "0"};
+    struct decision d = {.tally.quorum = dlock__quorum(c), .kind = COUNT};
+    dlock__script_call call;
+    bool needed = false;
+
+    for (size_t i = 0; i < c->n; i++) {
+        const dlock__node_result *r = &results[i];
+        needed |= read_answer(r, GRANT).vote == VOTE_YES ||
+                  (r->sent && r->status != DLOCK__REPLIED);
+    }
+    if (!needed || dlock__script_encode(&call, DLOCK__SCRIPT_RELEASE, 2, keys, 3, args) < 0)
+        return;
+    dlock__fanout(lane->conns, c->n, &call.call, dlock__node_deadline(c, ttl_ms, dlock__now_ns()),
+                  cleanup, decided, &d);
+    dlock__results_clear(cleanup, c->n);
+    dlock__script_call_free(&call);
+}
+
+static void busy_message(dlock__lane *lane, int64_t pttl_ms)
+{
+    if (pttl_ms < 0)
+        dlock__set_error(lane, "the lock is held by another owner (its key never expires: no TTL)");
+    else
+        dlock__set_error(lane, "the lock is held by another owner (its key expires in %.1f s)",
+                         (double)pttl_ms / 1000);
+}
+
+static int acquire_failed(dlock__claim *cl, dlock__lane *lane, const dlock__tally *t,
+                          const dlock__node_result *results, int64_t ttl_ms)
+{
+    dlock_client *c = cl->client;
+    int rc;
+    if (t->yes >= t->quorum) {
+        rc = DLOCK_ETIMEDOUT;
+        dlock__set_error(lane, "acquiring took longer than the TTL of %" PRId64 " ms", ttl_ms);
+    } else if (t->yes + t->no >= t->quorum) {
+        rc = DLOCK_EBUSY;
+        cl->last_pttl_ms = t->pttl;
+        busy_message(lane, t->pttl);
+    } else {
+        rc = common_failure(results, c->n, GRANT);
+        dlock__set_error(lane, "cannot acquire the lock: %s", dlock_strerror(rc));
+    }
+    dlock__append_node_errors(lane, lane->conns, results, c->n);
+    clean_up_attempt(cl, lane, results, ttl_ms);
+    return rc;
+}
+
+/* Redlock: the token is the largest fence of the quorum. Any later quorum
+ * must go above it: it shares a node with every majority, which must still
+ * hold the token or, having restarted empty since, start from its clock above
+ * it. So it is written back (never lowering a stored value) to every node,
+ * and must reach a majority before `valid_until`. */
+static int write_back_fence(dlock__claim *cl, dlock__lane *lane, int64_t ttl_ms, uint64_t fence,
+                            int64_t valid_until)
+{
+    dlock_client *c = cl->client;
+    dlock__node_result results[DLOCK__NODES_MAX];
+    char value[24], fence_ttl[24];
+    const char *const keys[] = {cl->keys.fence};
+    const char *const args[] = {value, fence_ttl};
+    struct decision d = {.tally.quorum = dlock__quorum(c), .kind = COUNT};
+    int64_t deadline = dlock__node_deadline(c, ttl_ms, dlock__now_ns());
+    dlock__script_call call;
+    int rc;
+
+    snprintf(value, sizeof(value), "%" PRIu64, fence);
+    snprintf(fence_ttl, sizeof(fence_ttl), "%" PRId64, c->fence_ttl_ms);
+    rc = dlock__script_encode(&call, DLOCK__SCRIPT_FENCE_MAX, 1, keys, 2, args);
+    if (rc < 0)
+        return rc;
+    dlock__fanout(lane->conns, c->n, &call.call, deadline < valid_until ? deadline : valid_until,
+                  results, decided, &d);
+    count(&d.tally, results, c->n, COUNT);
+    if (d.tally.yes < d.tally.quorum) {
+        rc = DLOCK_ENOQUORUM;
+        dlock__set_error(lane, "the fencing token reached no majority in time");
+        dlock__append_node_errors(lane, lane->conns, results, c->n);
+    }
+    dlock__results_clear(results, c->n);
+    dlock__script_call_free(&call);
+    return rc;
+}
+
+/* After a majority granted: one server counted twice is no majority; with
+ * several nodes the token must reach a majority; all of it within the
+ * validity. On failure what we wrote is taken back. */
+static int confirm_grant(dlock__claim *cl, dlock__lane *lane, const dlock__tally *t,
+                         const dlock__node_result *results, int64_t ttl_ms, int64_t valid_until)
+{
+    dlock_client *c = cl->client;
+    int rc = dlock__lane_check_distinct(c, lane);
+    if (rc == 0 && c->n > 1)
+        rc = write_back_fence(cl, lane, ttl_ms, t->fence, valid_until);
+    if (rc == 0 && valid_until <= dlock__now_ns()) {
+        rc = DLOCK_ETIMEDOUT;
+        dlock__set_error(lane, "acquiring took longer than the TTL of %" PRId64 " ms", ttl_ms);
+    }
+    if (rc < 0)
+        clean_up_attempt(cl, lane, results, ttl_ms);
+    return rc;
+}
+
+int dlock__attempt_acquire(dlock__claim *cl, dlock__lane *lane, int64_t ttl_ms)
+{
+    dlock_client *c = cl->client;
+    dlock__node_result results[DLOCK__NODES_MAX];
+    char ttl[24], fence_ttl[24], owner[DLOCK__OWNER_RECORD_MAX];
+    const char *const keys[] = {cl->keys.lock, cl->keys.fence, cl->keys.owner};
+    const char *const args[] = {cl->token, ttl, fence_ttl, owner};
+    struct decision d = {.tally.quorum = dlock__quorum(c), .kind = GRANT};
+    int64_t start, valid_until;
+    dlock__script_call call;
+    int rc;
+
+    snprintf(ttl, sizeof(ttl), "%" PRId64, ttl_ms);
+    snprintf(fence_ttl, sizeof(fence_ttl), "%" PRId64, c->fence_ttl_ms);
+    dlock__owner_format(owner, sizeof(owner), c->host, (long)dlock__token_pool_pid(c->tokens),
+                        cl->token);
+    cl->attempts++;
+    rc = dlock__script_encode(&call, DLOCK__SCRIPT_ACQUIRE, 3, keys, 4, args);
+    if (rc < 0) {
+        dlock__set_error(lane, "cannot encode the acquire command");
+        return rc;
+    }
+    start = dlock__now_ns();
+    dlock__fanout(lane->conns, c->n, &call.call, dlock__node_deadline(c, ttl_ms, start), results,
+                  decided, &d);
+    rc = dlock__acquire_judge(&d.tally, results, c->n, ttl_ms, c->drift_factor, start,
+                              dlock__now_ns(), &valid_until);
+    if (rc == 0)
+        rc = confirm_grant(cl, lane, &d.tally, results, ttl_ms, valid_until);
+    else
+        rc = acquire_failed(cl, lane, &d.tally, results, ttl_ms);
+    if (rc == 0) {
+        cl->fence = d.tally.fence;
+        cl->ttl_ms = ttl_ms;
+        cl->started_ns = start;
+        cl->valid_until_ns = valid_until;
+    }
+    dlock__results_clear(results, c->n);
+    dlock__script_call_free(&call);
+    return rc;
+}
+
+/* Tallies the 1s and 0s of a release or extend. Returns 0 (a majority
+ * confirmed), DLOCK_ENOTOWNER (enough nodes gave a verdict, and not enough
+ * were ours) or the nodes' failure. */
+static int verdict(const dlock_client *c, dlock__lane *lane, const dlock__node_result *results)
+{
+    dlock__tally t = {.quorum = dlock__quorum(c)};
+    int rc;
+    count(&t, results, c->n, COUNT);
+    if (t.yes >= t.quorum)
+        return 0;
+    if (t.yes + t.no + t.repaired >= t.quorum) {
+        dlock__set_error(lane, "the lock is not ours: another owner holds it, or it expired");
+        return DLOCK_ENOTOWNER;
+    }
+    rc = common_failure(results, c->n, COUNT);
+    dlock__set_error(lane, "%s", dlock_strerror(rc));
+    dlock__append_node_errors(lane, lane->conns, results, c->n);
+    return rc;
+}
+
+int dlock__attempt_release(dlock__claim *cl, dlock__lane *lane, bool publish)
+{
+    dlock_client *c = cl->client;
+    dlock__node_result results[DLOCK__NODES_MAX];
+    const char *const keys[] = {cl->keys.lock, cl->keys.owner};
+    const char *const args[] = {cl->token, cl->keys.channel, publish ? "1" : "0"};
+    struct decision d = {.tally.quorum = dlock__quorum(c), .kind = COUNT};
+    dlock__script_call call;
+    int rc = dlock__script_encode(&call, DLOCK__SCRIPT_RELEASE, 2, keys, 3, args);
+    if (rc < 0) {
+        dlock__set_error(lane, "cannot encode the command");
+        return rc;
+    }
+    /* Decided by a majority: the nodes that did not answer by then got the
+     * command all the same (a paused one applies it when it resumes), and
+     * the key expires anyway. */
+    dlock__fanout(lane->conns, c->n, &call.call,
+                  dlock__node_deadline(c, cl->ttl_ms, dlock__now_ns()), results, decided, &d);
+    rc = verdict(c, lane, results);
+    if (rc == 0 || rc == DLOCK_ENOTOWNER)
+        cl->valid_until_ns = 0;
+    dlock__results_clear(results, c->n);
+    dlock__script_call_free(&call);
+    return rc;
+}
+
+/* One claim's part of a batch of extends: the strings its call borrows. */
+struct extend_job {
+    char ttl[24], fence[24], fence_ttl[24];
+    const char *keys[3];
+    const char *args[5];
+    bool repair;
+    dlock__script_call call;
+};
+
+static int encode_extend(struct extend_job *job, const dlock__claim *cl, int64_t ttl_ms,
+                         int64_t start)
+{
+    dlock_client *c = cl->client;
+    /* Redlock only, and only while the lock is ours for sure: a node that
+     * restarted empty gets our key back (but is no vote). With one node, a
+     * missing key means the lock is lost, never silently taken again. */
+    job->repair = c->n > 1 && cl->valid_until_ns > start;
+    snprintf(job->ttl, sizeof(job->ttl), "%" PRId64, ttl_ms);
+    snprintf(job->fence, sizeof(job->fence), "%" PRIu64, cl->fence);
+    snprintf(job->fence_ttl, sizeof(job->fence_ttl), "%" PRId64, c->fence_ttl_ms);
+    job->keys[0] = cl->keys.lock;
+    job->keys[1] = cl->keys.owner;
+    job->keys[2] = cl->keys.fence;
+    job->args[0] = cl->token;
+    job->args[1] = job->ttl;
+    job->args[2] = job->repair ? "1" : "0";
+    job->args[3] = job->fence;
+    job->args[4] = job->fence_ttl;
+    return dlock__script_encode(&job->call, DLOCK__SCRIPT_EXTEND, 3, job->keys, 5, job->args);
+}
+
+static int finish_extend(dlock__claim *cl, dlock__lane *lane, const struct extend_job *job,
+                         const dlock__node_result *results, int64_t ttl_ms, int64_t start)
+{
+    dlock_client *c = cl->client;
+    int64_t valid_until;
+    int rc = verdict(c, lane, results);
+    /* What a repair put back is the caller's to take away: after on_lost,
+     * for a renewed lock. */
+    cl->repaired = job->repair && rc == DLOCK_ENOTOWNER;
+    if (rc == DLOCK_ENOTOWNER)
+        cl->valid_until_ns = 0;
+    if (rc < 0)
+        return rc;
+    valid_until = validity_end(start, ttl_ms, c->drift_factor);
+    if (valid_until <= dlock__now_ns()) {
+        dlock__set_error(lane, "extending took longer than the TTL of %" PRId64 " ms", ttl_ms);
+        return DLOCK_ETIMEDOUT;
+    }
+    cl->ttl_ms = ttl_ms;
+    cl->started_ns = start;
+    cl->valid_until_ns = valid_until;
+    return 0;
+}
+
+/* The batch's deadline: the nodes' deadline for the shortest TTL, and never
+ * past a validity still running: its end is when the owner must hear of a
+ * loss. */
+static int64_t extend_deadline(dlock__claim *const *claims, size_t k, const int64_t *ttls,
+                               int64_t start)
+{
+    int64_t shortest = ttls[0], deadline;
+    for (size_t j = 1; j < k; j++)
+        shortest = ttls[j] < shortest ? ttls[j] : shortest;
+    deadline = dlock__node_deadline(claims[0]->client, shortest, start);
+    for (size_t j = 0; j < k; j++) {
+        int64_t until = claims[j]->valid_until_ns;
+        deadline = until > start && until < deadline ? until : deadline;
+    }
+    return deadline;
+}
+
+void dlock__attempt_extend(dlock__claim *const *claims, size_t k, dlock__lane *lane,
+                           const int64_t *ttls, int *rcs)
+{
+    dlock_client *c = claims[0]->client;
+    struct extend_job *jobs = calloc(k, sizeof(*jobs));
+    dlock__call **calls = calloc(k, sizeof(*calls));
+    dlock__node_result *results = calloc(k * c->n, sizeof(*results));
+    struct decision d = {.tally.quorum = dlock__quorum(c), .kind = COUNT};
+    int64_t start = dlock__now_ns();
+    size_t encoded = 0;
+    int rc = jobs && calls && results ? 0 : DLOCK_ENOMEM;
+
+    for (; rc == 0 && encoded < k; encoded++) {
+        rc = encode_extend(&jobs[encoded], claims[encoded], ttls[encoded], start);
+        calls[encoded] = &jobs[encoded].call.call;
+    }
+    if (rc == 0) {
+        dlock__fanout_batch(lane->conns, c->n, calls, k, extend_deadline(claims, k, ttls, start),
+                            results, decided, &d);
+        for (size_t j = 0; j < k; j++)
+            rcs[j] = finish_extend(claims[j], lane, &jobs[j], &results[j * c->n], ttls[j], start);
+        dlock__results_clear(results, k * c->n);
+    } else {
+        dlock__set_error(lane, "cannot encode the command");
+        for (size_t j = 0; j < k; j++)
+            rcs[j] = rc;
+    }
+    for (size_t j = 0; jobs && j < encoded; j++)
+        dlock__script_call_free(&jobs[j].call);
+    free(results);
+    free(calls);
+    free(jobs);
+}

@@ -1,0 +1,83 @@
+/* The attempt layer: one fan-out of one script to every node, and what its
+ * replies decide. Votes, the majority, the validity (ttl - elapsed -
+ * drift), the cleanup of a failed attempt, the fencing token and its
+ * write-back. It knows nothing of waiting or renewal: those layers call it.
+ *
+ * A claim is what an attempt acts for: a name's keys, the owner token and
+ * what the last successful acquire or extend established. */
+#ifndef DLOCK_ATTEMPT_H
+#define DLOCK_ATTEMPT_H
+
+#include "client.h"
+#include "names.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct dlock__claim {
+    dlock_client *client;
+    dlock__keys keys;
+    char token[DLOCK_TOKEN_LEN + 1];
+    uint64_t fence;                 /* of the last acquisition; 0: adopted */
+    _Atomic int64_t ttl_ms;         /* of the last acquire or extend; 0 when adopted */
+    _Atomic int64_t started_ns;     /* start of the call that set the validity */
+    _Atomic int64_t valid_until_ns; /* 0: not held */
+    atomic_bool lost;               /* the owner was told it is lost */
+    unsigned attempts;              /* acquire attempts made */
+    bool repaired;                  /* a refused extend put our key back somewhere */
+    int64_t last_pttl_ms;           /* busy: how long the holder's key lives (-1: no TTL) */
+} dlock__claim;
+
+/* Checks the name and derives its keys; the token is left empty. Returns 0,
+ * DLOCK_EINVAL or DLOCK_ENOMEM, with the reason in the lane. */
+int dlock__claim_init(dlock__claim *cl, dlock_client *c, dlock__lane *lane, const char *name);
+
+/* Frees the keys and wipes the token. */
+void dlock__claim_clear(dlock__claim *cl);
+
+/* DLOCK_EINVAL (reason in the lane) unless DLOCK_TTL_MIN_MS <= ttl_ms <=
+ * DLOCK_TTL_MAX_MS. */
+int dlock__check_ttl(dlock__lane *lane, int64_t ttl_ms);
+
+/* One attempt to acquire. 0: held until cl->valid_until_ns, with its fence;
+ * DLOCK_EBUSY: held by another (cl->last_pttl_ms says how long its key
+ * lives); or the failure. A failed attempt leaves nothing of ours behind. */
+int dlock__attempt_acquire(dlock__claim *cl, dlock__lane *lane, int64_t ttl_ms);
+
+/* Compare-and-delete; `publish` wakes waiters (cleanups do not). Decided as
+ * soon as a majority answered. 0, DLOCK_ENOTOWNER or the failure. */
+int dlock__attempt_release(dlock__claim *cl, dlock__lane *lane, bool publish);
+
+/* Extends claims[0..k) (k <= DLOCK__BATCH_MAX, all of one client) to
+ * ttls[j], pipelined: one round trip per node for all. rcs[j]: 0 (the
+ * validity is set again from this call's start), DLOCK_ENOTOWNER (the
+ * validity is cleared; if the extend repaired a node, cl->repaired is set
+ * and a cleanup release is due) or the failure. Never waits past a validity
+ * that is still running. */
+void dlock__attempt_extend(dlock__claim *const *claims, size_t k, dlock__lane *lane,
+                           const int64_t *ttls, int *rcs);
+
+/* Tally of one fan-out of a lock script: who said yes, who said no, who
+ * failed, who has not answered yet. */
+typedef struct dlock__tally {
+    size_t quorum;
+    size_t yes;      /* acquire: granted; release/extend: 1 */
+    size_t no;       /* acquire: held by another; release/extend: 0 */
+    size_t repaired; /* extend: our key put back on a node that lost it: no vote */
+    size_t failed;   /* no answer in time, an error reply, a reply that made no sense */
+    size_t pending;
+    uint64_t fence;  /* acquire: the largest token granted */
+    int64_t pttl;    /* acquire: the smallest PTTL of the refusals */
+} dlock__tally;
+
+/* Judges an acquire round that started at `start_ns`, from the replies of
+ * the n nodes so far: fills *t (t->quorum set by the caller) and the end of
+ * the validity, start + ttl - drift. Returns 0 when a majority granted and
+ * that end is still ahead at `now_ns`, else DLOCK_EBUSY (the caller tells
+ * busy from failed and late by the tally). */
+int dlock__acquire_judge(dlock__tally *t, const dlock__node_result *results, size_t n,
+                         int64_t ttl_ms, double drift_factor, int64_t start_ns, int64_t now_ns,
+                         int64_t *valid_until_ns);
+
+#endif

@@ -1,0 +1,137 @@
+/* What the engine's layers share about a client: its lanes of connections,
+ * the majority, node deadlines, the last error and jitter. See client.h. */
+#include "client.h"
+
+#include "clock.h"
+#include "scripts.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#define MIN_NODE_TIMEOUT_MS 5
+
+static void use_tls(const dlock_client *c, dlock__conn *conn)
+{
+    if (conn->ep->tls) {
+        conn->tls_ctx = c->tls_ctx;
+        conn->tls_name = c->tls_name;
+    }
+}
+
+int dlock__lane_init(dlock_client *c, dlock__lane *lane)
+{
+    for (size_t i = 0; i < c->n; i++) {
+        if (dlock__conn_init(&lane->conns[i], &c->endpoints[i], c->addrs[i],
+                             c->connect_timeout_ms) < 0)
+            return DLOCK_ENOMEM;
+        lane->conns[i].preload = dlock__script_sources();
+        lane->conns[i].ask_identity = c->n > 1;
+        use_tls(c, &lane->conns[i]);
+    }
+    return 0;
+}
+
+void dlock__lane_destroy(dlock_client *c, dlock__lane *lane)
+{
+    for (size_t i = 0; i < c->n; i++)
+        dlock__conn_destroy(&lane->conns[i]);
+}
+
+int dlock__subscribers_init(dlock_client *c)
+{
+    for (size_t i = 0; i < c->n; i++) {
+        if (dlock__conn_init(&c->subs[i], &c->endpoints[i], c->addrs[i],
+                             c->connect_timeout_ms) < 0)
+            return DLOCK_ENOMEM;
+        c->subs[i].push_mode = true;
+        use_tls(c, &c->subs[i]);
+    }
+    return 0;
+}
+
+int dlock__call_start(dlock_client *c, const void *out)
+{
+    if (!c)
+        return DLOCK_EINVAL;
+    c->main.errmsg[0] = '\0';
+    if (!out) {
+        dlock__set_error(&c->main, "out is NULL");
+        return DLOCK_EINVAL;
+    }
+    return 0;
+}
+
+size_t dlock__quorum(const dlock_client *c)
+{
+    return c->n / 2 + 1;
+}
+
+int64_t dlock__node_deadline(const dlock_client *c, int64_t ttl_ms, int64_t now_ns)
+{
+    int64_t ms = c->node_timeout_ms;
+    if (ms == 0)
+        ms = ttl_ms / 20 > MIN_NODE_TIMEOUT_MS ? ttl_ms / 20 : MIN_NODE_TIMEOUT_MS;
+    if (ms > c->command_timeout_ms || ttl_ms == 0)
+        ms = c->command_timeout_ms;
+    return now_ns + ms * DLOCK__NS_PER_MS;
+}
+
+int dlock__lane_check_distinct(const dlock_client *c, dlock__lane *lane)
+{
+    for (size_t i = 0; i < c->n; i++) {
+        for (size_t j = i + 1; j < c->n && lane->conns[i].run_id[0]; j++) {
+            if (strcmp(lane->conns[i].run_id, lane->conns[j].run_id) != 0)
+                continue;
+            dlock__set_error(lane, "servers %s and %s are one server (run_id %s): each Redlock "
+                             "vote must be an independent server", c->endpoints[i].label,
+                             c->endpoints[j].label, lane->conns[i].run_id);
+            return DLOCK_EINVAL;
+        }
+    }
+    return 0;
+}
+
+void dlock__set_error(dlock__lane *lane, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(lane->errmsg, sizeof(lane->errmsg), fmt, ap);
+    va_end(ap);
+}
+
+static void append(dlock__lane *lane, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void append(dlock__lane *lane, const char *fmt, ...)
+{
+    size_t used = strlen(lane->errmsg);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(lane->errmsg + used, sizeof(lane->errmsg) - used, fmt, ap);
+    va_end(ap);
+}
+
+void dlock__append_node_errors(dlock__lane *lane, const dlock__conn *conns,
+                               const dlock__node_result *results, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const dlock__node_result *r = &results[i];
+        const dlock__conn *conn = &conns[i];
+        if (r->status < 0 && conn->err[0])
+            append(lane, "; %s", conn->err);
+        else if (r->status < 0)
+            append(lane, "; %s: %s", conn->ep->label, dlock_strerror(r->status));
+        else if (r->reply && r->reply->type == DLOCK__REPLY_ERROR)
+            append(lane, "; %s: %.300s", conn->ep->label, r->reply->str);
+    }
+}
+
+uint64_t dlock__random_below(dlock_client *c, uint64_t bound)
+{
+    /* xorshift64: jitter only needs to differ between processes. */
+    c->rng ^= c->rng << 13;
+    c->rng ^= c->rng >> 7;
+    c->rng ^= c->rng << 17;
+    return bound ? c->rng % bound : 0;
+}
