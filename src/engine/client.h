@@ -75,9 +75,11 @@ void dlock__append_node_errors(dlock__lane *lane, const dlock__conn *conns,
                                const dlock__node_result *results, size_t n);
 
 /* DLOCK_EINVAL (with the message set) if two of the lane's connections
- * reached one server (the same run_id), else 0. Servers that do not allow
- * INFO are not compared: the check at open, by address, is all there is. */
-int dlock__lane_check_distinct(const dlock_client *c, dlock__lane *lane);
+ * reached one server (the same run_id), else 0. Connections whose run_id
+ * is still to come are given `grace_ns` for it: a server that answers at
+ * all answers that soon. Servers that do not allow INFO are not compared:
+ * the check at open, by address, is all there is. */
+int dlock__lane_check_distinct(const dlock_client *c, dlock__lane *lane, int64_t grace_ns);
 
 /* A random number in [0, bound), for jitter. */
 uint64_t dlock__random_below(dlock_client *c, uint64_t bound);

@@ -5,6 +5,7 @@
 #include "clock.h"
 #include "scripts.h"
 
+#include <poll.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -28,6 +29,7 @@ int dlock__lane_init(dlock_client *c, dlock__lane *lane)
             return DLOCK_ENOMEM;
         lane->conns[i].preload = dlock__script_sources();
         lane->conns[i].ask_identity = c->n > 1;
+        lane->conns[i].back_off_reconnects = c->n > 1;
         use_tls(c, &lane->conns[i]);
     }
     return 0;
@@ -78,8 +80,39 @@ int64_t dlock__node_deadline(const dlock_client *c, int64_t ttl_ms, int64_t now_
     return now_ns + ms * DLOCK__NS_PER_MS;
 }
 
-int dlock__lane_check_distinct(const dlock_client *c, dlock__lane *lane)
+/* Reads, until `until_ns`, what the connections that still owe their
+ * server's run_id have sent: the replies of calls already decided are
+ * dropped on the way. */
+static void await_identities(const dlock_client *c, dlock__lane *lane, int64_t until_ns)
 {
+    struct pollfd fds[DLOCK__NODES_MAX];
+    size_t index[DLOCK__NODES_MAX];
+    int64_t now = dlock__now_ns();
+    for (;;) {
+        size_t k = 0;
+        for (size_t i = 0; i < c->n; i++) {
+            if (!dlock__conn_identity_pending(&lane->conns[i]))
+                continue;
+            fds[k] = (struct pollfd){.fd = lane->conns[i].fd,
+                                     .events = dlock__conn_events(&lane->conns[i])};
+            index[k++] = i;
+        }
+        if (k == 0 || now >= until_ns || poll(fds, k, dlock__ms_until(until_ns, now)) < 0)
+            return;
+        for (size_t j = 0; j < k; j++) {
+            dlock__reply *unexpected = NULL;
+            if (fds[j].revents && dlock__conn_progress(&lane->conns[index[j]], fds[j].revents,
+                                                       &unexpected) == 1)
+                dlock__reply_free(unexpected);
+        }
+        now = dlock__now_ns();
+    }
+}
+
+int dlock__lane_check_distinct(const dlock_client *c, dlock__lane *lane, int64_t grace_ns)
+{
+    if (c->n > 1)
+        await_identities(c, lane, dlock__now_ns() + grace_ns);
     for (size_t i = 0; i < c->n; i++) {
         for (size_t j = i + 1; j < c->n && lane->conns[i].run_id[0]; j++) {
             if (strcmp(lane->conns[i].run_id, lane->conns[j].run_id) != 0)

@@ -22,6 +22,10 @@
 #define OUT_INITIAL_CAP 4096
 #define READ_CHUNK 16384
 #define STALE_MAX 16 /* past this many unanswered calls, start afresh */
+/* After a failed connect, the next try waits this long, doubling up to the
+ * cap: a dead server costs later calls nothing, not a connect each. */
+#define RECONNECT_FIRST_MS 100
+#define RECONNECT_MAX_MS 1000
 
 
 static int fail(dlock__conn *c, int code, const char *fmt, ...)
@@ -86,7 +90,7 @@ int dlock__resolve(const dlock__endpoint *ep, struct addrinfo **out, char *why, 
 }
 
 int dlock__conn_init(dlock__conn *c, const dlock__endpoint *ep, const struct addrinfo *addrs,
-                     int connect_timeout_ms)
+                     int64_t connect_timeout_ms)
 {
     memset(c, 0, sizeof(*c));
     c->fd = -1;
@@ -252,6 +256,18 @@ static int after_connect(dlock__conn *c)
     return 0;
 }
 
+/* A connect failed (refused, timed out, no address left): no new try
+ * before the back-off passed. */
+static void back_off(dlock__conn *c, int64_t now_ns)
+{
+    int64_t delay;
+    if (!c->back_off_reconnects)
+        return;
+    delay = c->reconnect_delay_ms ? c->reconnect_delay_ms * 2 : RECONNECT_FIRST_MS;
+    c->reconnect_delay_ms = delay < RECONNECT_MAX_MS ? delay : RECONNECT_MAX_MS;
+    c->reconnect_at_ns = now_ns + c->reconnect_delay_ms * DLOCK__NS_PER_MS;
+}
+
 static int open_connection(dlock__conn *c, int64_t now_ns)
 {
     int rc;
@@ -263,6 +279,8 @@ static int open_connection(dlock__conn *c, int64_t now_ns)
     if (rc < 0)
         return fail(c, rc, "cannot encode AUTH/SELECT");
     rc = connect_from(c, c->addrs);
+    if (rc == DLOCK_ECONN)
+        back_off(c, now_ns);
     if (rc == 0 && c->state == DLOCK__CONN_READY)
         rc = after_connect(c); /* connected at once (Unix sockets) */
     if (rc < 0)
@@ -298,11 +316,18 @@ static void refresh_idle(dlock__conn *c)
 
 int dlock__conn_begin(dlock__conn *c, const char *cmd, size_t len, int64_t now_ns)
 {
+    if (c->state == DLOCK__CONN_CLOSED && now_ns < c->reconnect_at_ns)
+        return DLOCK_ECONN; /* c->err still says why the last connect failed */
     c->err[0] = '\0';
     if (c->state == DLOCK__CONN_READY)
         refresh_idle(c);
-    if (c->state == DLOCK__CONN_CONNECTING && now_ns > c->connect_deadline_ns)
+    if (c->state == DLOCK__CONN_CONNECTING && now_ns > c->connect_deadline_ns) {
+        snprintf(c->err, sizeof(c->err), "%s: connect: no answer within %lld ms", c->ep->label,
+                 (long long)c->connect_timeout_ms);
         dlock__conn_close(c);
+        back_off(c, now_ns);
+        return DLOCK_ECONN;
+    }
     if (c->state == DLOCK__CONN_CLOSED) {
         int rc = open_connection(c, now_ns);
         if (rc < 0)
@@ -356,6 +381,8 @@ static int finish_connect(dlock__conn *c)
         /* The next address, if any. */
         if (c->trying && c->trying->ai_next && connect_from(c, c->trying->ai_next) == 0)
             rc = c->state == DLOCK__CONN_READY ? after_connect(c) : 0;
+        if (rc == DLOCK_ECONN)
+            back_off(c, dlock__now_ns());
     }
     if (rc < 0)
         return fail_as_is(c, rc);
@@ -445,6 +472,7 @@ static int take_replies(dlock__conn *c, dlock__reply **reply)
     int rc;
     while ((rc = dlock__reader_next(c->reader, &r)) == 1) {
         c->answered = true;
+        c->reconnect_delay_ms = 0;
         if (c->handshake_owed) {
             c->handshake_owed--;
             if (r->type == DLOCK__REPLY_ERROR) {
@@ -547,6 +575,11 @@ int dlock__conn_progress(dlock__conn *c, short revents, dlock__reply **reply)
     if (revents & (POLLIN | POLLHUP | POLLERR))
         return read_input(c, reply);
     return 0;
+}
+
+bool dlock__conn_identity_pending(const dlock__conn *c)
+{
+    return c->state != DLOCK__CONN_CLOSED && c->identity_owed > 0;
 }
 
 void dlock__conn_abandon(dlock__conn *c, unsigned owed)

@@ -31,7 +31,10 @@ typedef struct dlock__conn {
     enum dlock__conn_state state;
     int fd;
     int64_t connect_deadline_ns;
-    int connect_timeout_ms;
+    int64_t connect_timeout_ms;
+    bool back_off_reconnects;   /* one of several servers: others can do without it */
+    int64_t reconnect_at_ns;    /* after a failed connect: no new one before */
+    int64_t reconnect_delay_ms; /* the last back-off; 0 once a server answered */
     dlock__reader *reader;
     char *out; /* pending output */
     size_t out_len, out_sent, out_cap;
@@ -61,12 +64,15 @@ int dlock__resolve(const dlock__endpoint *ep, struct addrinfo **out, char *why, 
 /* Prepares a closed connection; `addrs` is borrowed. Returns 0 or
  * DLOCK_ENOMEM. */
 int dlock__conn_init(dlock__conn *c, const dlock__endpoint *ep, const struct addrinfo *addrs,
-                     int connect_timeout_ms);
+                     int64_t connect_timeout_ms);
 void dlock__conn_destroy(dlock__conn *c);
 void dlock__conn_close(dlock__conn *c);
 
 /* Starts a call: makes sure a connection exists or is being made, and
- * queues `cmd`. Returns 0 or a negative code (c->err says why). */
+ * queues `cmd`. Returns 0 or a negative code (c->err says why). With
+ * back_off_reconnects, a server that refused a connect (or did not answer
+ * one in time) is not tried again for a back-off of 100 ms, doubling up to
+ * 1 s: DLOCK_ECONN at once. */
 int dlock__conn_begin(dlock__conn *c, const char *cmd, size_t len, int64_t now_ns);
 
 /* Adds `cmd` to the call begun last (pipelining: its reply comes after
@@ -87,6 +93,10 @@ short dlock__conn_events(const dlock__conn *c);
  * frees it), 0 when nothing is complete yet, or a negative code; on failure
  * the connection is closed. */
 int dlock__conn_progress(dlock__conn *c, short revents, dlock__reply **reply);
+
+/* 1 while the connection is up and the server's INFO reply (run_id) is
+ * still to come. */
+bool dlock__conn_identity_pending(const dlock__conn *c);
 
 /* The current call's deadline passed with `owed` of its replies still to
  * come: they are discarded when they arrive. */
