@@ -13,7 +13,6 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
-#include <string.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -72,13 +71,13 @@ static void test_listen_free_lock_costs_one_try(void **state)
 
     count_acquire(c, r, "listen:try", NULL, &try_cmds, &try_subs);
     count_acquire(c, r, "listen:wait", &wait, &wait_cmds, &wait_subs);
+    redisFree(r);
+    dlock_client_close(c);
     if (wait_subs != 0)
         fail_msg("a waiting acquire of a free lock sent %lld SUBSCRIBE", wait_subs);
     if (wait_cmds != try_cmds)
         fail_msg("a waiting acquire of a free lock cost %lld commands, a single try %lld",
                  wait_cmds, try_cmds);
-    redisFree(r);
-    dlock_client_close(c);
 }
 
 struct waiter {

@@ -25,7 +25,6 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
-#include <string.h>
 
 #include <cmocka.h>
 
