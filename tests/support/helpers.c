@@ -70,15 +70,31 @@ long long pttl_of(redisContext *c, const char *key)
     return v;
 }
 
-long long info_field(redisContext *c, const char *section, const char *field)
+/* The number after `field` in INFO `section`; *found tells if it is there. */
+static long long find_info_field(redisContext *c, const char *section, const char *field,
+                                 int *found)
 {
     redisReply *r = run(c, "INFO %s", section);
     const char *at = r->type == REDIS_REPLY_STRING ? strstr(r->str, field) : NULL;
-    long long v = at ? strtoll(at + strlen(field), NULL, 10) : -1;
+    long long v = at ? strtoll(at + strlen(field), NULL, 10) : 0;
     freeReplyObject(r);
-    if (!at)
+    *found = at != NULL;
+    return v;
+}
+
+long long info_field(redisContext *c, const char *section, const char *field)
+{
+    int found;
+    long long v = find_info_field(c, section, field, &found);
+    if (!found)
         fail_msg("INFO %s has no %s", section, field);
     return v;
+}
+
+long long info_count(redisContext *c, const char *section, const char *field)
+{
+    int found;
+    return find_info_field(c, section, field, &found);
 }
 
 int key_exists(redisContext *c, const char *key)

@@ -33,6 +33,10 @@ long long pttl_of(redisContext *c, const char *key);
  * "cmdstat_evalsha:calls="). Fails the test if it is missing. */
 long long info_field(redisContext *c, const char *section, const char *field);
 
+/* The same for a counter that INFO leaves out while it is 0, as
+ * commandstats does for a command never called: 0 when missing. */
+long long info_count(redisContext *c, const char *section, const char *field);
+
 /* The auxiliary key of kind `kind` ("fence", "owner", "released") of lock
  * `name`, by the wire contract's rule: "{T}:dlock:KIND:NAME", T being the
  * name's hash tag if it has one, else the name. Returns a static buffer

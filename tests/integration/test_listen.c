@@ -1,0 +1,202 @@
+/* A waiting acquire tries first, then listens: a free lock costs what a
+ * single try costs (no SUBSCRIBE at all); a busy one subscribes to the
+ * release channel, then tries once more before it sleeps, so a release
+ * between its first try and its subscription is not missed; and a
+ * sleeping waiter wakes on the release, long before its backoff. */
+#include "helpers.h"
+#include "script_server.h"
+
+#include <dlock.h>
+
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#define WAKE_BOUND_MS 1000 /* a woken waiter is granted within this */
+#define BACKOFF_MS 5000    /* the fallback sleep a wake-up must beat */
+#define WAIT_MS 20000
+
+/* A wait whose fallback sleep (backoff_max_ms / 2 at least) is longer than
+ * the bound a wake-up must meet, however slow the build. */
+static dlock_acquire_options long_backoff_wait(void)
+{
+    dlock_acquire_options o = DLOCK_ACQUIRE_OPTIONS_INIT;
+    o.wait_ms = (int64_t)WAIT_MS * test_slowdown();
+    o.backoff_max_ms = BACKOFF_MS * test_slowdown();
+    return o;
+}
+
+static long long subscribes(redisContext *r)
+{
+    return info_count(r, "commandstats", "cmdstat_subscribe:calls=");
+}
+
+/* Counts every command the server ran, the INFO that reads it included:
+ * the same in each measurement. */
+static long long commands(redisContext *r)
+{
+    return info_field(r, "stats", "total_commands_processed:");
+}
+
+/* What an acquire of the free lock `name` costs the server: its commands
+ * and the SUBSCRIBEs among them. The release after it is not counted. */
+static void count_acquire(dlock_client *c, redisContext *r, const char *name,
+                          const dlock_acquire_options *opts, long long *cmds, long long *subs)
+{
+    long long subs_before = subscribes(r), cmds_before = commands(r);
+    dlock_lock *lock = must_acquire(c, name, 30000, opts);
+    *cmds = commands(r) - cmds_before;
+    *subs = subscribes(r) - subs_before;
+    assert_int_equal(dlock_lock_release(lock), 0);
+    dlock_lock_free(lock);
+}
+
+static void test_listen_free_lock_costs_one_try(void **state)
+{
+    dlock_client *c = open_client(group_server.url, 0, 0);
+    redisContext *r = test_redis_connect(&group_server, NULL);
+    dlock_acquire_options wait = DLOCK_ACQUIRE_OPTIONS_INIT;
+    long long try_cmds, try_subs, wait_cmds, wait_subs;
+    dlock_lock *warm;
+    (void)state;
+    wait.wait_ms = 10000;
+    warm = must_acquire(c, "listen:warm", 30000, NULL); /* connected, scripts loaded */
+    assert_int_equal(dlock_lock_release(warm), 0);
+    dlock_lock_free(warm);
+
+    count_acquire(c, r, "listen:try", NULL, &try_cmds, &try_subs);
+    count_acquire(c, r, "listen:wait", &wait, &wait_cmds, &wait_subs);
+    redisFree(r);
+    dlock_client_close(c);
+    if (wait_subs != 0)
+        fail_msg("a waiting acquire of a free lock sent %lld SUBSCRIBE", wait_subs);
+    if (wait_cmds != try_cmds)
+        fail_msg("a waiting acquire of a free lock cost %lld commands, a single try %lld",
+                 wait_cmds, try_cmds);
+}
+
+struct waiter {
+    dlock_client *client;
+    const char *name;
+    dlock_lock *lock;
+    int rc;
+    long long granted_ms;
+};
+
+static void *wait_for_lock(void *arg)
+{
+    struct waiter *w = arg;
+    dlock_acquire_options o = long_backoff_wait();
+    w->rc = dlock_lock_acquire(&w->lock, w->client, w->name, 30000, &o);
+    w->granted_ms = test_now_ms();
+    return NULL;
+}
+
+/* Until someone listens on the lock's release channel. */
+static void await_listener(redisContext *r, const char *name)
+{
+    long long deadline = test_now_ms() + 5000LL * test_slowdown();
+    for (;;) {
+        redisReply *reply = run(r, "PUBSUB NUMSUB %s", aux_key(name, "released"));
+        long long n = reply->type == REDIS_REPLY_ARRAY && reply->elements == 2
+                          ? reply->element[1]->integer
+                          : 0;
+        freeReplyObject(reply);
+        if (n > 0)
+            return;
+        if (test_now_ms() > deadline)
+            fail_msg("nobody subscribed to %s", aux_key(name, "released"));
+        usleep(5 * 1000);
+    }
+}
+
+static void test_listen_waiter_wakes_on_release(void **state)
+{
+    dlock_client *holder = open_client(group_server.url, 0, 0);
+    redisContext *r = test_redis_connect(&group_server, NULL);
+    struct waiter w = {.client = open_client(group_server.url, 0, 0), .name = "listen:busy"};
+    dlock_lock *held = must_acquire(holder, "listen:busy", 60000, NULL);
+    long long released_ms;
+    pthread_t t;
+    (void)state;
+    assert_int_equal(pthread_create(&t, NULL, wait_for_lock, &w), 0);
+    await_listener(r, "listen:busy");
+    usleep(200 * 1000); /* its try after subscribing is done: it sleeps now */
+    released_ms = test_now_ms();
+    assert_int_equal(dlock_lock_release(held), 0);
+    pthread_join(t, NULL);
+    if (w.rc != 0)
+        fail_msg("the waiter: %s", dlock_err_name(w.rc));
+    assert_true(w.granted_ms >= released_ms);
+    if (w.granted_ms - released_ms >= (long long)WAKE_BOUND_MS * test_slowdown())
+        fail_msg("the waiter was granted %lld ms after the release (bound %d ms)",
+                 w.granted_ms - released_ms, WAKE_BOUND_MS * test_slowdown());
+    dlock_lock_free(w.lock);
+    dlock_lock_free(held);
+    redisFree(r);
+    dlock_client_close(w.client);
+    dlock_client_close(holder);
+}
+
+/* The lock is busy on the first try and free on the next: the release
+ * came between the try and the subscription, so no message will ever come.
+ * A waiter that tries again once it listens is granted at once; one that
+ * sleeps first waits out its backoff. An acquire is the script call that
+ * carries the owner record (its "pid"); a release names the channel. */
+static void test_listen_release_before_subscribe_is_not_missed(void **state)
+{
+    const char *name = "listen:race";
+    char channel[256];
+    script_step steps[] = {
+        {"EVAL", "\"pid\":", "*2\r\n:0\r\n:60000\r\n", 0, 0},                  /* busy */
+        {"EVAL", "\"pid\":", "*2\r\n:1\r\n$16\r\n1700000000000001\r\n", 0, 0}, /* granted */
+        {"EVAL", channel, ":1\r\n", 0, 0},
+    };
+    dlock_acquire_options o = long_backoff_wait();
+    script_server fake;
+    dlock_client *c;
+    dlock_lock *lock = NULL;
+    char log[SCRIPT_LOG_MAX * 24], why[512];
+    long long start, took;
+    int rc, listened;
+    (void)state;
+    snprintf(channel, sizeof(channel), "%s", aux_key(name, "released"));
+    assert_int_equal(script_server_start(&fake, steps, 3), 0);
+    c = open_client(fake.url, 0, 0);
+    start = test_now_ms();
+    rc = dlock_lock_acquire(&lock, c, name, 30000, &o);
+    took = test_now_ms() - start;
+    snprintf(why, sizeof(why), "%s", dlock_client_errmsg(c));
+    if (rc == 0)
+        assert_int_equal(dlock_lock_release(lock), 0);
+    dlock_lock_free(lock);
+    dlock_client_close(c);
+    script_server_stop(&fake);
+
+    script_server_log(&fake, log, sizeof(log));
+    if (rc != 0)
+        fail_msg("acquire: %s: %s (commands: %s)", dlock_err_name(rc), why, log);
+    if (took >= (long long)WAKE_BOUND_MS * test_slowdown())
+        fail_msg("granted after %lld ms (bound %d ms; commands: %s)", took,
+                 WAKE_BOUND_MS * test_slowdown(), log);
+    if (steps[0].seq < 0 || steps[1].seq < 0)
+        fail_msg("not granted by the second try (commands: %s)", log);
+    listened = script_server_first(&fake, "SUBSCRIBE");
+    if (!(steps[0].seq < listened && listened < steps[1].seq))
+        fail_msg("not try, listen, try again (commands: %s)", log);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_listen_free_lock_costs_one_try),
+        cmocka_unit_test(test_listen_waiter_wakes_on_release),
+        cmocka_unit_test(test_listen_release_before_subscribe_is_not_missed),
+    };
+    return cmocka_run_group_tests(tests, group_setup_server, group_teardown_server);
+}

@@ -1,0 +1,281 @@
+/* A paused minority of Redlock servers costs nothing: acquire (trying once
+ * or waiting for a free lock), extend, release and status, in the library
+ * and through the dlock command, proceed as soon as a majority answered;
+ * the paused servers get at most the per-node deadline, never the connect
+ * or command timeout. A paused server accepts connections (the kernel
+ * does) and then never answers: the worst kind of slow.
+ *
+ * Each operation is timed RUNS times and its median must stay under
+ * BOUND_MS. The library's client has connect and command timeouts of 5 s
+ * and a per-node deadline of 100 ms; the command runs with its defaults
+ * (a per-node deadline of 1 s for a 30 s TTL). What an engine that waits
+ * for every node costs (measured on 5 servers, 2 paused):
+ *   - release and status: the command timeout, 5 s a call;
+ *   - acquire, a waiting acquire of a free lock, extend: the per-node
+ *     deadline (about 100 ms: these pass already and guard the rest);
+ *   - the command: acquire (which waits: it subscribes first and waits for
+ *     every confirmation), release and extend 1 s each, run 2 s, status 2
+ *     to 3 s (the connect timeout). */
+#include "cli_runner.h"
+#include "helpers.h"
+
+#include <dlock.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include <cmocka.h>
+
+#define SERVERS 5
+#define RUNS 5
+#define BOUND_MS 1000
+#define SLOW_TIMEOUT_MS 5000 /* connect and command: never to be waited for */
+#define NODE_TIMEOUT_MS 100
+#define TTL_MS 30000
+
+static test_redis servers[SERVERS];
+static char redis_env[SERVERS * 100]; /* DLOCK_REDIS: the test's servers */
+
+/* One check: `measure` times one run of an operation on the first `nodes`
+ * servers, the last `paused` of them stopped. */
+struct minority_case {
+    const char *op;
+    size_t nodes, paused;
+    long long (*measure)(const struct minority_case *mc, dlock_client *c, int run);
+};
+
+static int group_setup(void **state)
+{
+    (void)state;
+    for (int i = 0; i < SERVERS; i++)
+        if (test_redis_start(&servers[i], NULL) < 0)
+            return -1;
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    for (int i = 0; i < SERVERS; i++)
+        test_redis_stop(&servers[i]);
+    return 0;
+}
+
+/* Empty servers, the minority paused. */
+static int setup(void **state)
+{
+    const struct minority_case *mc = *state;
+    size_t used = 0;
+    for (size_t i = 0; i < SERVERS; i++) {
+        redisContext *r = test_redis_connect(&servers[i], NULL);
+        if (!r)
+            return -1;
+        freeReplyObject(redisCommand(r, "FLUSHALL"));
+        redisFree(r);
+    }
+    for (size_t i = 0; i < mc->nodes; i++)
+        used += (size_t)snprintf(redis_env + used, sizeof(redis_env) - used, "%s%s",
+                                 i ? "," : "", servers[i].url);
+    for (size_t i = mc->nodes - mc->paused; i < mc->nodes; i++)
+        test_redis_pause(&servers[i]);
+    return 0;
+}
+
+/* Also after a failed assertion: the next test needs them running. */
+static int teardown(void **state)
+{
+    (void)state;
+    for (int i = 0; i < SERVERS; i++)
+        test_redis_resume(&servers[i]);
+    return 0;
+}
+
+static dlock_client *open_slow_client(size_t nodes)
+{
+    dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
+    const char *urls[SERVERS];
+    dlock_client *c = NULL;
+    char why[256];
+    for (size_t i = 0; i < nodes; i++)
+        urls[i] = servers[i].url;
+    o.urls = urls;
+    o.n_urls = nodes;
+    o.connect_timeout_ms = SLOW_TIMEOUT_MS;
+    o.command_timeout_ms = SLOW_TIMEOUT_MS;
+    o.node_timeout_ms = NODE_TIMEOUT_MS;
+    if (dlock_client_open(&c, &o, why, sizeof(why)) != 0)
+        fail_msg("open: %s", why);
+    return c;
+}
+
+/* The lock name of a run: unique to the case, so that what a paused server
+ * applies after it resumes meets nothing of the next case. */
+static const char *name_of(const struct minority_case *mc, int run)
+{
+    static char name[64];
+    snprintf(name, sizeof(name), "min:%zu:%s:%d", mc->nodes, mc->op, run);
+    return name;
+}
+
+static long long since(long long start)
+{
+    return test_now_ms() - start;
+}
+
+/* A lock to extend, release or ask about, taken before the clock starts. */
+static dlock_lock *hold(const struct minority_case *mc, dlock_client *c, int run)
+{
+    return must_acquire(c, name_of(mc, run), TTL_MS, NULL);
+}
+
+static long long acquire_once(const struct minority_case *mc, dlock_client *c, int run)
+{
+    long long start = test_now_ms(), took;
+    dlock_lock *lock = must_acquire(c, name_of(mc, run), TTL_MS, NULL);
+    took = since(start);
+    dlock_lock_free(lock);
+    return took;
+}
+
+static long long acquire_waiting(const struct minority_case *mc, dlock_client *c, int run)
+{
+    dlock_acquire_options o = DLOCK_ACQUIRE_OPTIONS_INIT;
+    long long start = test_now_ms(), took;
+    dlock_lock *lock;
+    o.wait_ms = 30000;
+    lock = must_acquire(c, name_of(mc, run), TTL_MS, &o);
+    took = since(start);
+    dlock_lock_free(lock);
+    return took;
+}
+
+static long long extend(const struct minority_case *mc, dlock_client *c, int run)
+{
+    dlock_lock *lock = hold(mc, c, run);
+    long long start = test_now_ms(), took;
+    int rc = dlock_lock_extend(lock, TTL_MS);
+    took = since(start);
+    if (rc != 0)
+        fail_msg("extend: %s: %s", dlock_err_name(rc), dlock_client_errmsg(c));
+    dlock_lock_free(lock);
+    return took;
+}
+
+static long long release(const struct minority_case *mc, dlock_client *c, int run)
+{
+    dlock_lock *lock = hold(mc, c, run);
+    long long start = test_now_ms(), took;
+    int rc = dlock_lock_release(lock);
+    took = since(start);
+    if (rc != 0)
+        fail_msg("release: %s: %s", dlock_err_name(rc), dlock_client_errmsg(c));
+    dlock_lock_free(lock);
+    return took;
+}
+
+static long long status(const struct minority_case *mc, dlock_client *c, int run)
+{
+    dlock_lock *lock = hold(mc, c, run);
+    dlock_status st;
+    long long start = test_now_ms(), took;
+    int rc = dlock_status_query(&st, c, name_of(mc, run));
+    took = since(start);
+    if (rc != 0)
+        fail_msg("status: %s: %s", dlock_err_name(rc), dlock_client_errmsg(c));
+    assert_true(st.held);
+    assert_true(st.nodes_answered > mc->nodes / 2);
+    dlock_lock_free(lock);
+    return took;
+}
+
+/* `dlock ARGS`, which must succeed; how long it took, start-up included. */
+static long long time_cli(const char *const *args)
+{
+    static cli_proc p; /* 32 KiB of output buffers */
+    int rc = cli_run(&p, redis_env, args, 60000);
+    if (rc != 0)
+        fail_msg("dlock %s: exit %d after %lld ms: %s", args[0], rc, p.took_ms, p.err);
+    return p.took_ms;
+}
+
+static long long cli_run_true(const struct minority_case *mc, dlock_client *c, int run)
+{
+    const char *args[] = {"run", "-t", "30", name_of(mc, run), "--", "true", NULL};
+    (void)c;
+    return time_cli(args);
+}
+
+static long long cli_acquire(const struct minority_case *mc, dlock_client *c, int run)
+{
+    const char *args[] = {"acquire", name_of(mc, run), NULL};
+    (void)c;
+    return time_cli(args);
+}
+
+/* `dlock VERB NAME [TOKEN]` on a lock the library took. */
+static long long cli_on_held(const struct minority_case *mc, dlock_client *c, int run,
+                             const char *verb, int with_token)
+{
+    dlock_lock *lock = hold(mc, c, run);
+    const char *args[] = {verb, name_of(mc, run), with_token ? dlock_lock_token(lock) : NULL,
+                          NULL};
+    long long took = time_cli(args);
+    dlock_lock_free(lock);
+    return took;
+}
+
+static long long cli_release(const struct minority_case *mc, dlock_client *c, int run)
+{
+    return cli_on_held(mc, c, run, "release", 1);
+}
+
+static long long cli_extend(const struct minority_case *mc, dlock_client *c, int run)
+{
+    return cli_on_held(mc, c, run, "extend", 1);
+}
+
+static long long cli_status(const struct minority_case *mc, dlock_client *c, int run)
+{
+    return cli_on_held(mc, c, run, "status", 0);
+}
+
+/* The median of RUNS is under the bound iff fewer than half the runs reach
+ * it: stop as soon as that fails, since a slow engine costs seconds a run. */
+static void test_minority(void **state)
+{
+    const struct minority_case *mc = *state;
+    dlock_client *c = open_slow_client(mc->nodes);
+    long long bound = (long long)BOUND_MS * test_slowdown();
+    char runs[RUNS * 24] = "";
+    size_t used = 0;
+    int over = 0;
+    for (int i = 0; i < RUNS && over <= RUNS / 2; i++) {
+        long long took = mc->measure(mc, c, i);
+        over += took >= bound;
+        used += (size_t)snprintf(runs + used, sizeof(runs) - used, " %lld", took);
+    }
+    dlock_client_close(c);
+    if (over > RUNS / 2)
+        fail_msg("%s, %zu of %zu servers paused: %d of %d runs took %lld ms or more, so "
+                 "does the median (runs, ms:%s)",
+                 mc->op, mc->paused, mc->nodes, over, RUNS, bound, runs);
+}
+
+#define MINORITY(nodes, paused, op)                                                                \
+    {"test_minority_" #nodes "_" #paused "_paused_" #op, test_minority, setup, teardown,           \
+     &(struct minority_case){#op, nodes, paused, op}}
+
+#define MINORITY_CASES(nodes, paused)                                                              \
+    MINORITY(nodes, paused, acquire_once), MINORITY(nodes, paused, acquire_waiting),               \
+        MINORITY(nodes, paused, extend), MINORITY(nodes, paused, release),                         \
+        MINORITY(nodes, paused, status), MINORITY(nodes, paused, cli_run_true),                    \
+        MINORITY(nodes, paused, cli_acquire), MINORITY(nodes, paused, cli_release),                \
+        MINORITY(nodes, paused, cli_extend), MINORITY(nodes, paused, cli_status)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {MINORITY_CASES(5, 2), MINORITY_CASES(3, 1)};
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
