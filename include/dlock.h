@@ -412,6 +412,23 @@ DLOCK_EXTERN const dlock_holder *dlock_status_holder(const dlock_status *st, siz
 DLOCK_EXTERN unsigned dlock_status_nodes_answered(const dlock_status *st);
 DLOCK_EXTERN unsigned dlock_status_nodes_held(const dlock_status *st);
 
+/* One server's own answer within a status: owned by the status, valid
+ * until it is freed. New fields are only ever added at the end. */
+typedef struct dlock_node_status {
+    int code;          /* 0: it answered; else why not (DLOCK_ETIMEDOUT: not in time) */
+    const char *error; /* the detail of that failure ("" when it answered) */
+    int held;          /* the key exists there */
+    int64_t ttl_ms;    /* its TTL there: -1 for none, 0 when free */
+    uint64_t fence;    /* the last fencing token there */
+} dlock_node_status;
+
+/* Server number `node` (0 .. dlock_client_nodes() - 1; 0 for a status of
+ * one server) as it answered, or NULL out of range. A query does not wait
+ * for the servers it does not need: once the majority's view is known, the
+ * others get as long again as that took, so a paused server shows
+ * DLOCK_ETIMEDOUT instead of costing its whole deadline. */
+DLOCK_EXTERN const dlock_node_status *dlock_status_node(const dlock_status *st, size_t node);
+
 /* NULL is ignored. */
 DLOCK_EXTERN void dlock_status_free(dlock_status *st);
 

@@ -20,6 +20,9 @@ struct dlock_status {
     dlock_holder holder; /* points into owner */
     unsigned nodes_answered;
     unsigned nodes_held;
+    size_t n;
+    dlock_node_status nodes[DLOCK__NODES_MAX];
+    char errors[DLOCK__NODES_MAX][256]; /* what nodes[i].error points to */
 };
 
 /* One node's view: code 0, or its failure (< 0), or 1 when it was not
@@ -67,15 +70,19 @@ static int parse_view(struct view *v, const dlock__reply *r)
 
 struct gather {
     size_t quorum;
+    int64_t start_ns, known_ns; /* known_ns: 0 until the majority's view is */
 };
 
 /* Enough answers to know the majority's view: a majority answered, and
  * either holds the key or so many do not that a majority never will; or so
- * many cannot answer that no majority will. */
-static bool known(const dlock__node_result *results, size_t n, size_t k, void *ctx)
+ * many cannot answer that no majority will. The others then get as long
+ * again as that took (1 ms at least) to show their own view. */
+static bool known(const dlock__node_result *results, size_t n, size_t k, int64_t *deadline_ns,
+                  void *ctx)
 {
-    const struct gather *g = ctx;
+    struct gather *g = ctx;
     size_t held = 0, free = 0, failed = 0;
+    int64_t grace;
     (void)k;
     for (size_t i = 0; i < n; i++) {
         const char *type = results[i].status == DLOCK__REPLIED ? type_of(results[i].reply) : NULL;
@@ -88,9 +95,17 @@ static bool known(const dlock__node_result *results, size_t n, size_t k, void *c
         else
             free++;
     }
-    if (failed > n - g->quorum)
+    if (held + free + failed == n || failed > n - g->quorum)
         return true;
-    return held + free >= g->quorum && (held >= g->quorum || free > n - g->quorum);
+    if (!(held + free >= g->quorum && (held >= g->quorum || free > n - g->quorum)))
+        return false;
+    if (!g->known_ns)
+        g->known_ns = dlock__now_ns();
+    grace = g->known_ns - g->start_ns > DLOCK__NS_PER_MS ? g->known_ns - g->start_ns
+                                                          : DLOCK__NS_PER_MS;
+    if (g->known_ns + grace < *deadline_ns)
+        *deadline_ns = g->known_ns + grace;
+    return false;
 }
 
 /* The majority's view: held if a majority of all nodes hold the key, the
@@ -152,12 +167,35 @@ static void explain(dlock_client *c, const char *name, int rc, const struct view
     dlock__append_node_errors(&c->main, c->main.conns + first, results, count);
 }
 
+/* Each node's own answer, for dlock_status_node(). */
+static void keep_node_views(dlock_status *out, const struct view *views,
+                            const dlock__node_result *results, const dlock__conn *conns,
+                            size_t count)
+{
+    out->n = count;
+    for (size_t i = 0; i < count; i++) {
+        dlock_node_status *ns = &out->nodes[i];
+        const dlock__reply *r = results[i].reply;
+        ns->code = views[i].code > 0 ? DLOCK_ETIMEDOUT : views[i].code;
+        ns->held = ns->code == 0 && views[i].st.held;
+        ns->ttl_ms = ns->code == 0 ? views[i].st.ttl_ms : 0;
+        ns->fence = ns->code == 0 ? views[i].st.fence : 0;
+        out->errors[i][0] = '\0';
+        if (ns->code < 0 && r && r->type == DLOCK__REPLY_ERROR)
+            snprintf(out->errors[i], sizeof(out->errors[i]), "%s", r->str);
+        else if (ns->code < 0)
+            snprintf(out->errors[i], sizeof(out->errors[i]), "%s",
+                     conns[i].err[0] ? conns[i].err : dlock_strerror(ns->code));
+        ns->error = out->errors[i];
+    }
+}
+
 /* Asks nodes [first, first + count) and combines their views into *out. */
 static int query(dlock_status *out, dlock_client *c, const char *name, size_t first, size_t count)
 {
     dlock__node_result results[DLOCK__NODES_MAX];
     struct view views[DLOCK__NODES_MAX] = {{0}};
-    struct gather g = {count / 2 + 1};
+    struct gather g = {count / 2 + 1, dlock__now_ns(), 0};
     dlock__keys keys;
     dlock__script_call call;
     char why[256];
@@ -176,6 +214,8 @@ static int query(dlock_status *out, dlock_client *c, const char *name, size_t fi
                                 ? parse_view(&views[i], results[i].reply)
                                 : results[i].status == DLOCK__PENDING ? 1 : results[i].status;
         rc = combine(out, views, count, g.quorum);
+        if (rc == 0)
+            keep_node_views(out, views, results, c->main.conns + first, count);
         if (rc < 0)
             explain(c, name, rc, views, results, first, count);
         dlock__results_clear(results, count);
@@ -255,6 +295,11 @@ unsigned dlock_status_nodes_answered(const dlock_status *st)
 unsigned dlock_status_nodes_held(const dlock_status *st)
 {
     return st ? st->nodes_held : 0;
+}
+
+const dlock_node_status *dlock_status_node(const dlock_status *st, size_t node)
+{
+    return st && node < st->n ? &st->nodes[node] : NULL;
 }
 
 void dlock_status_free(dlock_status *st)

@@ -115,9 +115,11 @@ struct decision {
 };
 
 /* The fan-out's `enough`: every call of the batch is settled. */
-static bool decided(const dlock__node_result *results, size_t n, size_t k, void *ctx)
+static bool decided(const dlock__node_result *results, size_t n, size_t k, int64_t *deadline_ns,
+                    void *ctx)
 {
     struct decision *d = ctx;
+    (void)deadline_ns;
     for (size_t j = 0; j < k; j++) {
         count(&d->tally, &results[j * n], n, d->kind);
         if (!settled(&d->tally, n))

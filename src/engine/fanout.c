@@ -192,9 +192,9 @@ void dlock__fanout_batch(dlock__conn *conns, size_t n, dlock__call *const *calls
     for (size_t i = 0; i < n; i++)
         send_batch(&b, i, now);
     while ((pending = poll_pending(&b, fds, index)) > 0) {
-        int timeout = dlock__ms_until(deadline_ns, now);
-        int ready;
-        decided = enough && enough(results, n, k, ctx);
+        int timeout, ready;
+        decided = enough && enough(results, n, k, &deadline_ns, ctx);
+        timeout = dlock__ms_until(deadline_ns, now);
         if (decided || timeout == 0)
             break;
         ready = poll(fds, pending, timeout);

@@ -35,9 +35,11 @@ typedef struct dlock__node_result {
 } dlock__node_result;
 
 /* Returns true once the results so far decide the outcome: results[j * n +
- * i] is call j's answer from node i, for the k calls of a batch. */
+ * i] is call j's answer from node i, for the k calls of a batch. It may
+ * bring *deadline_ns closer: to give the nodes still pending a little
+ * longer, but not their whole deadline. */
 typedef bool (*dlock__enough_fn)(const dlock__node_result *results, size_t n, size_t k,
-                                 void *ctx);
+                                 int64_t *deadline_ns, void *ctx);
 
 /* Sends `call` to every connection and fills results[0..n). Nodes that did
  * not answer by `deadline_ns` get DLOCK_ETIMEDOUT (their late replies will

@@ -178,9 +178,9 @@ static long long release(const struct minority_case *mc, dlock_client *c, int ru
 static long long status(const struct minority_case *mc, dlock_client *c, int run)
 {
     dlock_lock *lock = hold(mc, c, run);
-    dlock_status st;
+    status_view st;
     long long start = test_now_ms(), took;
-    int rc = dlock_status_query(&st, c, name_of(mc, run));
+    int rc = status_of(&st, c, name_of(mc, run));
     took = since(start);
     if (rc != 0)
         fail_msg("status: %s: %s", dlock_err_name(rc), dlock_client_errmsg(c));

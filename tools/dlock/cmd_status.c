@@ -39,16 +39,29 @@ static void print_json_fields(const dlock_status *st)
     }
 }
 
-/* Why a query failed: the client's detail (which server, what it said),
- * else the code's description. */
-static const char *failure(dlock_client *client, int rc)
+/* A server's own view, in the shape of the majority's. */
+static void print_node_json(const dlock_node_status *ns)
 {
-    const char *detail = dlock_client_errmsg(client);
-    return *detail ? detail : dlock_strerror(rc);
+    printf("\"held\":%s,\"ttl_ms\":%" PRId64 ",\"fence\":%" PRIu64, ns->held ? "true" : "false",
+           ns->ttl_ms, ns->fence);
 }
 
-/* With several servers: each one's own view, after the majority's. */
-static void print_nodes(dlock_client *client, const char *name, bool json)
+static void print_node_text(const char *name, const dlock_node_status *ns)
+{
+    if (!ns->held)
+        printf("%s: free", name);
+    else if (ns->ttl_ms >= 0)
+        printf("%s: held, expires in %.1f s", name, (double)ns->ttl_ms / 1000);
+    else
+        printf("%s: held, never expires (no TTL)", name);
+    if (ns->fence)
+        printf(", %sfence %" PRIu64, ns->held ? "" : "last ", ns->fence);
+    putchar('\n');
+}
+
+/* With several servers: each one's own view, after the majority's. A
+ * server that did not answer by the time the others had says why. */
+static void print_nodes(dlock_client *client, const dlock_status *st, const char *name, bool json)
 {
     size_t n = dlock_client_nodes(client);
     if (n < 2)
@@ -56,28 +69,25 @@ static void print_nodes(dlock_client *client, const char *name, bool json)
     if (json)
         printf(",\"nodes\":[");
     for (size_t i = 0; i < n; i++) {
-        dlock_status *st = NULL;
-        int rc = dlock_status_query_node(&st, client, name, i);
+        const dlock_node_status *ns = dlock_status_node(st, i);
         const char *server = dlock_client_node_label(client, i);
-        const char *why = rc < 0 ? failure(client, rc) : NULL;
         if (json) {
             printf("%s{\"server\":", i ? "," : "");
             cli_print_json_string(server);
-            if (rc < 0) {
+            if (ns->code < 0) {
                 printf(",\"error\":");
-                cli_print_json_string(why);
+                cli_print_json_string(ns->error);
             } else {
                 putchar(',');
-                print_json_fields(st);
+                print_node_json(ns);
             }
             putchar('}');
-        } else if (rc < 0) {
-            printf("  %s: %s\n", server, why);
+        } else if (ns->code < 0) {
+            printf("  %s: %s\n", server, ns->error);
         } else {
             printf("  %s: ", server);
-            print_text(name, st);
+            print_node_text(name, ns);
         }
-        dlock_status_free(st);
     }
     if (json)
         putchar(']');
@@ -121,7 +131,7 @@ int cmd_status(struct cli *cli, int argc, char **argv)
         rc = cli_fail(client, rc, o.name);
     } else {
         (o.json ? print_json : print_text)(o.name, st);
-        print_nodes(client, o.name, o.json);
+        print_nodes(client, st, o.name, o.json);
         if (o.json)
             printf("}\n");
         rc = dlock_status_held(st) ? EXIT_DONE : EXIT_REFUSED;
