@@ -194,15 +194,14 @@ typedef struct dlock_lock dlock_lock;
 /*
  * Lock names are byte strings of 1..DLOCK_NAME_MAX bytes (any byte but NUL).
  * The lock key is the name itself, so other clients that SET the same key
- * exclude us and we exclude them. Auxiliary keys sit in the same Redis
- * Cluster slot:
- *   - a name with a valid hash tag (a '{' followed later by a '}' with at
- *     least one byte between) uses NAME:fence, NAME:owner and the channel
- *     NAME:released;
- *   - a name without any brace uses {NAME}:fence, {NAME}:owner,
- *     {NAME}:released;
- *   - any other name with a brace is refused, and so are names ending in
- *     ":fence", ":owner" or ":released".
+ * exclude us and we exclude them. Auxiliary keys (the fencing counter, the
+ * owner record) and the release channel are {T}:dlock:fence:NAME,
+ * {T}:dlock:owner:NAME and {T}:dlock:released:NAME, where T is the name's
+ * hash tag if it has a valid one (a '{' followed later by a '}' with at
+ * least one byte between), else the whole name: they sit in the lock key's
+ * Redis Cluster slot, and no two names share one. A name with a brace but
+ * no valid hash tag is refused, and so is a name that starts like an
+ * auxiliary key ("{...}:dlock:").
  */
 
 #define DLOCK_WAIT_FOREVER (-1)

@@ -500,8 +500,11 @@ static int take_replies(dlock__conn *c, dlock__reply **reply)
             return 1;
         }
     }
+    if (rc < 0 && *dlock__reader_error(c->reader))
+        return fail(c, DLOCK_EPROTO, "%s: not a Redis reply (%s): is this a Redis server?",
+                    c->ep->label, dlock__reader_error(c->reader));
     if (rc < 0)
-        return fail(c, DLOCK_EPROTO, "%s: malformed reply", c->ep->label);
+        return fail(c, DLOCK_EPROTO, "%s: reply too large", c->ep->label);
     return 0;
 }
 

@@ -143,6 +143,12 @@ static bool announces_huge_bulk(const redisReader *h)
     return false;
 }
 
+const char *dlock__reader_error(const dlock__reader *r)
+{
+    /* Our own refusals (an array too long) reach hiredis as out of memory. */
+    return r->hiredis->err == REDIS_ERR_PROTOCOL ? r->hiredis->errstr : "";
+}
+
 int dlock__reader_next(dlock__reader *r, dlock__reply **out)
 {
     void *reply = NULL;

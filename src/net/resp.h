@@ -39,6 +39,11 @@ int dlock__reader_feed(dlock__reader *r, const char *buf, size_t len);
  * unusable). */
 int dlock__reader_next(dlock__reader *r, dlock__reply **out);
 
+/* What the reader found wrong, e.g. 'Protocol error, got "H" as reply type
+ * byte' (the byte shown escaped); "" when nothing is, or the reply was
+ * refused for its size. */
+const char *dlock__reader_error(const dlock__reader *r);
+
 void dlock__reply_free(dlock__reply *reply);
 
 /* Encodes a command as RESP. Returns its length and the buffer in *out

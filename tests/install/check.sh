@@ -8,13 +8,13 @@ trap 'rm -rf "$prefix"' EXIT
 
 "$CMAKE" --install "$build" --prefix "$prefix" >/dev/null
 test -f "$prefix/include/dlock.h"
-libdir=$(dirname "$(find "$prefix" -name 'libdlock.so.0' | head -1)")
+libdir=$(dirname "$(find "$prefix" -name 'libdlock.so.1' | head -1)")
 test -L "$libdir/libdlock.so"
 test -f "$libdir/libdlock.a"
-objdump -p "$libdir/libdlock.so.0" | grep -q 'SONAME *libdlock.so.0'
+objdump -p "$libdir/libdlock.so.1" | grep -q 'SONAME *libdlock.so.1'
 
 # Only dlock_* symbols are exported.
-if nm -D --defined-only "$libdir/libdlock.so.0" | awk '$2 ~ /[TDB]/ {print $3}' | grep -v '^dlock_'; then
+if nm -D --defined-only "$libdir/libdlock.so.1" | awk '$2 ~ /[TDB]/ {print $3}' | grep -v '^dlock_'; then
   echo "unexpected exported symbols above" >&2
   exit 1
 fi

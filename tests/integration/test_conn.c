@@ -344,8 +344,8 @@ static void test_conn_hostile_replies(void **state)
         {"*1\r\n:1\r\n", false, DLOCK_EPROTO, NULL},
         {"*2\r\n:1\r\n$3\r\nabc\r\n", false, DLOCK_EPROTO, NULL},
         {"*2\r\n:7\r\n:0\r\n", false, DLOCK_EPROTO, NULL},
-        {"*100000\r\n", false, DLOCK_EPROTO, "malformed"},
-        {"HTTP/1.1 400 Bad Request\r\n\r\n", false, DLOCK_EPROTO, "malformed"},
+        {"*100000\r\n", false, DLOCK_EPROTO, "reply too large"},
+        {"HTTP/1.1 400 Bad Request\r\n\r\n", false, DLOCK_EPROTO, "got \"H\" as reply type byte"},
         {"*2\r\n:1\r\n$16\r\n12", true, DLOCK_ECONN, "closed"},
         {"", true, DLOCK_ECONN, "closed"},
     };

@@ -321,7 +321,8 @@ static void test_lock_name_limits(void **state)
 static void test_lock_bad_ttl_refused(void **state)
 {
     struct fixture *f = *state;
-    static const int64_t bad[] = {0, -1, -30000, DLOCK_TTL_MAX_MS + 1, INT64_MAX, INT64_MIN};
+    static const int64_t bad[] = {0,         1, 2, DLOCK_TTL_MIN_MS - 1, -1, -30000,
+                                  DLOCK_TTL_MAX_MS + 1, INT64_MAX, INT64_MIN};
     dlock_lock *lock = NULL;
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         assert_int_equal(dlock_lock_acquire(&lock, f->a, "lock:ttlbad", bad[i], NULL), DLOCK_EINVAL);
@@ -334,6 +335,44 @@ static void test_lock_bad_ttl_refused(void **state)
         assert_int_equal(dlock_lock_extend(lock, bad[i]), DLOCK_EINVAL);
     /* Nothing was sent: the key keeps its TTL (PEXPIRE 0 would delete it). */
     assert_true(pttl_of(f->redis, "lock:ttlbad") > 20000);
+    assert_int_equal(dlock_lock_release(lock), 0);
+    dlock_lock_free(lock);
+    /* The shortest TTL is one that can be acquired. */
+    lock = must_acquire(f->a, "lock:ttlbad", DLOCK_TTL_MIN_MS, NULL);
+    dlock_lock_free(lock);
+}
+
+/* Durations beyond DLOCK_DURATION_MAX_MS would overflow nanoseconds: an
+ * immediate EBUSY for a long wait, a false loss for a long max-hold. */
+static void test_lock_durations_bounded(void **state)
+{
+    struct fixture *f = *state;
+    dlock_acquire_options opts = DLOCK_ACQUIRE_OPTIONS_INIT;
+    dlock_lock *lock = NULL, *held;
+    opts.wait_ms = DLOCK_DURATION_MAX_MS + 1;
+    assert_int_equal(dlock_lock_acquire(&lock, f->a, "lock:long", 30000, &opts), DLOCK_EINVAL);
+    opts.wait_ms = 10000000000000LL; /* 1e13 ms */
+    assert_int_equal(dlock_lock_acquire(&lock, f->a, "lock:long", 30000, &opts), DLOCK_EINVAL);
+    opts.wait_ms = 0;
+    opts.auto_renew = 1;
+    opts.max_hold_ms = 10000000000000LL;
+    assert_int_equal(dlock_lock_acquire(&lock, f->a, "lock:long", 30000, &opts), DLOCK_EINVAL);
+    opts.max_hold_ms = 0;
+    opts.backoff_max_ms = -1;
+    assert_int_equal(dlock_lock_acquire(&lock, f->a, "lock:long", 30000, &opts), DLOCK_EINVAL);
+    assert_null(lock);
+    /* The longest wait allowed is a wait, not an immediate EBUSY. */
+    held = must_acquire(f->b, "lock:long", 30000, NULL);
+    opts.backoff_max_ms = 0;
+    opts.auto_renew = 0;
+    opts.wait_ms = DLOCK_DURATION_MAX_MS;
+    {
+        long long start = test_now_ms();
+        dlock_lock_free(held); /* not released: the waiter gets it after the TTL */
+        freeReplyObject(run(f->redis, "PEXPIRE lock:long 300"));
+        lock = must_acquire(f->a, "lock:long", 30000, &opts);
+        assert_true(test_now_ms() - start >= 250);
+    }
     assert_int_equal(dlock_lock_release(lock), 0);
     dlock_lock_free(lock);
 }
@@ -462,6 +501,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_lock_binary_name_works, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lock_name_limits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lock_bad_ttl_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lock_durations_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lock_null_arguments, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lock_errmsg_cleared_on_success, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lock_status_tells_holder_and_fence, setup, teardown),
