@@ -300,7 +300,8 @@ DLOCK_EXTERN int dlock_lock_adopt(dlock_lock **out, dlock_client *client,
  * compare-and-delete, never a bare DEL, which wakes waiters on the release
  * channel. An auto-renewed lock first leaves the renewal set (waiting for a
  * renewal in flight), so no renewal follows the release. The handle stays
- * valid (and no longer held) until freed.
+ * valid until freed, and is no longer held once the release reached a
+ * server, whatever the call returns (it may have run there).
  * Returns 0; DLOCK_ENOTOWNER (someone else holds it, or it is gone);
  * DLOCK_ELOST (auto-renewed, and lost: the renewal thread found it lost and
  * cleaned up, or its validity ran out before a renewal, e.g. the process was
@@ -313,7 +314,8 @@ DLOCK_EXTERN int dlock_lock_release(dlock_lock *lock);
 /*
  * Sets the lock's TTL to `ttl_ms` (DLOCK_TTL_MIN_MS..DLOCK_TTL_MAX_MS) from now, if this
  * handle's token still owns it (atomic compare-and-expire). The validity is
- * measured again from the start of this call.
+ * measured again from the start of this call; after a failure it is never
+ * longer than what this extend would have left, if it may have run.
  * Returns 0; DLOCK_ENOTOWNER (someone else holds it, or it expired: the lock
  * is lost and is never silently re-taken); DLOCK_EINVAL (bad TTL, or the
  * lock is renewed automatically) and the I/O codes of dlock_lock_release().

@@ -88,12 +88,12 @@ static bool known(const dlock__node_result *results, size_t n, size_t k, int64_t
         const char *type = results[i].status == DLOCK__REPLIED ? type_of(results[i].reply) : NULL;
         if (results[i].status == DLOCK__PENDING)
             continue;
-        if (!type)
-            failed++;
-        else if (strcmp(type, "string") == 0)
+        if (type && strcmp(type, "string") == 0)
             held++;
-        else
+        else if (type && strcmp(type, "none") == 0)
             free++;
+        else
+            failed++; /* no answer, or a key of another type: combine() counts it so */
     }
     if (held + free + failed == n || failed > n - g->quorum)
         return true;
@@ -128,7 +128,8 @@ static int combine(dlock_status *out, const struct view *views, size_t n, size_t
         out->fence = v->fence > out->fence ? v->fence : out->fence;
         if (!v->held)
             continue;
-        if (held++ == 0 || (v->ttl_ms >= 0 && v->ttl_ms < out->ttl_ms))
+        /* The shortest TTL; a key without one only when none has one. */
+        if (held++ == 0 || (v->ttl_ms >= 0 && (out->ttl_ms < 0 || v->ttl_ms < out->ttl_ms)))
             out->ttl_ms = v->ttl_ms;
         if (v->holders && !out->holders) {
             out->owner = v->owner;

@@ -352,6 +352,15 @@ int dlock__attempt_acquire(dlock__claim *cl, dlock__lane *lane, int64_t ttl_ms)
     return rc;
 }
 
+/* Did the call reach some node, so that it may have run there? */
+static bool reached_a_node(const dlock__node_result *results, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (results[i].sent || results[i].status == DLOCK__REPLIED)
+            return true;
+    return false;
+}
+
 /* Tallies the 1s and 0s of a release or extend. Returns 0 (a majority
  * confirmed), DLOCK_ENOTOWNER (enough nodes gave a verdict, and not enough
  * were ours) or the nodes' failure. */
@@ -391,7 +400,9 @@ int dlock__attempt_release(dlock__claim *cl, dlock__lane *lane, bool publish)
     dlock__fanout(lane->conns, c->n, &call.call,
                   dlock__node_deadline(c, cl->ttl_ms, dlock__now_ns()), results, decided, &d);
     rc = verdict(c, lane, results);
-    if (rc == 0 || rc == DLOCK_ENOTOWNER)
+    /* A release that reached a node may have run there, whatever came
+     * back: from then on the lock is not certainly held. */
+    if (rc == 0 || rc == DLOCK_ENOTOWNER || reached_a_node(results, c->n))
         cl->valid_until_ns = 0;
     dlock__results_clear(results, c->n);
     dlock__script_call_free(&call);
@@ -433,23 +444,29 @@ static int finish_extend(dlock__claim *cl, dlock__lane *lane, const struct exten
                          const dlock__node_result *results, int64_t ttl_ms, int64_t start)
 {
     dlock_client *c = cl->client;
-    int64_t valid_until;
+    int64_t valid_until = validity_end(start, ttl_ms, c->drift_factor);
     int rc = verdict(c, lane, results);
     /* What a repair put back is the caller's to take away: after on_lost,
      * for a renewed lock. */
     cl->repaired = job->repair && rc == DLOCK_ENOTOWNER;
-    if (rc == DLOCK_ENOTOWNER)
+    if (rc == DLOCK_ENOTOWNER) {
         cl->valid_until_ns = 0;
-    if (rc < 0)
         return rc;
-    valid_until = validity_end(start, ttl_ms, c->drift_factor);
-    if (valid_until <= dlock__now_ns()) {
-        dlock__set_error(lane, "extending took longer than the TTL of %" PRId64 " ms", ttl_ms);
-        return DLOCK_ETIMEDOUT;
+    }
+    if (rc < 0) {
+        /* It may have run where it was sent: a shorter TTL than the one we
+         * had may be in force there now. */
+        if (reached_a_node(results, c->n) && valid_until < cl->valid_until_ns)
+            cl->valid_until_ns = valid_until;
+        return rc;
     }
     cl->ttl_ms = ttl_ms;
     cl->started_ns = start;
     cl->valid_until_ns = valid_until;
+    if (valid_until <= dlock__now_ns()) {
+        dlock__set_error(lane, "extending took longer than the TTL of %" PRId64 " ms", ttl_ms);
+        return DLOCK_ETIMEDOUT;
+    }
     return 0;
 }
 

@@ -5,6 +5,7 @@
 #include "clock.h"
 #include "scripts.h"
 
+#include <errno.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -97,13 +98,19 @@ static void await_identities(const dlock_client *c, dlock__lane *lane, int64_t u
                                      .events = dlock__conn_events(&lane->conns[i])};
             index[k++] = i;
         }
-        if (k == 0 || now >= until_ns || poll(fds, k, dlock__ms_until(until_ns, now)) < 0)
+        if (k == 0 || now >= until_ns)
+            return;
+        if (poll(fds, k, dlock__ms_until(until_ns, now)) < 0 && errno != EINTR)
             return;
         for (size_t j = 0; j < k; j++) {
+            dlock__conn *conn = &lane->conns[index[j]];
             dlock__reply *unexpected = NULL;
-            if (fds[j].revents && dlock__conn_progress(&lane->conns[index[j]], fds[j].revents,
-                                                       &unexpected) == 1)
+            if (fds[j].revents && dlock__conn_progress(conn, fds[j].revents, &unexpected) == 1) {
+                /* Nothing is owed to us here: a server that says more than
+                 * it was asked is not to be trusted with the next call. */
                 dlock__reply_free(unexpected);
+                dlock__conn_close(conn);
+            }
         }
         now = dlock__now_ns();
     }

@@ -51,6 +51,8 @@ struct dlock__renewer {
     pthread_cond_t idle; /* an extend or a loss finished */
     dlock__renewal **heap; /* the renewal set, soonest due first */
     size_t count, capacity;
+    dlock__renewal *lost[DLOCK__BATCH_MAX]; /* told of their loss, cleanup due */
+    size_t n_lost;
     bool stop;
 };
 
@@ -162,22 +164,36 @@ static void wait_until(struct dlock__renewer *r, int64_t until_ns)
 }
 
 /* Called with the mutex held; returns with it held. The owner hears of the
- * loss first: the cleanup may wait for unreachable nodes, and the owner
- * must stop using the resource no later than the validity's end. */
+ * loss at once; the cleanup release, which may wait for unreachable nodes,
+ * comes after every loss found now was told (clean_up_lost()). */
 static void declare_lost(struct dlock__renewer *r, dlock__renewal *lock, int reason)
 {
     unlink_lock(r, lock);
     lock->claim->lost = true;
     lock->claim->valid_until_ns = 0;
-    lock->renewing = true;
+    lock->renewing = true; /* not to be freed before its cleanup */
     pthread_mutex_unlock(&r->mutex);
     if (lock->on_lost)
         lock->on_lost(lock->lock, reason, lock->on_lost_arg);
-    /* Our token may still sit on some node (a minority, or a key the server
-     * has not expired yet): take it away, quietly. */
-    dlock__attempt_release(lock->claim, &r->lane, false);
     pthread_mutex_lock(&r->mutex);
-    lock->renewing = false;
+    r->lost[r->n_lost++] = lock;
+}
+
+/* Our token may still sit on a lost lock's nodes (a minority, or a key the
+ * server has not expired yet): take it away, quietly. Called with the mutex
+ * held; returns with it held. */
+static void clean_up_lost(struct dlock__renewer *r)
+{
+    dlock__renewal *lost[DLOCK__BATCH_MAX];
+    size_t n = r->n_lost;
+    memcpy(lost, r->lost, n * sizeof(lost[0]));
+    r->n_lost = 0;
+    pthread_mutex_unlock(&r->mutex);
+    for (size_t j = 0; j < n; j++)
+        dlock__attempt_release(lost[j]->claim, &r->lane, false);
+    pthread_mutex_lock(&r->mutex);
+    for (size_t j = 0; j < n; j++)
+        lost[j]->renewing = false;
     pthread_cond_broadcast(&r->idle);
 }
 
@@ -291,16 +307,21 @@ static void *renewal_thread(void *arg)
     while (!r->stop) {
         int64_t now = dlock__now_ns();
         dlock__renewal *due = r->count ? r->heap[0] : NULL;
-        if (!due || due_at(due) > now)
-            wait_until(r, due ? due_at(due) : INT64_MAX);
-        else if (due->claim->valid_until_ns <= now)
+        bool expired = due && due_at(due) <= now && due->claim->valid_until_ns <= now;
+        if (expired && r->n_lost < DLOCK__BATCH_MAX)
             declare_lost(r, due,
-                         due->hold_reached       ? DLOCK_ELOST
-                         : due->last_error   ? due->last_error
-                                                   : DLOCK_ETIMEDOUT);
+                         due->hold_reached ? DLOCK_ELOST
+                         : due->last_error ? due->last_error
+                                           : DLOCK_ETIMEDOUT);
+        else if (r->n_lost)
+            clean_up_lost(r);
+        else if (!due || due_at(due) > now)
+            wait_until(r, due ? due_at(due) : INT64_MAX);
         else
             renew_due(r, now);
     }
+    if (r->n_lost)
+        clean_up_lost(r);
     pthread_mutex_unlock(&r->mutex);
     return NULL;
 }

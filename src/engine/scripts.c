@@ -34,9 +34,11 @@
     "end\n"
 
 /* A key of another type under the name makes GET raise WRONGTYPE before
- * anything is written. The token is max(stored + 1, server clock in µs):
- * the clock also covers a counter rolled back by a restart from an older
- * snapshot, not only one that was lost. */
+ * anything is written. The token is max(stored + 1, server clock in µs),
+ * also for a retry of our own call (our key already there): the clock
+ * covers a counter rolled back by a restart from an older snapshot, not
+ * only one that was lost, and +1 makes every grant's token new, so no two
+ * holders can end up with the same largest token. */
 static const char acquire_lua[] = FENCE_OF_LUA
     "local current = redis.call('GET', KEYS[1])\n"
     "if current and current ~= ARGV[1] then\n"
@@ -48,9 +50,6 @@ static const char acquire_lua[] = FENCE_OF_LUA
     "end\n"
     "local now = redis.call('TIME')\n"
     "local fence = math.max(last + 1, tonumber(now[1]) * 1000000 + tonumber(now[2]))\n"
-    "if current and last > 0 then\n"
-    "  fence = last -- a retry of our own call keeps its token\n"
-    "end\n"
     "local f = string.format('%d', fence)\n"
     "redis.call('SET', KEYS[1], ARGV[1], current and 'XX' or 'NX', 'PX', ARGV[2])\n"
     "redis.call('SET', KEYS[2], f, 'PX', ARGV[3])\n"

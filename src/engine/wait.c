@@ -50,6 +50,12 @@ static bool is_string(const dlock__reply *r, const char *s)
 
 static void on_push(struct waiter *w, size_t i, const dlock__reply *r)
 {
+    if (r->type == DLOCK__REPLY_ERROR) {
+        /* SUBSCRIBE refused (an ACL user without the channel): this node
+         * will not tell us of releases. */
+        w->pending[i] = w->subscribed[i] = false;
+        return;
+    }
     if (r->type != DLOCK__REPLY_ARRAY || r->elements != 3 || !is_string(r->element[1], w->channel))
         return; /* another channel's: a leftover of an earlier wait */
     if (is_string(r->element[0], "subscribe")) {
@@ -210,7 +216,7 @@ static int64_t next_sleep_ms(const struct waiter *w, dlock__claim *cl, int rc, i
     *step_ms = *step_ms * 2 < backoff_max_ms ? *step_ms * 2 : backoff_max_ms;
     if (rc == DLOCK_EBUSY && cl->last_pttl_ms >= 0 && cl->last_pttl_ms + 1 < ms)
         ms = cl->last_pttl_ms + 1;
-    return ms;
+    return ms > 0 ? ms : 1; /* never back to back */
 }
 
 /* After a busy try: listen, if we do not yet. Returns 1 when the caller

@@ -106,6 +106,8 @@ int dlock__conn_init(dlock__conn *c, const dlock__endpoint *ep, const struct add
 
 void dlock__conn_destroy(dlock__conn *c)
 {
+    if (!c->out)
+        return; /* never initialised (a client that failed to open): fd 0 is not ours */
     dlock__conn_close(c);
     free(c->out);
     memset(c, 0, sizeof(*c));

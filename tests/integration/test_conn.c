@@ -459,6 +459,9 @@ static void test_conn_open_refuses_bad_options(void **state)
     EXPECT_REFUSED(opts.command_timeout_ms = -5, "negative");
     EXPECT_REFUSED(opts.node_timeout_ms = -5, "negative");
     EXPECT_REFUSED(opts.command_timeout_ms = DLOCK_DURATION_MAX_MS + 1, "too large");
+    /* A client that failed to open closed no descriptor of ours: its
+     * connections were never made (fd 0 used to go). */
+    assert_true(fcntl(STDIN_FILENO, F_GETFD) >= 0);
     EXPECT_REFUSED(opts.fence_ttl_ms = -1, "negative");
     EXPECT_REFUSED(opts.drift_factor = 0.7, "drift");
     EXPECT_REFUSED(opts.drift_factor = -0.1, "drift");

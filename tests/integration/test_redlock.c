@@ -222,6 +222,24 @@ static void test_redlock_one_server_is_one_vote(void **state)
     dlock_client_close(c);
 }
 
+/* Status over servers where the key has no TTL on one and a TTL on the
+ * others: the shortest TTL, whatever the order of the answers. */
+static void test_redlock_status_ttl_of_mixed_keys(void **state)
+{
+    dlock_client *c = open_redlock(0, 0);
+    status_view st;
+    (void)state;
+    for (int i = 0; i < NODES; i++) {
+        redisContext *r = test_redis_connect(&servers[i], NULL);
+        freeReplyObject(i == 0 ? run(r, "SET rl:ttlmix foreign") : run(r, "SET rl:ttlmix foreign PX 60000"));
+        redisFree(r);
+    }
+    assert_int_equal(status_of(&st, c, "rl:ttlmix"), 0);
+    assert_true(st.held);
+    assert_true(st.pttl_ms > 0 && st.pttl_ms <= 60000);
+    dlock_client_close(c);
+}
+
 static void test_redlock_partial_attempt_is_cleaned_up(void **state)
 {
     dlock_client *c = open_redlock(0, 0);
@@ -628,6 +646,7 @@ int main(void)
         T(test_redlock_decides_without_paused_nodes),
         T(test_redlock_busy_not_no_quorum_with_a_node_down),
         T(test_redlock_one_server_is_one_vote),
+        T(test_redlock_status_ttl_of_mixed_keys),
         T(test_redlock_partial_attempt_is_cleaned_up),
         T(test_redlock_contention_is_exclusive),
         T(test_redlock_fences_increase_across_restarts),
