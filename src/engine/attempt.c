@@ -492,7 +492,7 @@ void dlock__attempt_extend(dlock__claim *const *claims, size_t k, dlock__lane *l
 {
     dlock_client *c = claims[0]->client;
     struct extend_job *jobs = calloc(k, sizeof(*jobs));
-    dlock__call **calls = calloc(k, sizeof(*calls));
+    dlock__call **calls = calloc(k, sizeof(dlock__call *));
     dlock__node_result *results = calloc(k * c->n, sizeof(*results));
     struct decision d = {.tally.quorum = dlock__quorum(c), .kind = COUNT};
     int64_t start = dlock__now_ns();

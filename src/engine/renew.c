@@ -128,7 +128,7 @@ static int heap_push(struct dlock__renewer *r, dlock__renewal *lock)
 {
     if (r->count == r->capacity) {
         size_t capacity = r->capacity ? r->capacity * 2 : 16;
-        dlock__renewal **bigger = realloc(r->heap, capacity * sizeof(*bigger));
+        dlock__renewal **bigger = realloc(r->heap, capacity * sizeof(dlock__renewal *));
         if (!bigger)
             return DLOCK_ENOMEM;
         r->heap = bigger;
@@ -186,7 +186,7 @@ static void clean_up_lost(struct dlock__renewer *r)
 {
     dlock__renewal *lost[DLOCK__BATCH_MAX];
     size_t n = r->n_lost;
-    memcpy(lost, r->lost, n * sizeof(lost[0]));
+    memcpy(lost, r->lost, n * sizeof(dlock__renewal *));
     r->n_lost = 0;
     pthread_mutex_unlock(&r->mutex);
     for (size_t j = 0; j < n; j++)

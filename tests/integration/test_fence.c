@@ -185,7 +185,7 @@ static void test_fence_values_out_of_range_refused(void **state)
                                       "12345678901234567"};
     dlock_client *c = open_client(server.url, 0, 0);
     redisContext *redis = test_redis_connect(&server, NULL);
-    char fence[128], *stored;
+    char fence[128];
     (void)state;
     snprintf(fence, sizeof(fence), "%s", aux_key("fence:range", "fence"));
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -196,9 +196,11 @@ static void test_fence_values_out_of_range_refused(void **state)
         assert_non_null(strstr(dlock_client_errmsg(c), fence));
         assert_false(key_exists(redis, "fence:range"));
         assert_false(key_exists(redis, aux_key("fence:range", "owner")));
-        stored = get_string(redis, fence);
-        assert_string_equal(stored, bad[i]);
-        free(stored);
+        {
+            char *stored = get_string(redis, fence);
+            assert_string_equal(stored, bad[i]);
+            free(stored);
+        }
     }
     /* The largest stored value accepted: the next token is still exact. */
     freeReplyObject(run(redis, "SET %s 9007199254740990", fence));

@@ -27,7 +27,7 @@ static dlock_acquire_options long_backoff_wait(void)
 {
     dlock_acquire_options o = DLOCK_ACQUIRE_OPTIONS_INIT;
     o.wait_ms = (int64_t)WAIT_MS * test_slowdown();
-    o.backoff_max_ms = BACKOFF_MS * test_slowdown();
+    o.backoff_max_ms = (int64_t)BACKOFF_MS * test_slowdown();
     return o;
 }
 

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #define ARGS_MAX 16
-#define INPUT_MAX (256 * 1024) /* SCRIPT LOAD carries whole scripts */
+#define INPUT_MAX ((size_t)256 * 1024) /* SCRIPT LOAD carries whole scripts */
 
 struct command {
     int argc;

@@ -194,7 +194,7 @@ static void guard(int fd, int64_t kill_after_ms)
  * but the pipe. Returns its pid, or -1; *fd is the pipe's write end. */
 static pid_t start_guard(const struct cli_command_opts *o, int *fd)
 {
-    int p[2], null;
+    int p[2];
     pid_t pid;
     if (pipe2(p, O_CLOEXEC) < 0)
         return -1;
@@ -203,7 +203,7 @@ static pid_t start_guard(const struct cli_command_opts *o, int *fd)
         for (size_t i = 0; i < sizeof(handled) / sizeof(handled[0]); i++)
             signal(handled[i], SIG_DFL);
         setpgid(0, 0);
-        null = open("/dev/null", O_RDWR);
+        int null = open("/dev/null", O_RDWR);
         for (int i = 0; i < 3; i++)
             dup2(null, i);
         dup2(p[0], 3);
@@ -312,12 +312,11 @@ static void lock_lost(const struct cli *cli, const struct cli_command_opts *o, s
 static void command_stopped(const struct cli *cli, const struct cli_command_opts *o,
                             struct supervision *s, int sig)
 {
-    int reason;
     if (sig != SIGTSTP && sig != SIGTTIN && sig != SIGTTOU)
         return;
     kill(getpid(), SIGTSTP); /* returns once continued */
     if (!s->lost && !dlock_lock_held(s->lock)) {
-        reason = atomic_load(&lost_reason);
+        int reason = atomic_load(&lost_reason);
         lock_lost(cli, o, s, reason ? reason : DLOCK_ETIMEDOUT);
     } else if (!s->lost && own_terminal && tcgetpgrp(STDIN_FILENO) == getpgrp()) {
         take_terminal(s->pid);
