@@ -45,18 +45,7 @@ static int teardown(void **state)
 /* A scratch file in the server's directory. */
 static void scratch(char *path, size_t len, const char *name)
 {
-    snprintf(path, len, "%s/%s", server.dir, name);
-    unlink(path);
-}
-
-/* Waits until `path` holds a number, at most 10 s; the number, or -1. */
-static long wait_for_number(const char *path)
-{
-    long long until = test_now_ms() + 10000LL * test_slowdown();
-    long v;
-    while ((v = read_number_file(path)) < 0 && test_now_ms() < until)
-        usleep(10000);
-    return v;
+    scratch_path(path, len, server.dir, name);
 }
 
 /* Waits until `path` exists, at most `within_ms` (scaled); when it was

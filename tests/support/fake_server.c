@@ -2,6 +2,8 @@
  * counted naively (lines that start with '*'): good enough for ours. */
 #include "fake_server.h"
 
+#include "redis_server.h"
+
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -50,19 +52,13 @@ static void *serve(void *arg)
 
 int fake_server_start(fake_server *s, const char *reply, size_t len, bool close_after_reply)
 {
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t alen = sizeof(a);
     memset(s, 0, sizeof(*s));
     s->reply = reply;
     s->reply_len = len;
     s->close_after_reply = close_after_reply;
-    s->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (s->listen_fd < 0 || bind(s->listen_fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-        listen(s->listen_fd, 16) < 0 ||
-        getsockname(s->listen_fd, (struct sockaddr *)&a, &alen) < 0)
+    s->listen_fd = test_listen_loopback(&s->port, s->url, sizeof(s->url));
+    if (s->listen_fd < 0)
         return -1;
-    s->port = ntohs(a.sin_port);
-    snprintf(s->url, sizeof(s->url), "redis://127.0.0.1:%d", s->port);
     return pthread_create(&s->thread, NULL, serve, s) == 0 ? 0 : -1;
 }
 

@@ -218,3 +218,18 @@ int status_of_node(status_view *out, dlock_client *c, const char *name, size_t n
         view_of(out, st);
     return rc;
 }
+
+void scratch_path(char *path, size_t len, const char *dir, const char *name)
+{
+    snprintf(path, len, "%s/%s", dir, name);
+    unlink(path);
+}
+
+long wait_for_number(const char *path)
+{
+    long long until = test_now_ms() + 10000LL * test_slowdown();
+    long v;
+    while ((v = read_number_file(path)) < 0 && test_now_ms() < until)
+        usleep(10000);
+    return v;
+}

@@ -46,6 +46,14 @@ const char *aux_key(const char *name, const char *kind);
 /* 1 if `key` exists. */
 int key_exists(redisContext *c, const char *key);
 
+/* DIR/NAME into `path`, with any file of that name removed: a scratch file
+ * in a test server's directory. */
+void scratch_path(char *path, size_t len, const char *dir, const char *name);
+
+/* Waits until the file at `path` holds a number (a child wrote it), at most
+ * 10 s (times the slowdown); the number, or -1. */
+long wait_for_number(const char *path);
+
 /* The number a file starts with, or -1 if it is missing or empty. */
 long read_number_file(const char *path);
 

@@ -32,6 +32,22 @@ int test_slowdown(void)
     return n > 0 && n < 100 ? (int)n : 1;
 }
 
+int test_listen_loopback(int *port, char *url, size_t url_len)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t alen = sizeof(a);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(fd, 16) < 0 ||
+        getsockname(fd, (struct sockaddr *)&a, &alen) < 0) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    *port = ntohs(a.sin_port);
+    snprintf(url, url_len, "redis://127.0.0.1:%d", *port);
+    return fd;
+}
+
 int test_free_port(void)
 {
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};

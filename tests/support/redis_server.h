@@ -39,6 +39,10 @@ void test_redis_resume(test_redis *r); /* SIGCONT */
  * failure. Use password NULL for none. */
 redisContext *test_redis_connect(const test_redis *r, const char *password);
 
+/* A TCP socket listening on a free loopback port, its port in *port and
+ * "redis://127.0.0.1:PORT" in `url`; -1 on failure. For scripted servers. */
+int test_listen_loopback(int *port, char *url, size_t url_len);
+
 /* A free loopback TCP port (bound and released: good enough in tests). */
 int test_free_port(void);
 

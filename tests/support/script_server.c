@@ -229,21 +229,15 @@ static void *accept_connections(void *arg)
 
 int script_server_start(script_server *s, script_step *steps, size_t n_steps)
 {
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t alen = sizeof(a);
     memset(s, 0, sizeof(*s));
     s->steps = steps;
     s->n_steps = n_steps;
     for (size_t i = 0; i < n_steps; i++)
         steps[i].seq = -1;
     pthread_mutex_init(&s->mu, NULL);
-    s->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (s->listen_fd < 0 || bind(s->listen_fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-        listen(s->listen_fd, 16) < 0 ||
-        getsockname(s->listen_fd, (struct sockaddr *)&a, &alen) < 0)
+    s->listen_fd = test_listen_loopback(&s->port, s->url, sizeof(s->url));
+    if (s->listen_fd < 0)
         return -1;
-    s->port = ntohs(a.sin_port);
-    snprintf(s->url, sizeof(s->url), "redis://127.0.0.1:%d", s->port);
     return pthread_create(&s->acceptor, NULL, accept_connections, s) == 0 ? 0 : -1;
 }
 
