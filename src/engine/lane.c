@@ -83,22 +83,30 @@ int64_t dlock__node_deadline(const dlock_client *c, int64_t ttl_ms, int64_t now_
 
 /* Reads, until `until_ns`, what the connections that still owe their
  * server's run_id have sent: the replies of calls already decided are
- * dropped on the way. */
+ * dropped on the way. Once per connection: a paused server, which owes it
+ * for good, must not cost every call the wait. */
 static void await_identities(const dlock_client *c, dlock__lane *lane, int64_t until_ns)
 {
     struct pollfd fds[DLOCK__NODES_MAX];
-    size_t index[DLOCK__NODES_MAX];
+    size_t waited[DLOCK__NODES_MAX], index[DLOCK__NODES_MAX], n_waited = 0;
     int64_t now = dlock__now_ns();
-    for (;;) {
-        size_t k = 0;
-        for (size_t i = 0; i < c->n; i++) {
-            if (!dlock__conn_identity_pending(&lane->conns[i]))
-                continue;
-            fds[k] = (struct pollfd){.fd = lane->conns[i].fd,
-                                     .events = dlock__conn_events(&lane->conns[i])};
-            index[k++] = i;
+    for (size_t i = 0; i < c->n; i++) {
+        dlock__conn *conn = &lane->conns[i];
+        if (dlock__conn_identity_pending(conn) && !conn->identity_awaited) {
+            conn->identity_awaited = true;
+            waited[n_waited++] = i;
         }
-        if (k == 0 || now >= until_ns)
+    }
+    while (now < until_ns) {
+        size_t k = 0;
+        for (size_t w = 0; w < n_waited; w++) {
+            dlock__conn *conn = &lane->conns[waited[w]];
+            if (!dlock__conn_identity_pending(conn))
+                continue;
+            fds[k] = (struct pollfd){.fd = conn->fd, .events = dlock__conn_events(conn)};
+            index[k++] = waited[w];
+        }
+        if (k == 0)
             return;
         if (poll(fds, k, dlock__ms_until(until_ns, now)) < 0 && errno != EINTR)
             return;

@@ -51,6 +51,7 @@ void dlock__conn_close(dlock__conn *c)
     c->trying = NULL;
     c->handshake_owed = c->identity_owed = c->preload_owed = c->stale_owed = 0;
     c->run_id[0] = '\0';
+    c->identity_awaited = false;
     c->answered = false;
     clear_output(c);
     dlock__reader_free(c->reader);

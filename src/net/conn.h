@@ -44,6 +44,7 @@ typedef struct dlock__conn {
     unsigned preload_owed;    /* SCRIPT LOAD replies still to come */
     bool ask_identity;        /* send INFO server on connect, for run_id */
     char run_id[41];          /* the server's run_id, "" until known */
+    bool identity_awaited;    /* a caller waited for it once on this connection */
     const char *const *preload; /* scripts to load on connect (static), or NULL */
     unsigned stale_owed;      /* replies of abandoned calls, to discard */
     bool call_sent;           /* bytes of the current call reached the socket */
