@@ -80,8 +80,10 @@ static void pick_nodes(struct run *r, int count)
 static void pause_a_holder(struct run *r, int64_t now)
 {
     if (r->heal_ns && now >= r->heal_ns) {
-        kill(r->pids[r->target], SIGCONT);
+        /* Recorded before the holder runs again: it may hear of its loss
+         * within microseconds, before a record taken after the signal. */
         record(r, FAULT_CLIENT_RESUME, r->target, 0, false);
+        kill(r->pids[r->target], SIGCONT);
         r->heal_ns = 0;
         r->next_fault_ns = now + between(r, 1000, 2000);
     } else if (!r->heal_ns && now >= r->next_fault_ns) {
