@@ -1,0 +1,447 @@
+/* dlock's mutex protocol, as SPIN sees it: the Lua scripts of
+ * src/engine/scripts.c (acquire, release, extend with repair, fence_max)
+ * and the attempt layer of src/engine/attempt.c (one fan-out to N nodes,
+ * majority, validity, fence write-back, cleanup of a failed attempt).
+ * docs/model.md says what is modelled, with which bounds and assumptions,
+ * and what each configuration of scripts/model checks.
+ *
+ * scripts/model compares these pins with the sha1sum of each file; a
+ * change to either file fails it until this model was reviewed against the
+ * change and its pin updated:
+ * pin src/engine/scripts.c e98471e169aad7bc2714c4b393de92260e7feb09
+ * pin src/engine/attempt.c 4aac690706a61d6e62739d31b18511382b50cd05
+ *
+ * Time. There is no absolute clock: every time in the model is kept
+ * relative to "now" and moved by the clock process, one tick at a time, so
+ * that executions that differ only in when they happened are one state,
+ * and time is unbounded. Node i's clock reads now + off[i]; a fencing
+ * token is kept as its distance from now (tokens are clock readings, or
+ * counters beside them); a key keeps the ticks left until it expires.
+ * Tokens far in the past behave alike (the time floor is above them), so
+ * they are clamped at FLOOR. */
+
+/* ---- parameters (scripts/model passes -D flags) -------------------------- */
+#ifndef NN
+#define NN 3            /* nodes */
+#endif
+#define NC 2            /* clients */
+#ifndef QUORUM
+#define QUORUM (NN / 2 + 1)   /* dlock__quorum(); a negative control lowers it */
+#endif
+#ifndef TTL
+#define TTL 3           /* ticks */
+#endif
+#ifndef DRIFT
+#define DRIFT 1         /* a node's clock may run fast: it expires a key up
+                           to DRIFT ticks early; the client's drift term */
+#endif
+#ifndef OFF
+#define OFF 1           /* node 0's clock reads OFF ahead of the others' */
+#endif
+#ifndef NDL
+#define NDL 1           /* per-node deadline of a fan-out, ticks */
+#endif
+#ifndef RDELAY
+#define RDELAY (TTL + OFF + 1)  /* a node that lost data stays down this long */
+#endif
+#ifndef CALLS
+#define CALLS 2         /* acquire calls per client (one token each) */
+#endif
+#ifndef EXTENDS
+#define EXTENDS 1       /* extends per client */
+#endif
+#ifndef LOSSES
+#define LOSSES 0        /* requests the network may drop */
+#endif
+#ifndef CRASH_KEEP
+#define CRASH_KEEP 0    /* crashes that keep the data (AOF, fsync always) */
+#endif
+#ifndef CRASH_LOSE
+#define CRASH_LOSE 0    /* crashes that lose the data (no persistence) */
+#endif
+#ifndef ROLLBACK
+#define ROLLBACK 0      /* restarts from an older snapshot (RDB) */
+#endif
+#ifndef STEP
+#define STEP 0          /* one step of one node's clock, by STEP ticks, */
+#endif
+#ifndef STEP_BACK
+#define STEP_BACK 0     /* back (1) or forward (0) */
+#endif
+#ifndef AHEAD
+#define AHEAD 0         /* node 0's fence key starts this far ahead of the
+                           clocks (set by hand, or a fast clock's token) */
+#endif
+#ifndef CHECK_MUTEX
+#define CHECK_MUTEX 1
+#endif
+#ifndef CHECK_FENCE
+#define CHECK_FENCE 1
+#endif
+/* Mutations, for the negative controls: NO_WRITE_BACK, NO_TIME_FLOOR. */
+
+/* A tick holds SUB readings of a clock: a grant reads the clock after
+ * every grant before it (time moves between two events one causes), so
+ * tokens are kept in sub-ticks, and at most SUB - 1 grants fall in one
+ * tick. */
+#define SUB 4
+#define FLOOR (-(TTL + STEP + 2) * SUB)
+
+/* ---- nodes --------------------------------------------------------------- */
+short off[NN];                /* node clock - now, ticks */
+byte us;                      /* sub-ticks of this tick already read */
+bool up[NN];
+byte down[NN];                /* ticks before a crashed node may restart */
+byte ktok[NN];                /* the lock key: token (0: none) ... */
+short krem[NN];               /* ... and ticks until it expires */
+short fence[NN];              /* the fence key (its day-long TTL never ends here) */
+bool snapped[NN];             /* the node's last snapshot, if any */
+byte stok[NN];
+short srem[NN];
+short sfence[NN];
+byte losses = LOSSES, crash_keep = CRASH_KEEP, crash_lose = CRASH_LOSE;
+byte rollbacks = ROLLBACK;
+bool stepped = (STEP == 0);
+
+/* ---- clients' calls ------------------------------------------------------ */
+mtype = { ACQ, REL, EXT, FMAX };
+#define YES 1
+#define NO 0
+#define REPAIRED 2
+
+/* A client's current call, the same for every node: what it asks ... */
+mtype cop[NC];
+byte ctok[NC];
+short carg[NC];
+/* ... whether node i has yet to run it (the request is in flight on the
+ * client's connection to i) ... */
+bool pend[NC * NN];
+/* ... and, while the call is open, its tally: yes votes, nodes that
+ * answered, the largest fence granted. A reply that comes after the call
+ * was decided is discarded, never read as the answer to a later call. A
+ * connection carries one call: a new call replaces a request that is still
+ * in flight (the old one is lost). */
+bool open[NC];
+byte cyes[NC], cans[NC];
+short cfence[NC];
+byte cdl[NC];                 /* ticks until the call's deadline */
+short cvu[NC];                /* ticks of validity the call would give */
+
+/* What the properties look at. A client believes it holds the lock while
+ * held[c] and its validity has not passed: "still held?" is computed,
+ * never stored. */
+bool held[NC];
+short vu[NC];                 /* ticks of validity left */
+short cF[NC];                 /* the token of the client's lock */
+short last_fence = FLOOR;     /* the token of the last acquisition that counted */
+
+
+#define BELIEVES(c) (held[c] && vu[c] > 0)
+
+/* ---- the scripts --------------------------------------------------------- */
+/* Each runs atomically on its node, as in Redis. A key set or extended
+ * lives TTL - DRIFT ticks of real time at least: a node whose clock runs
+ * fast is the worst case, so it is the one modelled. */
+/* The scripts' result and token go to the node's own f and res. */
+
+inline acquire_script(i, tok) {
+    if
+    :: ktok[i] != 0 && ktok[i] != tok -> res = NO; f = FLOOR
+    :: else ->
+#ifdef NO_TIME_FLOOR
+        f = fence[i] + 1;
+#else
+        /* max(stored + 1, the node's clock) */
+        us++;
+        f = (fence[i] + 1 > off[i] * SUB + us -> fence[i] + 1 : off[i] * SUB + us);
+#endif
+        ktok[i] = tok; krem[i] = TTL - DRIFT; fence[i] = f; res = YES
+    fi
+}
+
+inline release_script(i, tok) {
+    if
+    :: ktok[i] == tok -> ktok[i] = 0; krem[i] = 0; res = YES
+    :: else -> res = NO
+    fi;
+    f = FLOOR
+}
+
+/* Repair allowed when arg != FLOOR - 1: arg is then the holder's fence. */
+#define NO_REPAIR (FLOOR - 1)
+inline extend_script(i, tok, arg) {
+    if
+    :: ktok[i] == tok -> krem[i] = TTL - DRIFT; res = YES
+    :: ktok[i] == 0 && arg != NO_REPAIR ->
+        ktok[i] = tok; krem[i] = TTL - DRIFT;
+        if
+        :: fence[i] < arg -> fence[i] = arg
+        :: else -> skip
+        fi;
+        res = REPAIRED
+    :: else -> res = NO
+    fi;
+    f = FLOOR
+}
+
+inline fence_max_script(i, arg) {
+    if
+    :: fence[i] < arg -> fence[i] = arg
+    :: else -> skip
+    fi;
+    res = YES; f = FLOOR
+}
+
+/* Node i runs client c's request. */
+#define SERVE(i, c) \
+    :: up[i] && pend[(c) * NN + (i)] && (cop[c] != ACQ || us < SUB - 1) -> \
+        d_step { \
+            pend[(c) * NN + (i)] = false; \
+            if \
+            :: cop[c] == ACQ -> acquire_script(i, ctok[c]) \
+            :: cop[c] == REL -> release_script(i, ctok[c]) \
+            :: cop[c] == EXT -> extend_script(i, ctok[c], carg[c]) \
+            :: cop[c] == FMAX -> fence_max_script(i, carg[c]) \
+            fi; \
+            if \
+            :: open[c] -> \
+                cans[c]++; \
+                if \
+                :: res == YES -> cyes[c]++; cfence[c] = (f > cfence[c] -> f : cfence[c]) \
+                :: else -> skip \
+                fi \
+            :: else -> skip \
+            fi; \
+            res = 0; f = 0 \
+        }
+
+#define LOSE(i, c) \
+    :: losses > 0 && pend[(c) * NN + (i)] -> \
+        d_step { pend[(c) * NN + (i)] = false; losses-- }
+
+/* A crash drops what the node had not run yet. */
+inline crash(i) {
+    up[i] = false;
+    for (j : 0 .. NC - 1) { pend[j * NN + i] = false }
+    j = 0
+}
+
+/* Restores the last snapshot (empty unless one was taken). */
+inline lose_data(i) {
+    ktok[i] = stok[i]; krem[i] = srem[i]; fence[i] = sfence[i];
+    if
+    :: krem[i] <= 0 -> ktok[i] = 0; krem[i] = 0
+    :: else -> skip
+    fi
+}
+
+proctype node(byte i) {
+    byte j, res;
+    short f;
+end:
+    do
+    SERVE(i, 0)
+    SERVE(i, 1)
+    LOSE(i, 0)
+    LOSE(i, 1)
+    :: rollbacks > 0 && up[i] ->
+        d_step { snapped[i] = true; stok[i] = ktok[i]; srem[i] = krem[i]; sfence[i] = fence[i] }
+    :: crash_keep > 0 && up[i] ->
+        d_step { crash_keep--; crash(i); down[i] = 1 }
+    :: crash_lose > 0 && up[i] ->
+        d_step { crash_lose--; crash(i); lose_data(i); down[i] = RDELAY }
+    :: rollbacks > 0 && up[i] && snapped[i] ->
+        d_step { rollbacks = 0; crash(i); lose_data(i); down[i] = RDELAY }
+    :: !up[i] && down[i] == 0 -> up[i] = true
+    :: !stepped ->
+        d_step {
+            stepped = true;
+#if STEP_BACK
+            off[i] = off[i] - STEP; krem[i] = krem[i] + STEP
+#else
+            off[i] = off[i] + STEP; krem[i] = krem[i] - STEP;
+            if
+            :: krem[i] <= 0 -> ktok[i] = 0; krem[i] = 0
+            :: else -> skip
+            fi
+#endif
+        }
+    od
+}
+
+/* ---- time ---------------------------------------------------------------- */
+#define DEC(x) x = (x > 0 -> x - 1 : 0)
+#ifdef NO_TIME_FLOOR
+#define AGE(x) skip   /* tokens are plain counters */
+#else
+#define AGE(x) x = (x >= FLOOR + SUB -> x - SUB : (x > FLOOR -> FLOOR : x))
+#endif
+
+/* Time moves on its own: any process may be slow, a client may pause
+ * between any two of its steps for as long as it likes. */
+active proctype clock() {
+    byte i;
+end:
+    do
+    :: d_step {
+            for (i : 0 .. NN - 1) {
+                DEC(krem[i]);
+                if
+                :: krem[i] == 0 -> ktok[i] = 0
+                :: else -> skip
+                fi;
+                DEC(srem[i]); DEC(down[i]);
+                AGE(fence[i]); AGE(sfence[i])
+            }
+            for (i : 0 .. NC - 1) {
+                DEC(cdl[i]); DEC(vu[i]); DEC(cvu[i]);
+                AGE(cF[i]); AGE(cfence[i]); AGE(carg[i])
+            }
+            AGE(last_fence);
+            us = 0; i = 0
+        }
+    od
+}
+
+/* ---- clients ------------------------------------------------------------- */
+/* Starts a call on every node that is up (a node that is down refuses the
+ * connection), with `deadline` ticks to settle, that would give
+ * `validity` ticks of validity. Inside the caller's d_step: the call
+ * starts when its guard held. */
+inline call_all(o, t, a, deadline, validity) {
+    cop[c] = o; ctok[c] = t; carg[c] = a;
+    open[c] = true; cyes[c] = 0; cans[c] = 0; cfence[c] = FLOOR;
+    cvu[c] = validity; cdl[c] = deadline;
+    for (k : 0 .. NN - 1) { pend[c * NN + k] = up[k] }
+    k = 0
+}
+
+/* Waits until the call is settled (a majority said yes, or no majority can
+ * say yes any more) or its deadline passed, and closes it. */
+inline settle() {
+    d_step {
+        cyes[c] >= QUORUM || cyes[c] + NN - cans[c] < QUORUM || cdl[c] == 0;
+        open[c] = false; cdl[c] = 0
+    }
+}
+
+#define MIN(a, b) (a < b -> a : b)
+
+/* The cleanup release of a failed attempt or of a lost lock: sent to every
+ * node, not waited for (it publishes nothing either way). */
+inline clean_up() {
+    d_step { call_all(REL, tok, FLOOR, 0, 0); open[c] = false }
+}
+
+inline forget() {
+    held[c] = false; vu[c] = 0; cF[c] = FLOOR
+}
+
+proctype client(byte c) {
+    byte tok, k, calls, extends;
+
+idle:
+    do
+    :: d_step {
+            calls < CALLS;
+            calls++;
+            tok = c * 16 + calls;  /* one token per call */
+            call_all(ACQ, tok, FLOOR, NDL, TTL - DRIFT)
+        }
+        settle();
+        if
+        :: d_step { cyes[c] >= QUORUM && cvu[c] > 0; cF[c] = cfence[c]; cfence[c] = FLOOR } ->
+#if NN > 1 && !defined(NO_WRITE_BACK)
+            /* the largest fence of the quorum is written back to every node
+             * and must reach a majority before the validity ends */
+            d_step { call_all(FMAX, tok, cF[c], MIN(NDL, cvu[c]), cvu[c]) }
+            settle();
+#endif
+            if
+            :: d_step {
+                    (NN == 1 || cyes[c] >= QUORUM) && cvu[c] > 0;
+                    held[c] = true; vu[c] = cvu[c];
+#if CHECK_MUTEX
+                    assert(!(BELIEVES(0) && BELIEVES(1)));
+#endif
+#if CHECK_FENCE
+                    assert(cF[c] > last_fence);
+#endif
+                    last_fence = cF[c]
+                }
+                goto holding
+            :: else -> cF[c] = FLOOR; clean_up()
+            fi
+        :: else ->
+            /* a cleanup where our SET may have landed: a node that granted,
+             * or one that did not answer */
+            if
+            :: cyes[c] > 0 || cans[c] < NN -> clean_up()
+            :: else -> skip
+            fi
+        fi
+    :: else -> break
+    od;
+    goto finish;
+
+holding:
+    do
+    :: vu[c] == 0 ->
+        /* the validity ran out before an extend succeeded: lost */
+        forget();
+        clean_up();
+        goto idle
+    :: d_step {
+            extends < EXTENDS && vu[c] > 0;
+            extends++;
+            /* repair with N > 1 only, and only inside the validity */
+#if NN > 1
+            call_all(EXT, tok, cF[c], MIN(NDL, vu[c]), TTL - DRIFT)
+#else
+            call_all(EXT, tok, NO_REPAIR, MIN(NDL, vu[c]), TTL - DRIFT)
+#endif
+        }
+        settle();
+        if
+        :: cyes[c] >= QUORUM ->
+            d_step {
+                vu[c] = cvu[c];
+#if CHECK_MUTEX
+                /* a belief may start again here, after a gap */
+                assert(!(BELIEVES(0) && BELIEVES(1)))
+#endif
+            }
+        :: cyes[c] < QUORUM && cans[c] >= QUORUM ->
+            /* enough verdicts, not enough of them ours: lost */
+            forget();
+            clean_up();
+            goto idle
+        :: else -> skip            /* no verdict: the old validity stands */
+        fi
+    :: true ->
+        /* the caller releases: from here on it does not hold the lock */
+        d_step { forget(); call_all(REL, tok, FLOOR, 0, 0); open[c] = false }
+        goto idle
+    od;
+
+finish:
+    skip
+}
+
+init {
+    byte i;
+    atomic {
+        for (i : 0 .. NN - 1) {
+            up[i] = true;
+            fence[i] = FLOOR;
+            sfence[i] = FLOOR
+        }
+        for (i : 0 .. NC - 1) { cF[i] = FLOOR; cfence[i] = FLOOR; carg[i] = FLOOR }
+        off[0] = OFF;
+        fence[0] = (AHEAD > 0 -> AHEAD * SUB : FLOOR);  /* not in any snapshot */
+        for (i : 0 .. NN - 1) { run node(i) }
+        run client(0);
+        run client(1);
+        i = 0
+    }
+}
