@@ -78,7 +78,15 @@
 #ifndef CHECK_FENCE
 #define CHECK_FENCE 1
 #endif
-/* Mutations, for the negative controls: NO_WRITE_BACK, NO_TIME_FLOOR. */
+#ifndef LIVE
+#define LIVE 0          /* the liveness configurations: see "Liveness" below */
+#endif
+#ifndef DELAYS
+#define DELAYS 0        /* LIVE: ticks that may pass while an attempt could
+                           go on (a slow request, a paused client) */
+#endif
+/* Mutations, for the negative controls: NO_WRITE_BACK, NO_TIME_FLOOR,
+ * NO_RETRY. */
 
 /* A tick holds SUB readings of a clock: a grant reads the clock after
  * every grant before it (time moves between two events one causes), so
@@ -137,6 +145,47 @@ short last_fence = FLOOR;     /* the token of the last acquisition that counted 
 
 
 #define BELIEVES(c) (held[c] && vu[c] > 0)
+/* Node i may run client c's request now (a grant needs a clock reading
+ * left in this tick). */
+#define SERVABLE(i, c) \
+    (up[i] && pend[(c) * NN + (i)] && (cop[c] != ACQ || us < SUB - 1))
+/* A majority said yes, or no majority can say yes any more. */
+#define DECIDED(c) (cyes[c] >= QUORUM || cyes[c] + NN - cans[c] < QUORUM)
+
+/* ---- liveness ------------------------------------------------------------ */
+/* With LIVE, clients want the lock for ever: each makes acquire calls
+ * without end (two tokens, used in turn), at most one call per tick (the
+ * retry delay), and a holder releases at some time. Faults are finite
+ * budgets, and so is slowness: time passes freely only while no attempt
+ * could go on without it. An attempt could go on while a request of an
+ * open call is pending on a node that is up, or while its client is
+ * between calls or its call is decided (busy). Past the DELAYS budget, the clock
+ * waits for those: a network slower than the deadline for ever, or a
+ * client that always pauses until its validity passed, would block any
+ * lock, and are not what this property is about. */
+#if LIVE
+byte delays = DELAYS;
+bool busy[NC];                /* in an acquire attempt */
+bool backoff[NC];             /* started an acquire call this tick */
+#if NN == 1
+#define PEND_UP(c) SERVABLE(0, c)
+#define MAJ_FREE (ktok[0] == 0)
+#elif NN == 3
+#define PEND_UP(c) (SERVABLE(0, c) || SERVABLE(1, c) || SERVABLE(2, c))
+#define MAJ_FREE ((ktok[0] == 0) + (ktok[1] == 0) + (ktok[2] == 0) >= QUORUM)
+#else
+#error "LIVE is written for NN = 1 or 3"
+#endif
+#define CAN_GO_ON(c) (busy[c] && (!open[c] || PEND_UP(c) || DECIDED(c)))
+#define URGENT (CAN_GO_ON(0) || CAN_GO_ON(1))
+/* A released or expired lock is eventually granted: whenever no client
+ * holds it and a majority of nodes have no key, some client is granted
+ * later. pan -a -f: acceptance cycles under weak fairness. */
+ltl granted { [] ((!held[0] && !held[1] && MAJ_FREE) -> <> (held[0] || held[1])) }
+#define ATTEMPT_DONE busy[c] = false
+#else
+#define ATTEMPT_DONE skip
+#endif
 
 /* ---- the scripts --------------------------------------------------------- */
 /* Each runs atomically on its node, as in Redis. A key set or extended
@@ -194,7 +243,7 @@ inline fence_max_script(i, arg) {
 
 /* Node i runs client c's request. */
 #define SERVE(i, c) \
-    :: up[i] && pend[(c) * NN + (i)] && (cop[c] != ACQ || us < SUB - 1) -> \
+    :: SERVABLE(i, c) -> \
         d_step { \
             pend[(c) * NN + (i)] = false; \
             if \
@@ -244,7 +293,9 @@ end:
     SERVE(i, 1)
     LOSE(i, 0)
     LOSE(i, 1)
-    :: rollbacks > 0 && up[i] ->
+    :: rollbacks > 0 && up[i] && !(LIVE && snapped[i]) ->
+        /* LIVE: one snapshot, else taking them for ever is a step that
+         * weak fairness accepts in place of serving */
         d_step { snapped[i] = true; stok[i] = ktok[i]; srem[i] = krem[i]; sfence[i] = fence[i] }
     :: crash_keep > 0 && up[i] ->
         d_step { crash_keep--; crash(i); down[i] = 1 }
@@ -284,6 +335,14 @@ active proctype clock() {
 end:
     do
     :: d_step {
+#if LIVE
+            delays > 0 || !URGENT;
+            if
+            :: URGENT -> delays--
+            :: else -> skip
+            fi;
+            backoff[0] = false; backoff[1] = false;
+#endif
             for (i : 0 .. NN - 1) {
                 DEC(krem[i]);
                 if
@@ -316,11 +375,10 @@ inline call_all(o, t, a, deadline, validity) {
     k = 0
 }
 
-/* Waits until the call is settled (a majority said yes, or no majority can
- * say yes any more) or its deadline passed, and closes it. */
+/* Waits until the call is decided or its deadline passed, and closes it. */
 inline settle() {
     d_step {
-        cyes[c] >= QUORUM || cyes[c] + NN - cans[c] < QUORUM || cdl[c] == 0;
+        DECIDED(c) || cdl[c] == 0;
         open[c] = false; cdl[c] = 0
     }
 }
@@ -343,8 +401,14 @@ proctype client(byte c) {
 idle:
     do
     :: d_step {
+#if LIVE
+            !backoff[c];
+            backoff[c] = true; busy[c] = true;
+            calls = calls % 2 + 1;
+#else
             calls < CALLS;
             calls++;
+#endif
             tok = c * 16 + calls;  /* one token per call */
             call_all(ACQ, tok, FLOOR, NDL, TTL - DRIFT)
         }
@@ -360,7 +424,7 @@ idle:
             if
             :: d_step {
                     (NN == 1 || cyes[c] >= QUORUM) && cvu[c] > 0;
-                    held[c] = true; vu[c] = cvu[c];
+                    held[c] = true; vu[c] = cvu[c]; ATTEMPT_DONE;
 #if CHECK_MUTEX
                     assert(!(BELIEVES(0) && BELIEVES(1)));
 #endif
@@ -370,7 +434,7 @@ idle:
                     last_fence = cF[c]
                 }
                 goto holding
-            :: else -> cF[c] = FLOOR; clean_up()
+            :: else -> cF[c] = FLOOR; clean_up(); ATTEMPT_DONE
             fi
         :: else ->
             /* a cleanup where our SET may have landed: a node that granted,
@@ -378,9 +442,17 @@ idle:
             if
             :: cyes[c] > 0 || cans[c] < NN -> clean_up()
             :: else -> skip
-            fi
+            fi;
+            ATTEMPT_DONE;
+#ifdef NO_RETRY
+            break              /* gives up after one refusal */
+#else
+            skip
+#endif
         fi
+#if !LIVE
     :: else -> break
+#endif
     od;
     goto finish;
 
