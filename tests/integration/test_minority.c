@@ -49,17 +49,13 @@ struct minority_case {
 static int group_setup(void **state)
 {
     (void)state;
-    for (int i = 0; i < SERVERS; i++)
-        if (test_redis_start(&servers[i], NULL) < 0)
-            return -1;
-    return 0;
+    return test_redis_start_all(servers, SERVERS);
 }
 
 static int group_teardown(void **state)
 {
     (void)state;
-    for (int i = 0; i < SERVERS; i++)
-        test_redis_stop(&servers[i]);
+    test_redis_stop_all(servers, SERVERS);
     return 0;
 }
 

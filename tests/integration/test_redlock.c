@@ -26,17 +26,13 @@ static test_redis servers[NODES];
 static int group_setup(void **state)
 {
     (void)state;
-    for (int i = 0; i < NODES; i++)
-        if (test_redis_start(&servers[i], NULL) < 0)
-            return -1;
-    return 0;
+    return test_redis_start_all(servers, NODES);
 }
 
 static int group_teardown(void **state)
 {
     (void)state;
-    for (int i = 0; i < NODES; i++)
-        test_redis_stop(&servers[i]);
+    test_redis_stop_all(servers, NODES);
     return 0;
 }
 

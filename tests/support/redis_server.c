@@ -241,3 +241,17 @@ redisContext *test_redis_connect(const test_redis *r, const char *password)
     }
     return c;
 }
+
+int test_redis_start_all(test_redis *r, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (test_redis_start(&r[i], NULL) < 0)
+            return -1;
+    return 0;
+}
+
+void test_redis_stop_all(test_redis *r, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        test_redis_stop(&r[i]);
+}

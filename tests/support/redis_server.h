@@ -29,6 +29,12 @@ int test_redis_restart(test_redis *r);
 /* SIGKILL, and waits until the pid is gone. */
 void test_redis_kill(test_redis *r);
 
+/* Starts n servers without extra arguments; 0, or -1 after printing why. */
+int test_redis_start_all(test_redis *r, size_t n);
+
+/* test_redis_stop() for each of n servers. */
+void test_redis_stop_all(test_redis *r, size_t n);
+
 /* Stops the server (if running) and removes its directory. */
 void test_redis_stop(test_redis *r);
 
