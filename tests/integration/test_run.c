@@ -159,6 +159,31 @@ static void test_run_loss_with_a_stuck_stderr_still_stops_the_command(void **sta
     assert_int_equal(code, 70);
 }
 
+/* A lost lock's command goes whole: its leader exits on SIGTERM, but a
+ * member that ignores SIGTERM gets SIGKILL after --kill-after, and dlock
+ * exits 70 only once nothing of the group is left. */
+static void test_run_loss_kills_what_the_command_left_behind(void **state)
+{
+    redisContext *redis = *state;
+    char pidfile[160], script[400];
+    long group;
+    pid_t dlock;
+    scratch(pidfile, sizeof(pidfile), "run-leftover-pid");
+    snprintf(script, sizeof(script),
+             "trap 'exit 0' TERM; (trap '' TERM; exec sleep 30) & echo $$ > %s; wait", pidfile);
+    {
+        const char *args[] = {"run", "-t", "1", "--kill-after", "300ms", "run:leftover",
+                              "-c", script, NULL};
+        dlock = start_dlock(server.url, args, STDERR_FILENO);
+    }
+    group = wait_for_number(pidfile);
+    assert_true(group > 0);
+    freeReplyObject(run(redis, "DEL run:leftover"));
+    assert_int_equal(wait_exit(dlock, 5000), 70);
+    /* Only its zombie may be left, for us (the subreaper) to reap. */
+    assert_true(group_gone((pid_t)group, 100));
+}
+
 /* kill -9 of dlock stops every process of the command's group, not only
  * its direct child; and once the TTL is over, the next run finds none of
  * them. */
@@ -242,7 +267,7 @@ static void test_run_lock_expired_while_suspended_stops_the_command(void **state
     (void)state;
     scratch(pidfile, sizeof(pidfile), "run-expired");
     snprintf(line, sizeof(line),
-             "%s run -t 1 run:expired -c 'trap \"echo term-$((6 * 7)); exit 0\" TERM; "
+             "%s run -t 1 --kill-after 1s run:expired -c 'trap \"echo term-$((6 * 7)); exit 0\" TERM; "
              "echo $$ > %s; sleep 30 & wait'\n",
              DLOCK_CLI_PATH, pidfile);
     run_and_suspend(sh, line, pidfile, &group);
@@ -291,6 +316,7 @@ int main(void)
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
     const struct CMUnitTest tests[] = {
         T(test_run_loss_with_a_stuck_stderr_still_stops_the_command),
+        T(test_run_loss_kills_what_the_command_left_behind),
         T(test_run_killed_dlock_takes_the_whole_pipeline_down),
         T(test_run_ctrl_z_suspends_the_job_and_fg_resumes_it),
         T(test_run_lock_expired_while_suspended_stops_the_command),

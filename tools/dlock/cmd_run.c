@@ -3,7 +3,8 @@
  * The command runs in its own process group with DLOCK_NAME, DLOCK_TOKEN and
  * DLOCK_FENCE set, and has SIGINT, SIGTERM and SIGHUP forwarded to its group.
  * The client's renewal thread keeps the lock alive; if it is lost anyway, the
- * group gets SIGTERM, then SIGKILL after --kill-after, and dlock exits 70. If
+ * group gets SIGTERM, then SIGKILL after --kill-after (to what is left of it
+ * even when its leader has exited), and dlock exits 70. If
  * dlock dies, a guard process stops the group the same way. A terminal's
  * stop (Ctrl-Z) stops dlock too, like any job. Signal handlers and the loss
  * callback only write a byte to a pipe; the main loop does the rest. */
@@ -27,7 +28,7 @@
 #define LOST_MARK 0 /* the byte on the wake pipe that means "lock lost" */
 #define GUARD_DONE 1 /* the byte to the guard that means "dlock is done" */
 #define MESSAGE_WAIT_US 100000 /* how long one write of a message may block */
-#define GUARD_POLL_MS 50
+#define GROUP_POLL_MS 50 /* how often a stopping group is looked at */
 
 extern char **environ;
 
@@ -157,6 +158,24 @@ static void take_terminal(pid_t pgid)
     sigprocmask(SIG_SETMASK, &old, NULL);
 }
 
+/* Waits up to `wait_ms` for every process of group `pgid` to end, then
+ * SIGKILLs what is left. In dlock it also reaps the members orphaned to it
+ * (it is their subreaper), or their zombies would keep the group alive.
+ * Async-signal-safe. */
+static void kill_group_unless_gone(pid_t pgid, int64_t wait_ms)
+{
+    for (int64_t waited = 0;; waited += GROUP_POLL_MS) {
+        while (waitpid(-pgid, NULL, WNOHANG) > 0)
+            ;
+        if (kill(-pgid, 0) < 0 && errno == ESRCH)
+            return;
+        if (waited >= wait_ms)
+            break;
+        poll(NULL, 0, GROUP_POLL_MS);
+    }
+    kill(-pgid, SIGKILL);
+}
+
 /* The guard process's life: it learns the command's process group from the
  * pipe (the command writes it before exec), then waits for the end of the
  * pipe. Only dlock holds its write end, so the end comes when dlock exits,
@@ -180,12 +199,7 @@ static void guard(int fd, int64_t kill_after_ms)
     if (got == 1)
         _exit(0);
     stop_group(pgid);
-    for (int64_t waited = 0; waited < kill_after_ms; waited += GUARD_POLL_MS) {
-        if (kill(-pgid, 0) < 0 && errno == ESRCH)
-            _exit(0);
-        poll(NULL, 0, GUARD_POLL_MS);
-    }
-    kill(-pgid, SIGKILL);
+    kill_group_unless_gone(pgid, kill_after_ms);
     _exit(0);
 }
 
@@ -324,6 +338,18 @@ static void command_stopped(const struct cli *cli, const struct cli_command_opts
     kill(-s->pid, SIGCONT); /* a group being stopped for good must run its traps */
 }
 
+/* Reaps what changed in the command's group: members orphaned to dlock,
+ * and the command itself. True when the command exited or stopped, with
+ * its `status`. */
+static bool reap_group(pid_t pgid, int *status)
+{
+    pid_t pid;
+    while ((pid = waitpid(-pgid, status, WNOHANG | WUNTRACED)) > 0)
+        if (pid == pgid)
+            return true;
+    return false;
+}
+
 /* Runs until the command exited: forwards signals, reacts to loss and to
  * the command's stops. */
 static void supervise(const struct cli *cli, const struct cli_command_opts *o, struct supervision *s)
@@ -352,7 +378,7 @@ static void supervise(const struct cli *cli, const struct cli_command_opts *o, s
             s->kill_at_ms = 0;
             cli_debug(cli, "sent SIGKILL to process group %ld", (long)s->pid);
         }
-        if (waitpid(s->pid, &status, WNOHANG | WUNTRACED) != s->pid)
+        if (!reap_group(s->pid, &status))
             continue;
         if (!WIFSTOPPED(status)) {
             s->status = status;
@@ -411,6 +437,10 @@ static int run_guarded(const struct cli *cli, const struct cli_command_opts *o,
     }
     cli_debug(cli, "started pid %ld", (long)s->pid);
     supervise(cli, o, s);
+    /* A lost lock's command goes whole: what its leader left behind (or
+     * started after the SIGTERM) gets SIGKILL by the same deadline. */
+    if (s->lost && s->kill_at_ms)
+        kill_group_unless_gone(s->pid, s->kill_at_ms - cli_now_ms());
     stop_guard(guard_pid, guard_fd);
     /* Take the terminal back from the command, not from a shell that has
      * it after `bg`. */
@@ -467,6 +497,8 @@ int cmd_run(struct cli *cli, int argc, char **argv)
     o.wait.auto_renew = true;
     o.wait.on_lost = on_lost;
     own_terminal = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
+    /* The command's orphans come to us: we know when its group is gone. */
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
     acquiring_client = client;
     rc = cli_acquire(cli, client, o.name, &o.wait, &lock);
     acquiring_client = NULL;
