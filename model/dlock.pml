@@ -8,8 +8,8 @@
  * scripts/model compares these pins with the sha1sum of each file; a
  * change to either file fails it until this model was reviewed against the
  * change and its pin updated:
- * pin src/engine/scripts.c e98471e169aad7bc2714c4b393de92260e7feb09
- * pin src/engine/attempt.c 4aac690706a61d6e62739d31b18511382b50cd05
+ * pin src/engine/scripts.c ce3eec4d31c600d945055eee71a53edba90893ac
+ * pin src/engine/attempt.c c49f06408a323a43012b58543cbc926f6fccca09
  *
  * Time. There is no absolute clock: every time in the model is kept
  * relative to "now" and moved by the clock process, one tick at a time, so

@@ -9,6 +9,7 @@
 #include "wipe.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,15 +24,29 @@ struct answer {
     enum vote vote;
     int error;      /* with VOTE_FAILED: the code */
     uint64_t fence; /* GRANT, YES */
+    unsigned slot;  /* GRANT, YES: a kind with slots names it, else 0 */
     int64_t pttl;   /* GRANT, NO */
 };
 
+/* A grant's slot, when the kind's acquire names one: {1, fence, slot}. */
+static bool read_slot(const dlock__reply *a, unsigned *slot)
+{
+    const dlock__reply *s;
+    if (a->elements == 2)
+        return true;
+    s = a->element[2];
+    if (s->type != DLOCK__REPLY_INTEGER || s->integer < 0 || s->integer > INT_MAX)
+        return false;
+    *slot = (unsigned)s->integer;
+    return true;
+}
+
 static struct answer read_grant(const dlock__reply *a)
 {
-    struct answer x = {VOTE_FAILED, DLOCK_EPROTO, 0, 0};
+    struct answer x = {VOTE_FAILED, DLOCK_EPROTO, 0, 0, 0};
     const dlock__reply *first, *second;
     char *end;
-    if (a->type != DLOCK__REPLY_ARRAY || a->elements != 2)
+    if (a->type != DLOCK__REPLY_ARRAY || a->elements < 2 || a->elements > 3)
         return x;
     first = a->element[0];
     second = a->element[1];
@@ -42,14 +57,14 @@ static struct answer read_grant(const dlock__reply *a)
         x.pttl = second->integer;
     } else if (first->integer == 1 && second->type == DLOCK__REPLY_STRING) {
         x.fence = strtoull(second->str, &end, 10);
-        x.vote = *end == '\0' && x.fence > 0 ? VOTE_YES : VOTE_FAILED;
+        x.vote = *end == '\0' && x.fence > 0 && read_slot(a, &x.slot) ? VOTE_YES : VOTE_FAILED;
     }
     return x;
 }
 
 static struct answer read_answer(const dlock__node_result *r, enum reply_kind kind)
 {
-    struct answer x = {VOTE_FAILED, 0, 0, 0};
+    struct answer x = {VOTE_FAILED, 0, 0, 0, 0};
     const dlock__reply *a = r->reply;
     if (r->status == DLOCK__PENDING) {
         x.vote = VOTE_PENDING;
@@ -73,12 +88,15 @@ static void count(dlock__tally *t, const dlock__node_result *results, size_t n,
 {
     t->yes = t->no = t->repaired = t->failed = t->pending = 0;
     t->fence = 0;
+    t->slot = 0;
     for (size_t i = 0; i < n; i++) {
         struct answer x = read_answer(&results[i], kind);
         switch (x.vote) {
         case VOTE_YES:
-            t->yes++;
-            t->fence = x.fence > t->fence ? x.fence : t->fence;
+            if (t->yes++ == 0 || x.fence > t->fence) {
+                t->fence = x.fence;
+                t->slot = x.slot;
+            }
             break;
         case VOTE_NO:
             t->pttl = t->no++ == 0 || x.pttl < t->pttl ? x.pttl : t->pttl;
@@ -162,16 +180,70 @@ int dlock__claim_init(dlock__claim *cl, dlock_client *c, dlock__lane *lane, cons
     int rc;
     memset(cl, 0, sizeof(*cl));
     cl->client = c;
+    cl->kind = &dlock__kind_mutex;
     rc = dlock__keys_make(&cl->keys, name, why, sizeof(why));
     if (rc < 0)
         dlock__set_error(lane, "%s", why);
     return rc;
 }
 
+static void free_aux(dlock__claim *cl)
+{
+    for (size_t i = 0; i < DLOCK__KIND_AUX_MAX; i++) {
+        free(cl->aux[i]);
+        cl->aux[i] = NULL;
+    }
+}
+
+int dlock__claim_set_kind(dlock__claim *cl, dlock__lane *lane, const dlock__kind *kind,
+                          unsigned limit)
+{
+    free_aux(cl);
+    cl->kind = kind;
+    cl->limit = limit;
+    for (size_t i = 0; kind->aux[i]; i++) {
+        cl->aux[i] = dlock__aux_key(cl->keys.lock, kind->aux[i]);
+        if (!cl->aux[i]) {
+            dlock__set_error(lane, "out of memory");
+            return DLOCK_ENOMEM;
+        }
+    }
+    return 0;
+}
+
 void dlock__claim_clear(dlock__claim *cl)
 {
     dlock__keys_clear(&cl->keys);
+    free_aux(cl);
     dlock__wipe(cl->token, sizeof(cl->token));
+}
+
+/* One script call of a claim's kind (see dlock__kind): the mutex's keys and
+ * arguments for the step, the kind's auxiliary keys, and an acquire's
+ * limit. The call borrows the words, so they live here beside it. */
+struct kind_call {
+    const char *keys[3 + DLOCK__KIND_AUX_MAX];
+    const char *args[6];
+    char limit[12];
+    dlock__script_call call;
+};
+
+static int encode_kind_call(struct kind_call *kc, const dlock__claim *cl,
+                            enum dlock__script_id id, const char *const *keys, int nkeys,
+                            const char *const *args, int nargs)
+{
+    int k = 0, a = 0;
+    for (; k < nkeys; k++)
+        kc->keys[k] = keys[k];
+    for (size_t i = 0; cl->kind->aux[i]; i++)
+        kc->keys[k++] = cl->aux[i];
+    for (; a < nargs; a++)
+        kc->args[a] = args[a];
+    if (id == cl->kind->acquire && cl->kind->limited) {
+        snprintf(kc->limit, sizeof(kc->limit), "%u", cl->limit);
+        kc->args[a++] = kc->limit;
+    }
+    return dlock__script_encode(&kc->call, id, k, kc->keys, a, kc->args);
 }
 
 /* One node: its failure. Several: DLOCK_ENOQUORUM, unless every failing
@@ -206,7 +278,7 @@ static void clean_up_attempt(dlock__claim *cl, dlock__lane *lane,
     const char *const keys[] = {cl->keys.lock, cl->keys.owner};
     const char *const args[] = {cl->token, cl->keys.channel, "0"};
     struct decision d = {.tally.quorum = dlock__quorum(c), .kind = COUNT};
-    dlock__script_call call;
+    struct kind_call kc;
     bool needed = false;
 
     for (size_t i = 0; i < c->n; i++) {
@@ -214,12 +286,12 @@ static void clean_up_attempt(dlock__claim *cl, dlock__lane *lane,
         needed |= read_answer(r, GRANT).vote == VOTE_YES ||
                   (r->sent && r->status != DLOCK__REPLIED);
     }
-    if (!needed || dlock__script_encode(&call, DLOCK__SCRIPT_RELEASE, 2, keys, 3, args) < 0)
+    if (!needed || encode_kind_call(&kc, cl, cl->kind->release, keys, 2, args, 3) < 0)
         return;
-    dlock__fanout(lane->conns, c->n, &call.call, dlock__node_deadline(c, ttl_ms, dlock__now_ns()),
-                  cleanup, decided, &d);
+    dlock__fanout(lane->conns, c->n, &kc.call.call,
+                  dlock__node_deadline(c, ttl_ms, dlock__now_ns()), cleanup, decided, &d);
     dlock__results_clear(cleanup, c->n);
-    dlock__script_call_free(&call);
+    dlock__script_call_free(&kc.call);
 }
 
 static void busy_message(dlock__lane *lane, int64_t pttl_ms)
@@ -319,7 +391,7 @@ int dlock__attempt_acquire(dlock__claim *cl, dlock__lane *lane, int64_t ttl_ms)
     const char *const args[] = {cl->token, ttl, fence_ttl, owner};
     struct decision d = {.tally.quorum = dlock__quorum(c), .kind = GRANT};
     int64_t start, valid_until;
-    dlock__script_call call;
+    struct kind_call kc;
     int rc;
 
     snprintf(ttl, sizeof(ttl), "%" PRId64, ttl_ms);
@@ -327,14 +399,14 @@ int dlock__attempt_acquire(dlock__claim *cl, dlock__lane *lane, int64_t ttl_ms)
     dlock__owner_format(owner, sizeof(owner), c->host, (long)dlock__token_pool_pid(c->tokens),
                         cl->token);
     cl->attempts++;
-    rc = dlock__script_encode(&call, DLOCK__SCRIPT_ACQUIRE, 3, keys, 4, args);
+    rc = encode_kind_call(&kc, cl, cl->kind->acquire, keys, 3, args, 4);
     if (rc < 0) {
         dlock__set_error(lane, "cannot encode the acquire command");
         return rc;
     }
     start = dlock__now_ns();
-    dlock__fanout(lane->conns, c->n, &call.call, dlock__node_deadline(c, ttl_ms, start), results,
-                  decided, &d);
+    dlock__fanout(lane->conns, c->n, &kc.call.call, dlock__node_deadline(c, ttl_ms, start),
+                  results, decided, &d);
     rc = dlock__acquire_judge(&d.tally, results, c->n, ttl_ms, c->drift_factor, start,
                               dlock__now_ns(), &valid_until);
     if (rc == 0)
@@ -343,12 +415,13 @@ int dlock__attempt_acquire(dlock__claim *cl, dlock__lane *lane, int64_t ttl_ms)
         rc = acquire_failed(cl, lane, &d.tally, results, ttl_ms);
     if (rc == 0) {
         cl->fence = d.tally.fence;
+        cl->slot = d.tally.slot;
         cl->ttl_ms = ttl_ms;
         cl->started_ns = start;
         cl->valid_until_ns = valid_until;
     }
     dlock__results_clear(results, c->n);
-    dlock__script_call_free(&call);
+    dlock__script_call_free(&kc.call);
     return rc;
 }
 
@@ -388,8 +461,8 @@ int dlock__attempt_release(dlock__claim *cl, dlock__lane *lane, bool publish)
     const char *const keys[] = {cl->keys.lock, cl->keys.owner};
     const char *const args[] = {cl->token, cl->keys.channel, publish ? "1" : "0"};
     struct decision d = {.tally.quorum = dlock__quorum(c), .kind = COUNT};
-    dlock__script_call call;
-    int rc = dlock__script_encode(&call, DLOCK__SCRIPT_RELEASE, 2, keys, 3, args);
+    struct kind_call kc;
+    int rc = encode_kind_call(&kc, cl, cl->kind->release, keys, 2, args, 3);
     if (rc < 0) {
         dlock__set_error(lane, "cannot encode the command");
         return rc;
@@ -397,7 +470,7 @@ int dlock__attempt_release(dlock__claim *cl, dlock__lane *lane, bool publish)
     /* Decided by a majority: the nodes that did not answer by then got the
      * command all the same (a paused one applies it when it resumes), and
      * the key expires anyway. */
-    dlock__fanout(lane->conns, c->n, &call.call,
+    dlock__fanout(lane->conns, c->n, &kc.call.call,
                   dlock__node_deadline(c, cl->ttl_ms, dlock__now_ns()), results, decided, &d);
     rc = verdict(c, lane, results);
     /* A release that reached a node may have run there, whatever came
@@ -405,7 +478,7 @@ int dlock__attempt_release(dlock__claim *cl, dlock__lane *lane, bool publish)
     if (rc == 0 || rc == DLOCK_ENOTOWNER || reached_a_node(results, c->n))
         cl->valid_until_ns = 0;
     dlock__results_clear(results, c->n);
-    dlock__script_call_free(&call);
+    dlock__script_call_free(&kc.call);
     return rc;
 }
 
@@ -415,7 +488,7 @@ struct extend_job {
     const char *keys[3];
     const char *args[5];
     bool repair;
-    dlock__script_call call;
+    struct kind_call call;
 };
 
 static int encode_extend(struct extend_job *job, const dlock__claim *cl, int64_t ttl_ms,
@@ -437,7 +510,7 @@ static int encode_extend(struct extend_job *job, const dlock__claim *cl, int64_t
     job->args[2] = job->repair ? "1" : "0";
     job->args[3] = job->fence;
     job->args[4] = job->fence_ttl;
-    return dlock__script_encode(&job->call, DLOCK__SCRIPT_EXTEND, 3, job->keys, 5, job->args);
+    return encode_kind_call(&job->call, cl, cl->kind->extend, job->keys, 3, job->args, 5);
 }
 
 static int finish_extend(dlock__claim *cl, dlock__lane *lane, const struct extend_job *job,
@@ -501,7 +574,7 @@ void dlock__attempt_extend(dlock__claim *const *claims, size_t k, dlock__lane *l
 
     for (; rc == 0 && encoded < k; encoded++) {
         rc = encode_extend(&jobs[encoded], claims[encoded], ttls[encoded], start);
-        calls[encoded] = &jobs[encoded].call.call;
+        calls[encoded] = &jobs[encoded].call.call.call;
     }
     if (rc == 0) {
         dlock__fanout_batch(lane->conns, c->n, calls, k, extend_deadline(claims, k, ttls, start),
@@ -515,7 +588,7 @@ void dlock__attempt_extend(dlock__claim *const *claims, size_t k, dlock__lane *l
             rcs[j] = rc;
     }
     for (size_t j = 0; jobs && j < encoded; j++)
-        dlock__script_call_free(&jobs[j].call);
+        dlock__script_call_free(&jobs[j].call.call);
     free(results);
     free(calls);
     free(jobs);

@@ -10,14 +10,40 @@
 
 #include "client.h"
 #include "names.h"
+#include "scripts.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
+#define DLOCK__KIND_AUX_MAX 4
+
+/* A claim's kind: the primitive it is (mutex, semaphore, ...), told by the
+ * scripts its acquire, release and extend send. Every script of a kind
+ * takes the mutex's KEYS and ARGV for the same step (see scripts.h), then
+ * the kind's auxiliary keys in `aux` order (dlock__aux_key(name, word)),
+ * and an acquire of a kind with a limit takes the claim's limit as its last
+ * ARGV. So the mutex, with no auxiliary keys and no limit, sends exactly
+ * the words it always sent. Reading votes, the majority, validity, cleanup
+ * and the fence write-back are the same for every kind; a grant may name a
+ * slot ({1, fence, slot}). The status script is for the API's status. */
+typedef struct dlock__kind {
+    const char *name; /* "mutex", "semaphore": for messages */
+    enum dlock__script_id acquire, release, extend, status;
+    const char *aux[DLOCK__KIND_AUX_MAX + 1]; /* NULL-terminated kind-words */
+    bool limited;                              /* acquire sends the claim's limit */
+} dlock__kind;
+
+/* The exclusive lock: NAME is a string holding the holder's token. */
+extern const dlock__kind dlock__kind_mutex;
+
 typedef struct dlock__claim {
     dlock_client *client;
+    const dlock__kind *kind; /* dlock__kind_mutex unless dlock__claim_set_kind() said */
     dlock__keys keys;
+    char *aux[DLOCK__KIND_AUX_MAX]; /* the kind's auxiliary keys */
+    unsigned limit;                 /* sent by an acquire of a limited kind */
+    unsigned slot;                  /* of the last acquisition (0 for a kind without slots) */
     char token[DLOCK_TOKEN_LEN + 1];
     uint64_t fence;                 /* of the last acquisition; 0: adopted */
     _Atomic int64_t ttl_ms;         /* of the last acquire or extend; 0 when adopted */
@@ -32,6 +58,12 @@ typedef struct dlock__claim {
 /* Checks the name and derives its keys; the token is left empty. Returns 0,
  * DLOCK_EINVAL or DLOCK_ENOMEM, with the reason in the lane. */
 int dlock__claim_init(dlock__claim *cl, dlock_client *c, dlock__lane *lane, const char *name);
+
+/* Makes the claim one of `kind`, with `limit` for a limited kind, and
+ * derives the kind's auxiliary keys. Returns 0 or DLOCK_ENOMEM (reason in
+ * the lane). */
+int dlock__claim_set_kind(dlock__claim *cl, dlock__lane *lane, const dlock__kind *kind,
+                          unsigned limit);
 
 /* Frees the keys and wipes the token. */
 void dlock__claim_clear(dlock__claim *cl);
@@ -68,6 +100,7 @@ typedef struct dlock__tally {
     size_t failed;   /* no answer in time, an error reply, a reply that made no sense */
     size_t pending;
     uint64_t fence;  /* acquire: the largest token granted */
+    unsigned slot;   /* acquire: the slot that came with that token */
     int64_t pttl;    /* acquire: the smallest PTTL of the refusals */
 } dlock__tally;
 

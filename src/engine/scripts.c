@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_WORDS 12
+#define MAX_WORDS 16 /* EVALSHA, sha, numkeys, then up to 13 keys and arguments */
 
 /* The one parser of a stored fencing token, shared by every script that
  * reads a fence key: a decimal integer from 0 to 2^53 - 2, so that the next

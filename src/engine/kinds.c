@@ -1,0 +1,14 @@
+/* The kinds of claim: which scripts each primitive sends (see dlock__kind
+ * in attempt.h). A new primitive adds its table here and its scripts in
+ * scripts.c. */
+#include "attempt.h"
+
+const dlock__kind dlock__kind_mutex = {
+    .name = "mutex",
+    .acquire = DLOCK__SCRIPT_ACQUIRE,
+    .release = DLOCK__SCRIPT_RELEASE,
+    .extend = DLOCK__SCRIPT_EXTEND,
+    .status = DLOCK__SCRIPT_STATUS,
+    .aux = {NULL},
+    .limited = false,
+};
