@@ -65,7 +65,8 @@ DLOCK_EXTERN const char *dlock_version(void);
     XX(ETLS, -12, "TLS failure")                                               \
     XX(ECANCELED, -13, "operation canceled")                                   \
     XX(EWRONGTYPE, -14, "lock key holds a value of another type")              \
-    XX(ESYSTEM, -15, "system call failed")
+    XX(ESYSTEM, -15, "system call failed")                                     \
+    XX(ELIMIT, -16, "the semaphore's permits in force are another number")
 
 typedef enum dlock_error {
     DLOCK_OK = 0,
@@ -92,6 +93,7 @@ DLOCK_EXTERN const char *dlock_err_name(int code);
 #define DLOCK_DURATION_MAX_MS 3153600000000LL
 #define DLOCK_TOKEN_LEN 32             /* hex characters in an owner token */
 #define DLOCK_NODES_MAX 15             /* servers of one client (Redlock) */
+#define DLOCK_PERMITS_MAX 1024         /* permits of a semaphore */
 
 /* ------------------------------------------------------------------ */
 /* Client                                                              */
@@ -253,9 +255,19 @@ typedef struct dlock_acquire_options {
     /* With auto_renew: called once if the lock is lost; may be NULL. */
     dlock_lost_fn on_lost;
     void *on_lost_arg;
+
+    /* 0 or 1: a mutex, one holder (as before this field existed). 2 up to
+     * DLOCK_PERMITS_MAX: a counting semaphore, one of at most `permits`
+     * concurrent holders of the name, each in a slot 0..permits-1
+     * (dlock_lock_slot()) with its own fencing token sequence. Every holder
+     * must ask with the same number while any permit is live
+     * (DLOCK_ELIMIT otherwise). One server only: with several, a majority
+     * cannot bound the holders (docs/redlock.md), so it is DLOCK_EINVAL.
+     * The handle is released, extended, renewed and lost as a mutex's. */
+    unsigned permits;
 } dlock_acquire_options;
 
-#define DLOCK_ACQUIRE_OPTIONS_INIT { DLOCK_ACQUIRE_OPTIONS_VERSION, 0, 0, 0, 0, 0, NULL, NULL }
+#define DLOCK_ACQUIRE_OPTIONS_INIT { DLOCK_ACQUIRE_OPTIONS_VERSION, 0, 0, 0, 0, 0, NULL, NULL, 0 }
 
 /* Fills *opts with defaults. Returns DLOCK_EINVAL for an unknown version. */
 DLOCK_EXTERN int dlock_acquire_options_init(dlock_acquire_options *opts, unsigned version);
@@ -268,7 +280,10 @@ DLOCK_EXTERN int dlock_acquire_options_init(dlock_acquire_options *opts, unsigne
  * A wait returns at most one command timeout after its deadline.
  * Returns 0; DLOCK_EBUSY (held by another owner, and the wait, if any, ran
  * out while it stayed held); DLOCK_ECANCELED (dlock_client_cancel());
- * DLOCK_EWRONGTYPE (the key holds a list, hash...; nothing was written);
+ * DLOCK_EWRONGTYPE (the key holds a list, hash..., or the name is a lock of
+ * another kind: a semaphore's for a mutex, a mutex's for a semaphore;
+ * nothing was written); DLOCK_ELIMIT (a semaphore whose live permits were
+ * taken with another `permits`: the message names the number in force);
  * DLOCK_EINVAL (bad name, TTL or options); DLOCK_ENOQUORUM (several
  * servers: no majority answered; each one's failure is in the client's
  * message); DLOCK_ETIMEDOUT, DLOCK_ECONN,
@@ -290,7 +305,8 @@ DLOCK_EXTERN void dlock_client_cancel(dlock_client *client);
  * A handle for a lock taken earlier, maybe by another process, from its name
  * and owner token (DLOCK_TOKEN_LEN lower-case hex characters). Nothing is sent
  * to the server: the handle's validity is 0 and its fence 0 until an extend
- * succeeds. Use it to release or extend. Returns 0, DLOCK_EINVAL, DLOCK_ENOMEM.
+ * succeeds. Use it to release or extend, whatever kind of lock the name is
+ * (a mutex or a semaphore's permit). Returns 0, DLOCK_EINVAL, DLOCK_ENOMEM.
  */
 DLOCK_EXTERN int dlock_lock_adopt(dlock_lock **out, dlock_client *client,
                                   const char *name, const char *token);
@@ -361,6 +377,12 @@ DLOCK_EXTERN const char *dlock_lock_name(const dlock_lock *lock);
  */
 DLOCK_EXTERN uint64_t dlock_lock_fence(const dlock_lock *lock);
 
+/* A semaphore's permit: its slot, 0 .. permits - 1, which no other live
+ * permit holds; its fence grows per slot, so a resource keeps the largest
+ * fence seen per slot (docs/fencing.md). 0 for a mutex and an adopted
+ * handle. Safe from any thread. */
+DLOCK_EXTERN unsigned dlock_lock_slot(const dlock_lock *lock);
+
 /*
  * What the servers say about a lock name, without a handle: an opaque
  * result, read with the getters below and freed with dlock_status_free().
@@ -375,6 +397,9 @@ typedef struct dlock_holder {
     const char *host; /* the holder's host name */
     long pid;         /* its process id */
     int64_t since_ms; /* when it took the lock, in ms since the Unix epoch */
+    int64_t ttl_ms;   /* its key's (a semaphore: its permit's) time to live; -1: none */
+    unsigned slot;    /* a semaphore's permit: its slot; 0 for a mutex */
+    uint64_t fence;   /* the last fencing token of the holder's slot (a mutex: the name's) */
 } dlock_holder;
 
 /*
@@ -402,12 +427,16 @@ DLOCK_EXTERN int64_t dlock_status_ttl_ms(const dlock_status *st);
 /* The last fencing token issued for the name; 0: none. */
 DLOCK_EXTERN uint64_t dlock_status_fence(const dlock_status *st);
 
-/* How many holders left a record that is theirs: 0 or 1 for a lock (0 for
- * a key that another client SET). */
+/* How many holders left a record that is theirs: 0 or 1 for a mutex (0 for
+ * a key that another client SET); a semaphore's live permits, by slot. */
 DLOCK_EXTERN size_t dlock_status_holders(const dlock_status *st);
 
 /* Holder number `i` (0 .. dlock_status_holders() - 1), or NULL. */
 DLOCK_EXTERN const dlock_holder *dlock_status_holder(const dlock_status *st, size_t i);
+
+/* How many holders the name allows at once: the permits of a semaphore
+ * with live permits, else 1. */
+DLOCK_EXTERN unsigned dlock_status_limit(const dlock_status *st);
 
 /* Servers that answered, and on how many of them the key exists. */
 DLOCK_EXTERN unsigned dlock_status_nodes_answered(const dlock_status *st);

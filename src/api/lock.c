@@ -6,6 +6,7 @@
 #include "token.h"
 #include "wait.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,6 +56,42 @@ static int check_acquire_options(dlock__lane *lane, const dlock_acquire_options 
     return DLOCK_EINVAL;
 }
 
+/* permits 0 or 1: a mutex. More: a semaphore, on one server only: with
+ * several, N holders can each hold a different majority (docs/redlock.md). */
+static int set_kind(dlock_lock *lock, const dlock_acquire_options *o)
+{
+    dlock__claim *cl = &lock->claim;
+    dlock_client *c = cl->client;
+    if (o->permits <= 1)
+        return 0;
+    if (o->permits > DLOCK_PERMITS_MAX) {
+        dlock__set_error(&c->main, "permits must be from 1 to %d, not %u", DLOCK_PERMITS_MAX,
+                         o->permits);
+        return DLOCK_EINVAL;
+    }
+    if (c->n > 1) {
+        dlock__set_error(&c->main,
+                         "a semaphore (permits > 1) takes one server: with %zu, a majority "
+                         "cannot bound its holders (N holders can each hold a different "
+                         "majority; docs/redlock.md)",
+                         c->n);
+        return DLOCK_EINVAL;
+    }
+    return dlock__claim_set_kind(cl, &c->main, &dlock__kind_semaphore, o->permits);
+}
+
+/* A mutex acquire that found NAME of another type: say what it may be. */
+static void explain_kind(dlock_lock *lock, int rc)
+{
+    dlock__lane *lane = &lock->claim.client->main;
+    char detail[DLOCK__ERRMSG_MAX];
+    if (rc != DLOCK_EWRONGTYPE || lock->claim.kind != &dlock__kind_mutex)
+        return;
+    snprintf(detail, sizeof(detail), "%s", lane->errmsg);
+    dlock__set_error(lane, "%s is not a mutex (a semaphore's name is taken with its permits): %s",
+                     lock->claim.keys.lock, detail);
+}
+
 static int start_renewal(dlock_lock *lock, const dlock_acquire_options *o)
 {
     struct dlock__renew_params p = {o->max_hold_ms, o->on_lost, o->on_lost_arg, lock};
@@ -85,13 +122,14 @@ int dlock_lock_acquire(dlock_lock **out, dlock_client *c, const char *name, int6
         rc = new_lock(&lock, c, name);
     if (rc != 0)
         return rc;
-    rc = dlock__token_new(c->tokens, lock->claim.token);
-    if (rc < 0)
+    rc = set_kind(lock, o);
+    if (rc == 0 && (rc = dlock__token_new(c->tokens, lock->claim.token)) < 0)
         dlock__set_error(&c->main, "getrandom() gave no random bytes for the owner token");
-    else if (o->wait_ms != 0)
+    if (rc == 0 && o->wait_ms != 0)
         rc = dlock__wait_acquire(&lock->claim, ttl_ms, o);
-    else
+    else if (rc == 0)
         rc = dlock__attempt_acquire(&lock->claim, &c->main, ttl_ms);
+    explain_kind(lock, rc);
     if (rc == 0 && o->auto_renew)
         rc = start_renewal(lock, o);
     if (rc < 0) {
@@ -117,8 +155,20 @@ int dlock_lock_adopt(dlock_lock **out, dlock_client *c, const char *name, const 
     if (rc < 0)
         return rc;
     memcpy(lock->claim.token, token, DLOCK_TOKEN_LEN + 1);
+    lock->adopted = true;
     *out = lock;
     return 0;
+}
+
+/* An adopted handle tries as a mutex; a name that is a sorted set is a
+ * semaphore's, and the handle becomes one of its permits. Returns true when
+ * the call is worth repeating as such. */
+static bool adopt_kind(dlock_lock *lock, int rc)
+{
+    dlock__claim *cl = &lock->claim;
+    if (rc != DLOCK_EWRONGTYPE || !lock->adopted || cl->kind != &dlock__kind_mutex)
+        return false;
+    return dlock__claim_set_kind(cl, &cl->client->main, &dlock__kind_semaphore, 0) == 0;
 }
 
 static void stop_renewal(dlock_lock *lock)
@@ -130,6 +180,7 @@ static void stop_renewal(dlock_lock *lock)
 int dlock_lock_release(dlock_lock *lock)
 {
     dlock__lane *lane;
+    int rc;
     if (!lock)
         return DLOCK_EINVAL;
     lane = &lock->claim.client->main;
@@ -148,7 +199,10 @@ int dlock_lock_release(dlock_lock *lock)
                                "before a renewal");
         return DLOCK_ELOST;
     }
-    return dlock__attempt_release(&lock->claim, lane, true);
+    rc = dlock__attempt_release(&lock->claim, lane, true);
+    if (adopt_kind(lock, rc))
+        rc = dlock__attempt_release(&lock->claim, lane, true);
+    return rc;
 }
 
 int dlock_lock_extend(dlock_lock *lock, int64_t ttl_ms)
@@ -167,6 +221,8 @@ int dlock_lock_extend(dlock_lock *lock, int64_t ttl_ms)
     }
     rc = dlock__check_ttl(lane, ttl_ms);
     if (rc == 0)
+        dlock__attempt_extend(&cl, 1, lane, &ttl_ms, &rc);
+    if (adopt_kind(lock, rc))
         dlock__attempt_extend(&cl, 1, lane, &ttl_ms, &rc);
     if (rc == DLOCK_ENOTOWNER && cl->repaired)
         dlock__attempt_release(cl, lane, false); /* take back what the repair put there */
@@ -206,6 +262,11 @@ const char *dlock_lock_name(const dlock_lock *lock)
 uint64_t dlock_lock_fence(const dlock_lock *lock)
 {
     return lock ? lock->claim.fence : 0;
+}
+
+unsigned dlock_lock_slot(const dlock_lock *lock)
+{
+    return lock ? lock->claim.slot : 0;
 }
 
 void dlock_lock_free(dlock_lock *lock)

@@ -11,6 +11,7 @@ struct dlock_lock {
     dlock__claim claim;
     bool auto_renew;
     dlock__renewal *renewal; /* while in the renewal set */
+    bool adopted;            /* its kind is not known: a mutex until a WRONGTYPE says not */
 };
 
 #endif

@@ -1,5 +1,6 @@
 /* dlock_status_query: a read-only look at a lock name, decided as soon as
  * the answers that came in tell the majority's view. */
+#include "attempt.h"
 #include "client.h"
 #include "clock.h"
 #include "names.h"
@@ -23,6 +24,9 @@ struct dlock_status {
     size_t n;
     dlock_node_status nodes[DLOCK__NODES_MAX];
     char errors[DLOCK__NODES_MAX][256]; /* what nodes[i].error points to */
+    unsigned limit;                     /* a semaphore's permits, else 1 */
+    dlock__owner *permit_owners;        /* a semaphore: one per live permit */
+    dlock_holder *permits;              /* points into permit_owners; NULL: a mutex */
 };
 
 /* One node's view: code 0, or its failure (< 0), or 1 when it was not
@@ -191,6 +195,100 @@ static void keep_node_views(dlock_status *out, const struct view *views,
     }
 }
 
+/* One permit of a semaphore's status reply: {record or false, PTTL, slot,
+ * fence}. Returns 0 or DLOCK_EPROTO. */
+static int parse_permit(dlock__owner *owner, dlock_holder *h, dlock__reply *const *e)
+{
+    if (e[1]->type != DLOCK__REPLY_INTEGER || e[2]->type != DLOCK__REPLY_INTEGER ||
+        e[2]->integer < 0 || e[2]->integer >= DLOCK_PERMITS_MAX ||
+        e[3]->type != DLOCK__REPLY_STRING)
+        return DLOCK_EPROTO;
+    if (e[0]->type != DLOCK__REPLY_STRING || dlock__owner_parse(owner, e[0]->str) < 0)
+        memset(owner, 0, sizeof(*owner)); /* a permit without its record */
+    h->host = owner->host;
+    h->pid = owner->pid;
+    h->since_ms = owner->since_ms;
+    h->ttl_ms = e[1]->integer;
+    h->slot = (unsigned)e[2]->integer;
+    h->fence = strtoull(e[3]->str, NULL, 10);
+    return 0;
+}
+
+/* A semaphore's status reply: {limit or false, {permit, permit...}}, each
+ * permit four elements, by slot. */
+static int parse_semaphore(dlock_status *out, const dlock__reply *r)
+{
+    const dlock__reply *limit, *list;
+    size_t k;
+    if (r->type == DLOCK__REPLY_ERROR)
+        return dlock__server_error_code(r);
+    if (r->type != DLOCK__REPLY_ARRAY || r->elements != 2 ||
+        r->element[1]->type != DLOCK__REPLY_ARRAY || r->element[1]->elements % 4 != 0)
+        return DLOCK_EPROTO;
+    limit = r->element[0];
+    list = r->element[1];
+    k = list->elements / 4;
+    out->limit = limit->type == DLOCK__REPLY_STRING ? (unsigned)strtoul(limit->str, NULL, 10) : 1;
+    out->permit_owners = calloc(k ? k : 1, sizeof(*out->permit_owners));
+    out->permits = calloc(k ? k : 1, sizeof(*out->permits));
+    if (!out->permit_owners || !out->permits)
+        return DLOCK_ENOMEM;
+    for (size_t i = 0; i < k; i++) {
+        dlock_holder *h = &out->permits[i];
+        if (parse_permit(&out->permit_owners[i], h, &list->element[i * 4]) < 0)
+            return DLOCK_EPROTO;
+        if (i == 0 || h->ttl_ms < out->ttl_ms)
+            out->ttl_ms = h->ttl_ms;
+        out->fence = h->fence > out->fence ? h->fence : out->fence;
+    }
+    out->holders = k;
+    out->held = k > 0;
+    out->limit = k > 0 ? out->limit : 1;
+    return 0;
+}
+
+/* A name whose key is a sorted set is a semaphore's (one server): its
+ * permits, from the semaphore's status script on node `node`. */
+static int query_semaphore(dlock_status *out, dlock_client *c, const dlock__keys *keys,
+                           size_t node)
+{
+    const dlock__kind *kind = &dlock__kind_semaphore;
+    char *aux[DLOCK__KIND_AUX_MAX] = {NULL};
+    const char *k[1 + DLOCK__KIND_AUX_MAX] = {keys->lock};
+    dlock__node_result result;
+    dlock__script_call call;
+    int nkeys = 1, rc = 0;
+
+    for (size_t i = 0; kind->aux[i] && rc == 0; i++) {
+        aux[i] = dlock__aux_key(keys->lock, kind->aux[i]);
+        k[nkeys++] = aux[i];
+        rc = aux[i] ? 0 : DLOCK_ENOMEM;
+    }
+    if (rc == 0)
+        rc = dlock__script_encode(&call, kind->status, nkeys, k, 0, NULL);
+    if (rc == 0) {
+        dlock__fanout(c->main.conns + node, 1, &call.call,
+                      dlock__node_deadline(c, 0, dlock__now_ns()), &result, NULL, NULL);
+        rc = result.status == DLOCK__REPLIED ? parse_semaphore(out, result.reply) : result.status;
+        if (rc < 0)
+            dlock__set_error(&c->main, "status of semaphore %s: %s", keys->lock,
+                             dlock_strerror(rc));
+        if (rc < 0)
+            dlock__append_node_errors(&c->main, c->main.conns + node, &result, 1);
+        dlock__results_clear(&result, 1);
+        dlock__script_call_free(&call);
+    }
+    for (size_t i = 0; i < DLOCK__KIND_AUX_MAX; i++)
+        free(aux[i]);
+    if (rc == 0) {
+        out->nodes_answered = 1;
+        out->nodes_held = out->held;
+        out->n = 1;
+        out->nodes[0] = (dlock_node_status){0, out->errors[0], out->held, out->ttl_ms, out->fence};
+    }
+    return rc;
+}
+
 /* Asks nodes [first, first + count) and combines their views into *out. */
 static int query(dlock_status *out, dlock_client *c, const char *name, size_t first, size_t count)
 {
@@ -215,9 +313,11 @@ static int query(dlock_status *out, dlock_client *c, const char *name, size_t fi
                                 ? parse_view(&views[i], results[i].reply)
                                 : results[i].status == DLOCK__PENDING ? 1 : results[i].status;
         rc = combine(out, views, count, g.quorum);
-        if (rc == 0)
+        if (rc == DLOCK_EWRONGTYPE && count == 1 && strcmp(views[0].type, "zset") == 0)
+            rc = query_semaphore(out, c, &keys, first);
+        else if (rc == 0)
             keep_node_views(out, views, results, c->main.conns + first, count);
-        if (rc < 0)
+        else
             explain(c, name, rc, views, results, first, count);
         dlock__results_clear(results, count);
         dlock__script_call_free(&call);
@@ -237,12 +337,15 @@ static int query_into(dlock_status **out, dlock_client *c, const char *name, siz
     }
     rc = query(st, c, name, first, count);
     if (rc < 0) {
-        free(st);
+        dlock_status_free(st);
         return rc;
     }
     st->holder.host = st->owner.host;
     st->holder.pid = st->owner.pid;
     st->holder.since_ms = st->owner.since_ms;
+    st->holder.ttl_ms = st->ttl_ms;
+    st->holder.fence = st->fence;
+    st->limit = st->permits ? st->limit : 1;
     *out = st;
     return 0;
 }
@@ -285,7 +388,9 @@ size_t dlock_status_holders(const dlock_status *st)
 
 const dlock_holder *dlock_status_holder(const dlock_status *st, size_t i)
 {
-    return st && i < st->holders ? &st->holder : NULL;
+    if (!st || i >= st->holders)
+        return NULL;
+    return st->permits ? &st->permits[i] : &st->holder;
 }
 
 unsigned dlock_status_nodes_answered(const dlock_status *st)
@@ -303,7 +408,16 @@ const dlock_node_status *dlock_status_node(const dlock_status *st, size_t node)
     return st && node < st->n ? &st->nodes[node] : NULL;
 }
 
+unsigned dlock_status_limit(const dlock_status *st)
+{
+    return st ? st->limit : 0;
+}
+
 void dlock_status_free(dlock_status *st)
 {
+    if (st) {
+        free(st->permit_owners);
+        free(st->permits);
+    }
     free(st);
 }

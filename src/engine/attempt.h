@@ -36,6 +36,8 @@ typedef struct dlock__kind {
 
 /* The exclusive lock: NAME is a string holding the holder's token. */
 extern const dlock__kind dlock__kind_mutex;
+/* The counting semaphore: NAME is a sorted set of up to `limit` permits. */
+extern const dlock__kind dlock__kind_semaphore;
 
 typedef struct dlock__claim {
     dlock_client *client;

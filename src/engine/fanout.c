@@ -23,6 +23,8 @@ int dlock__server_error_code(const dlock__reply *r)
         return DLOCK_EAUTH;
     if (starts_with(r->str, "WRONGTYPE"))
         return DLOCK_EWRONGTYPE;
+    if (starts_with(r->str, "DLOCKLIMIT"))
+        return DLOCK_ELIMIT; /* a semaphore's script: live permits under another limit */
     return DLOCK_ESERVER;
 }
 

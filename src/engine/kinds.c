@@ -12,3 +12,14 @@ const dlock__kind dlock__kind_mutex = {
     .aux = {NULL},
     .limited = false,
 };
+
+/* The counting semaphore: NAME is a sorted set of permits (scripts.c). */
+const dlock__kind dlock__kind_semaphore = {
+    .name = "semaphore",
+    .acquire = DLOCK__SCRIPT_SEM_ACQUIRE,
+    .release = DLOCK__SCRIPT_SEM_RELEASE,
+    .extend = DLOCK__SCRIPT_SEM_EXTEND,
+    .status = DLOCK__SCRIPT_SEM_STATUS,
+    .aux = {"limit", "slots", "owners", "fences", NULL},
+    .limited = true,
+};

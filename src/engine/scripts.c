@@ -19,18 +19,23 @@
  * token (+1) is still exact in Lua's doubles. Lua's tonumber() alone would
  * take "inf", "-5", "1e400" or 2^53 + 1, and the tokens would stop growing.
  * Returns the value (0 when the key is missing) or nil and an error that
- * names the key. A key of another type makes GET raise WRONGTYPE. */
-#define FENCE_OF_LUA                                                                               \
-    "local function fence_of(key)\n"                                                               \
-    "  local s = redis.call('GET', key)\n"                                                         \
+ * names the key. A key of another type makes GET raise WRONGTYPE.
+ * fence_parse() is the parser itself, for a token kept in a hash field. */
+#define FENCE_PARSE_LUA                                                                            \
+    "local function fence_parse(s, where)\n"                                                       \
     "  if not s then\n"                                                                            \
     "    return 0\n"                                                                               \
     "  end\n"                                                                                      \
     "  if #s > 16 or not string.match(s, '^%d+$') or tonumber(s) > 9007199254740990 then\n"       \
-    "    return nil, 'ERR ' .. key .. ' holds ' .. string.format('%q', string.sub(s, 1, 40)) ..\n"  \
+    "    return nil, 'ERR ' .. where .. ' holds ' .. string.format('%q', string.sub(s, 1, 40)) ..\n"\
     "      ', not a fencing token (a decimal integer from 0 to 9007199254740990)'\n"               \
     "  end\n"                                                                                      \
     "  return tonumber(s)\n"                                                                       \
+    "end\n"
+#define FENCE_OF_LUA                                                                               \
+    FENCE_PARSE_LUA                                                                                \
+    "local function fence_of(key)\n"                                                               \
+    "  return fence_parse(redis.call('GET', key), key)\n"                                          \
     "end\n"
 
 /* A key of another type under the name makes GET raise WRONGTYPE before
@@ -116,9 +121,176 @@ static const char status_lua[] = FENCE_OF_LUA
     "end\n"
     "return {t, redis.call('PTTL', KEYS[1]), fence > 0 and string.format('%d', fence) or false, owner}\n";
 
+/* A semaphore (docs/semaphores.md): NAME is a sorted set of the holders'
+ * tokens scored by the expiry of their permit in server milliseconds; the
+ * auxiliary hashes `slots` (token -> slot) and `owners` (token -> owner
+ * record) and the string `limit` (N) live exactly as long as the last
+ * permit; the hash `fences` (slot -> last token) lives fence_ttl. Every
+ * script reads the clock and its expired permits first, checks, and only
+ * then writes: reap() drops the expired permits and gives every key but
+ * the fences the lifetime of the last permit left, or deletes them. */
+#define SEMAPHORE_LUA                                                                              \
+    "local function kind_error(name)\n"                                                            \
+    "  local t = redis.call('TYPE', name)['ok']\n"                                                 \
+    "  if t == 'zset' or t == 'none' then\n"                                                       \
+    "    return nil\n"                                                                             \
+    "  end\n"                                                                                      \
+    "  return 'WRONGTYPE ' .. name .. ' is ' .. (t == 'string' and\n"                              \
+    "    'a mutex or another kind of lock (a string)' or 'a ' .. t) .. ', not a semaphore'\n"     \
+    "end\n"                                                                                        \
+    "local function clock()\n"                                                                     \
+    "  local t = redis.call('TIME')\n"                                                             \
+    "  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000),\n"                       \
+    "    tonumber(t[1]) * 1000000 + tonumber(t[2])\n"                                              \
+    "end\n"                                                                                        \
+    "local function reap(name, limit, slots, owners, now)\n"                                       \
+    "  local dead = redis.call('ZRANGEBYSCORE', name, '-inf', now)\n"                              \
+    "  if #dead > 0 then\n"                                                                        \
+    "    redis.call('ZREMRANGEBYSCORE', name, '-inf', now)\n"                                      \
+    "    redis.call('HDEL', slots, unpack(dead))\n"                                                \
+    "    redis.call('HDEL', owners, unpack(dead))\n"                                               \
+    "  end\n"                                                                                      \
+    "  local last = redis.call('ZRANGE', name, -1, -1, 'WITHSCORES')\n"                            \
+    "  if #last == 0 then\n"                                                                       \
+    "    redis.call('DEL', limit, slots, owners)\n"                                                \
+    "    return\n"                                                                                 \
+    "  end\n"                                                                                      \
+    "  local left = tonumber(last[2]) - now\n"                                                     \
+    "  for _, key in ipairs({name, limit, slots, owners}) do\n"                                    \
+    "    redis.call('PEXPIRE', key, left)\n"                                                       \
+    "  end\n"                                                                                      \
+    "end\n"                                                                                        \
+    "local function live_score(name, token, now)\n"                                                \
+    "  local score = redis.call('ZSCORE', name, token)\n"                                          \
+    "  if score and tonumber(score) > now then\n"                                                  \
+    "    return tonumber(score)\n"                                                                 \
+    "  end\n"                                                                                      \
+    "  return nil\n"                                                                               \
+    "end\n"
+
+/* KEYS as the mutex's acquire, then limit, slots, owners, fences; ARGV as
+ * the mutex's, then the permits N. Refused: NAME of another type, or live
+ * permits under another limit (an error that starts with DLOCKLIMIT and
+ * names the limit in force). Busy: {0, ms until the soonest permit
+ * expires}. Granted: {1, fence, slot}, the lowest slot no live permit
+ * holds, fenced per slot; a retry of our own call keeps its slot. */
+static const char sem_acquire_lua[] = FENCE_PARSE_LUA SEMAPHORE_LUA
+    "local name, limit, slots, owners, fences = KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[7]\n"
+    "local token, permits = ARGV[1], tonumber(ARGV[5])\n"
+    "local wrong = kind_error(name)\n"
+    "if wrong then\n"
+    "  return redis.error_reply(wrong)\n"
+    "end\n"
+    "local now, now_us = clock()\n"
+    "local live = redis.call('ZRANGEBYSCORE', name, '(' .. now, '+inf', 'WITHSCORES')\n"
+    "local in_force = redis.call('GET', limit)\n"
+    "local mine = live_score(name, token, now)\n"
+    "if #live > 0 and in_force and tonumber(in_force) ~= permits then\n"
+    "  return redis.error_reply('DLOCKLIMIT ' .. name .. ' is a semaphore of ' .. in_force ..\n"
+    "    ' permits (' .. #live / 2 .. ' held), not ' .. ARGV[5])\n"
+    "end\n"
+    "if not mine and #live / 2 >= permits then\n"
+    "  return {0, tonumber(live[2]) - now}\n"
+    "end\n"
+    "local taken, slot = {}, nil\n"
+    "for i = 1, #live, 2 do\n"
+    "  local s = redis.call('HGET', slots, live[i])\n"
+    "  if live[i] == token then\n"
+    "    slot = tonumber(s)\n"
+    "  elseif s then\n"
+    "    taken[s] = true\n"
+    "  end\n"
+    "end\n"
+    "if not slot then\n"
+    "  slot = 0\n"
+    "  while taken[tostring(slot)] do\n"
+    "    slot = slot + 1\n"
+    "  end\n"
+    "end\n"
+    "local last, err = fence_parse(redis.call('HGET', fences, slot), fences .. ' field ' .. slot)\n"
+    "if not last then\n"
+    "  return redis.error_reply(err)\n"
+    "end\n"
+    "local f = string.format('%d', math.max(last + 1, now_us))\n"
+    "redis.call('ZADD', name, now + tonumber(ARGV[2]), token)\n"
+    "redis.call('SET', limit, ARGV[5])\n"
+    "redis.call('HSET', slots, token, slot)\n"
+    "redis.call('HSET', owners, token, ARGV[4])\n"
+    "redis.call('HSET', fences, slot, f)\n"
+    "redis.call('PEXPIRE', fences, ARGV[3])\n"
+    "reap(name, limit, slots, owners, now)\n"
+    "return {1, f, slot}\n";
+
+/* KEYS as the mutex's release, then limit, slots, owners, fences; ARGV as
+ * the mutex's. 1 (released) or 0 (not a live permit of that token). */
+static const char sem_release_lua[] = SEMAPHORE_LUA
+    "local name, limit, slots, owners = KEYS[1], KEYS[3], KEYS[4], KEYS[5]\n"
+    "local wrong = kind_error(name)\n"
+    "if wrong then\n"
+    "  return redis.error_reply(wrong)\n"
+    "end\n"
+    "local now = clock()\n"
+    "local mine = live_score(name, ARGV[1], now)\n"
+    "if mine then\n"
+    "  redis.call('ZREM', name, ARGV[1])\n"
+    "  redis.call('HDEL', slots, ARGV[1])\n"
+    "  redis.call('HDEL', owners, ARGV[1])\n"
+    "end\n"
+    "reap(name, limit, slots, owners, now)\n"
+    "if mine and ARGV[3] == '1' then\n"
+    "  redis.pcall('PUBLISH', ARGV[2], ARGV[1])\n"
+    "end\n"
+    "return mine and 1 or 0\n";
+
+/* KEYS as the mutex's extend, then limit, slots, owners, fences; ARGV as
+ * the mutex's (no repair: a semaphore lives on one server). 1 or 0. */
+static const char sem_extend_lua[] = SEMAPHORE_LUA
+    "local name, limit, slots, owners = KEYS[1], KEYS[4], KEYS[5], KEYS[6]\n"
+    "local wrong = kind_error(name)\n"
+    "if wrong then\n"
+    "  return redis.error_reply(wrong)\n"
+    "end\n"
+    "local now = clock()\n"
+    "local mine = live_score(name, ARGV[1], now)\n"
+    "if mine then\n"
+    "  redis.call('ZADD', name, 'XX', now + tonumber(ARGV[2]), ARGV[1])\n"
+    "end\n"
+    "reap(name, limit, slots, owners, now)\n"
+    "return mine and 1 or 0\n";
+
+/* KEYS NAME, limit, slots, owners, fences. Read-only: expired permits are
+ * left out, not reaped. Returns {limit or false, {owner record or false,
+ * PTTL, slot, fence, ...} for each live permit, by slot}. */
+static const char sem_status_lua[] = FENCE_PARSE_LUA SEMAPHORE_LUA
+    "local wrong = kind_error(KEYS[1])\n"
+    "if wrong then\n"
+    "  return redis.error_reply(wrong)\n"
+    "end\n"
+    "local now = clock()\n"
+    "local live = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf', 'WITHSCORES')\n"
+    "local held = {}\n"
+    "for i = 1, #live, 2 do\n"
+    "  local slot = tonumber(redis.call('HGET', KEYS[3], live[i])) or -1\n"
+    "  local fence, err = fence_parse(redis.call('HGET', KEYS[5], slot), KEYS[5] .. ' field ' .. slot)\n"
+    "  if not fence then\n"
+    "    return redis.error_reply(err)\n"
+    "  end\n"
+    "  held[#held + 1] = {redis.call('HGET', KEYS[4], live[i]), tonumber(live[i + 1]) - now, slot,\n"
+    "    string.format('%d', fence)}\n"
+    "end\n"
+    "table.sort(held, function(a, b) return a[3] < b[3] end)\n"
+    "local out = {}\n"
+    "for _, h in ipairs(held) do\n"
+    "  for _, v in ipairs(h) do\n"
+    "    out[#out + 1] = v\n"
+    "  end\n"
+    "end\n"
+    "return {redis.call('GET', KEYS[2]), out}\n";
+
 /* NULL-terminated: also the list a fresh connection loads. */
 static const char *const sources[DLOCK__SCRIPT_COUNT + 1] = {
-    acquire_lua, release_lua, extend_lua, status_lua, fence_max_lua, NULL};
+    acquire_lua,     release_lua,     extend_lua,     status_lua,     fence_max_lua,
+    sem_acquire_lua, sem_release_lua, sem_extend_lua, sem_status_lua, NULL};
 
 const char *const *dlock__script_sources(void)
 {

@@ -23,6 +23,14 @@ enum dlock__script_id {
     /* KEYS fence; ARGV fence, fence_ttl_ms. Raises the stored fence to at
      * least ARGV[1], never lowers it (a delayed packet must not). Returns 1. */
     DLOCK__SCRIPT_FENCE_MAX,
+    /* The semaphore's (see scripts.c and docs/semaphores.md): the mutex's
+     * KEYS and ARGV, then the auxiliary keys limit, slots, owners, fences;
+     * the acquire's last ARGV is the number of permits. */
+    DLOCK__SCRIPT_SEM_ACQUIRE,
+    DLOCK__SCRIPT_SEM_RELEASE,
+    DLOCK__SCRIPT_SEM_EXTEND,
+    /* KEYS NAME, limit, slots, owners, fences. Read-only. */
+    DLOCK__SCRIPT_SEM_STATUS,
     DLOCK__SCRIPT_COUNT
 };
 

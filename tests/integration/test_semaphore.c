@@ -1,0 +1,394 @@
+/* Semaphores through the library against a real redis-server: N holders,
+ * slots and per-slot fences, the limit in force, the wrong kind both ways,
+ * release and extend by token, reaping, waking, loss, several servers. */
+#include "helpers.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#define server group_server
+
+static dlock_acquire_options permits(unsigned n)
+{
+    dlock_acquire_options o = DLOCK_ACQUIRE_OPTIONS_INIT;
+    o.permits = n;
+    return o;
+}
+
+static int setup(void **state)
+{
+    *state = test_redis_connect(&server, NULL);
+    return *state ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    redisFree(*state);
+    return 0;
+}
+
+static long long zcard(redisContext *redis, const char *name)
+{
+    redisReply *r = run(redis, "ZCARD %s", name);
+    long long n = r->integer;
+    freeReplyObject(r);
+    return n;
+}
+
+/* The server's whole data set, as DEBUG DIGEST: unchanged means nothing was
+ * written. */
+static char *digest(redisContext *redis)
+{
+    redisReply *r = run(redis, "DEBUG DIGEST");
+    char *d = strdup(r->str);
+    freeReplyObject(r);
+    return d;
+}
+
+static void test_sem_three_holders_distinct_slots_fourth_busy(void **state)
+{
+    redisContext *redis = *state;
+    dlock_client *c = open_client(server.url, 0, 0);
+    dlock_acquire_options o = permits(3);
+    dlock_lock *l[3], *fourth = NULL;
+    dlock_status *st;
+    unsigned seen = 0;
+
+    for (int i = 0; i < 3; i++) {
+        l[i] = must_acquire(c, "sem:three", 30000, &o);
+        seen |= 1u << dlock_lock_slot(l[i]);
+        assert_true(dlock_lock_fence(l[i]) > 0);
+    }
+    assert_int_equal(seen, 7);
+    assert_int_equal(zcard(redis, "sem:three"), 3);
+    assert_int_equal(dlock_lock_acquire(&fourth, c, "sem:three", 30000, &o), DLOCK_EBUSY);
+
+    assert_int_equal(dlock_status_query(&st, c, "sem:three"), 0);
+    assert_int_equal(dlock_status_limit(st), 3);
+    assert_int_equal(dlock_status_holders(st), 3);
+    for (size_t i = 0; i < 3; i++) {
+        const dlock_holder *h = dlock_status_holder(st, i);
+        assert_int_equal(h->slot, i);
+        assert_int_equal(h->pid, getpid());
+        assert_true(h->ttl_ms > 20000 && h->ttl_ms <= 30000);
+        assert_true(h->fence > 0);
+    }
+    dlock_status_free(st);
+
+    /* A released slot is the next holder's. */
+    unsigned freed = dlock_lock_slot(l[1]);
+    assert_int_equal(dlock_lock_release(l[1]), 0);
+    fourth = must_acquire(c, "sem:three", 30000, &o);
+    assert_int_equal(dlock_lock_slot(fourth), freed);
+    for (int i = 0; i < 3; i++)
+        dlock_lock_release(i == 1 ? fourth : l[i]);
+    /* Nothing of an idle semaphore outlives its last permit but the fences. */
+    assert_false(key_exists(redis, "sem:three"));
+    assert_false(key_exists(redis, aux_key("sem:three", "limit")));
+    assert_false(key_exists(redis, aux_key("sem:three", "slots")));
+    assert_false(key_exists(redis, aux_key("sem:three", "owners")));
+    assert_true(key_exists(redis, aux_key("sem:three", "fences")));
+    for (int i = 0; i < 3; i++)
+        dlock_lock_free(l[i]);
+    dlock_lock_free(fourth);
+    dlock_client_close(c);
+}
+
+static void test_sem_other_limit_refused_naming_the_limit_in_force(void **state)
+{
+    redisContext *redis = *state;
+    dlock_client *c = open_client(server.url, 0, 0);
+    dlock_acquire_options three = permits(3), two = permits(2);
+    dlock_lock *held = must_acquire(c, "sem:limit", 30000, &three), *other = NULL;
+    char *before = digest(redis), *after;
+
+    assert_int_equal(dlock_lock_acquire(&other, c, "sem:limit", 30000, &two), DLOCK_ELIMIT);
+    assert_non_null(strstr(dlock_client_errmsg(c), "semaphore of 3 permits"));
+    after = digest(redis);
+    assert_string_equal(before, after);
+    assert_true(dlock_lock_held(held));
+    dlock_lock_release(held);
+    /* Once idle, the name takes another limit. */
+    other = must_acquire(c, "sem:limit", 30000, &two);
+    dlock_lock_release(other);
+    free(before);
+    free(after);
+    dlock_lock_free(held);
+    dlock_lock_free(other);
+    dlock_client_close(c);
+}
+
+static void test_sem_wrong_kind_both_ways_writes_nothing(void **state)
+{
+    redisContext *redis = *state;
+    dlock_client *c = open_client(server.url, 0, 0);
+    dlock_acquire_options o = permits(2);
+    dlock_lock *sem = must_acquire(c, "sem:kind-a", 30000, &o);
+    dlock_lock *mutex = must_acquire(c, "sem:kind-b", 30000, NULL), *x = NULL;
+    char *before = digest(redis), *after;
+
+    assert_int_equal(dlock_lock_acquire(&x, c, "sem:kind-a", 30000, NULL), DLOCK_EWRONGTYPE);
+    assert_non_null(strstr(dlock_client_errmsg(c), "not a mutex"));
+    assert_int_equal(dlock_lock_acquire(&x, c, "sem:kind-b", 30000, &o), DLOCK_EWRONGTYPE);
+    assert_non_null(strstr(dlock_client_errmsg(c), "not a semaphore"));
+    after = digest(redis);
+    assert_string_equal(before, after);
+    dlock_lock_release(sem);
+    dlock_lock_release(mutex);
+    free(before);
+    free(after);
+    dlock_lock_free(sem);
+    dlock_lock_free(mutex);
+    dlock_client_close(c);
+}
+
+/* Release and extend by token, through an adopted handle that does not
+ * know the name is a semaphore's; twice, foreign, expired: not the owner,
+ * and the permits are untouched. */
+static void test_sem_release_extend_by_token(void **state)
+{
+    redisContext *redis = *state;
+    dlock_client *c = open_client(server.url, 0, 0);
+    dlock_acquire_options o = permits(3);
+    dlock_lock *keep = must_acquire(c, "sem:token", 30000, &o);
+    dlock_lock *a = must_acquire(c, "sem:token", 30000, &o);
+    dlock_lock *b = must_acquire(c, "sem:token", 100, &o), *adopted = NULL, *foreign = NULL;
+    char *before, *after;
+
+    assert_int_equal(dlock_lock_adopt(&adopted, c, "sem:token", dlock_lock_token(a)), 0);
+    assert_int_equal(dlock_lock_extend(adopted, 60000), 0);
+    assert_true(dlock_lock_validity_ms(adopted) > 50000);
+    assert_int_equal(dlock_lock_adopt(&foreign, c, "sem:token", "0123456789abcdef0123456789abcdef"),
+                     0);
+    usleep(200 * 1000); /* b's permit expires */
+    assert_int_equal(dlock_lock_extend(b, 30000), DLOCK_ENOTOWNER);
+    assert_int_equal(zcard(redis, "sem:token"), 2); /* b's expired permit was reaped */
+    assert_int_equal(dlock_lock_release(adopted), 0);
+
+    before = digest(redis);
+    assert_int_equal(dlock_lock_release(foreign), DLOCK_ENOTOWNER);
+    assert_int_equal(dlock_lock_release(adopted), DLOCK_ENOTOWNER);
+    assert_int_equal(dlock_lock_release(a), DLOCK_ENOTOWNER);
+    assert_int_equal(dlock_lock_extend(b, 30000), DLOCK_ENOTOWNER);
+    after = digest(redis);
+    assert_string_equal(before, after);
+    assert_int_equal(zcard(redis, "sem:token"), 1);
+    assert_int_equal(dlock_lock_release(keep), 0);
+    free(before);
+    free(after);
+    dlock_lock_free(keep);
+    dlock_lock_free(a);
+    dlock_lock_free(b);
+    dlock_lock_free(adopted);
+    dlock_lock_free(foreign);
+    dlock_client_close(c);
+}
+
+/* A crashed holder's permit frees itself after its TTL and is reaped. */
+static void test_sem_dead_permit_frees_after_its_ttl(void **state)
+{
+    redisContext *redis = *state;
+    dlock_client *c = open_client(server.url, 0, 0);
+    dlock_acquire_options o = permits(2);
+    dlock_lock *dead[2], *next;
+    long long start;
+
+    for (int i = 0; i < 2; i++)
+        dead[i] = must_acquire(c, "sem:dead", 400, &o);
+    start = test_now_ms();
+    o.wait_ms = 5000;
+    next = must_acquire(c, "sem:dead", 30000, &o);
+    assert_true(test_now_ms() - start >= 300);
+    assert_int_equal(zcard(redis, "sem:dead"), 1);
+    dlock_lock_release(next);
+    for (int i = 0; i < 2; i++)
+        dlock_lock_free(dead[i]);
+    dlock_lock_free(next);
+    dlock_client_close(c);
+}
+
+static void *release_later(void *lock)
+{
+    usleep(300 * 1000);
+    assert_int_equal(dlock_lock_release(lock), 0);
+    return NULL;
+}
+
+/* A release wakes a waiter: without the message its next try would come
+ * half the backoff cap (15 s) later. */
+static void test_sem_release_wakes_a_waiter(void **state)
+{
+    dlock_client *c = open_client(server.url, 0, 0);
+    dlock_client *w = open_client(server.url, 0, 0);
+    dlock_acquire_options o = permits(2);
+    dlock_lock *h[2], *waiter;
+    pthread_t t;
+    long long start;
+    (void)state;
+
+    for (int i = 0; i < 2; i++)
+        h[i] = must_acquire(c, "sem:wake", 60000, &o);
+    assert_int_equal(pthread_create(&t, NULL, release_later, h[0]), 0);
+    o.wait_ms = 30000;
+    o.backoff_max_ms = 30000;
+    start = test_now_ms();
+    waiter = must_acquire(w, "sem:wake", 20000, &o);
+    pthread_join(t, NULL);
+    assert_true(test_now_ms() - start >= 290);
+    assert_true(test_now_ms() - start < 300 + 1500LL * test_slowdown());
+    assert_int_equal(dlock_lock_slot(waiter), dlock_lock_slot(h[0]));
+    dlock_lock_release(waiter);
+    dlock_lock_release(h[1]);
+    dlock_lock_free(waiter);
+    for (int i = 0; i < 2; i++)
+        dlock_lock_free(h[i]);
+    dlock_client_close(w);
+    dlock_client_close(c);
+}
+
+static atomic_int lost_reason;
+
+static void on_lost(dlock_lock *lock, int reason, void *arg)
+{
+    (void)lock;
+    (void)arg;
+    atomic_store(&lost_reason, reason);
+}
+
+/* A permit removed behind the holder's back is a loss, told at the next
+ * renewal (ttl/3). */
+static void test_sem_removed_permit_is_lost(void **state)
+{
+    redisContext *redis = *state;
+    dlock_client *c = open_client(server.url, 0, 0);
+    dlock_acquire_options o = permits(2);
+    dlock_lock *l;
+    long long start;
+
+    o.auto_renew = 1;
+    o.on_lost = on_lost;
+    l = must_acquire(c, "sem:lost", 600, &o);
+    freeReplyObject(run(redis, "ZREM sem:lost %s", dlock_lock_token(l)));
+    start = test_now_ms();
+    while (atomic_load(&lost_reason) == 0 && test_now_ms() - start < 600LL * test_slowdown())
+        usleep(5000);
+    assert_int_equal(atomic_load(&lost_reason), DLOCK_ENOTOWNER);
+    assert_int_equal(dlock_lock_held(l), 0);
+    assert_int_equal(dlock_lock_release(l), DLOCK_ELOST);
+    dlock_lock_free(l);
+    dlock_client_close(c);
+}
+
+static void test_sem_bad_permits(void **state)
+{
+    dlock_client *c = open_client(server.url, 0, 0);
+    dlock_acquire_options o = permits(DLOCK_PERMITS_MAX + 1);
+    dlock_lock *l = NULL;
+    assert_int_equal(dlock_lock_acquire(&l, c, "sem:bad", 30000, &o), DLOCK_EINVAL);
+    assert_non_null(strstr(dlock_client_errmsg(c), "permits must be from 1 to"));
+    assert_false(key_exists(*state, "sem:bad"));
+    dlock_client_close(c);
+}
+
+/* Fences grow per slot: 200 acquisitions, then a restart without
+ * persistence, then a restart from an older snapshot. */
+static uint64_t last_fence[4];
+
+static void acquire_round(dlock_client *c, int rounds)
+{
+    dlock_acquire_options o = permits(4);
+    for (int i = 0; i < rounds; i++) {
+        dlock_lock *l[2];
+        for (int j = 0; j < 2; j++) {
+            unsigned slot;
+            l[j] = must_acquire(c, "sem:fence", 30000, &o);
+            slot = dlock_lock_slot(l[j]);
+            if (dlock_lock_fence(l[j]) <= last_fence[slot])
+                fail_msg("slot %u: fence %" PRIu64 " after %" PRIu64, slot,
+                         dlock_lock_fence(l[j]), last_fence[slot]);
+            last_fence[slot] = dlock_lock_fence(l[j]);
+        }
+        for (int j = 0; j < 2; j++) {
+            dlock_lock_release(l[j]);
+            dlock_lock_free(l[j]);
+        }
+    }
+}
+
+static void test_sem_fences_grow_per_slot_across_restarts(void **state)
+{
+    test_redis r = {0};
+    dlock_client *c;
+    redisContext *redis;
+    (void)state;
+    assert_int_equal(test_redis_start(&r, NULL), 0);
+    c = open_client(r.url, 0, 0);
+    acquire_round(c, 100); /* 200 acquisitions */
+    assert_int_equal(test_redis_restart(&r), 0);
+    acquire_round(c, 5);
+    redis = test_redis_connect(&r, NULL);
+    freeReplyObject(run(redis, "SAVE"));
+    redisFree(redis);
+    acquire_round(c, 5);
+    assert_int_equal(test_redis_restart(&r), 0); /* SIGKILL: back to the snapshot */
+    acquire_round(c, 5);
+    dlock_client_close(c);
+    test_redis_stop(&r);
+}
+
+/* With several servers a semaphore is refused with the reason, and nothing
+ * is written anywhere. */
+static void test_sem_several_servers_refused(void **state)
+{
+    test_redis r[3];
+    const char *urls[3];
+    dlock_client *c;
+    dlock_acquire_options o = permits(2);
+    dlock_lock *l = NULL;
+    (void)state;
+    assert_int_equal(test_redis_start_all(r, 3), 0);
+    for (int i = 0; i < 3; i++)
+        urls[i] = r[i].url;
+    c = open_nodes(urls, 3, 0, 0);
+    assert_int_equal(dlock_lock_acquire(&l, c, "sem:redlock", 30000, &o), DLOCK_EINVAL);
+    assert_non_null(strstr(dlock_client_errmsg(c), "majority"));
+    for (int i = 0; i < 3; i++) {
+        redisContext *redis = test_redis_connect(&r[i], NULL);
+        redisReply *n = run(redis, "DBSIZE");
+        assert_int_equal(n->integer, 0);
+        freeReplyObject(n);
+        redisFree(redis);
+    }
+    dlock_client_close(c);
+    test_redis_stop_all(r, 3);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_sem_three_holders_distinct_slots_fourth_busy, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_sem_other_limit_refused_naming_the_limit_in_force,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sem_wrong_kind_both_ways_writes_nothing, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_sem_release_extend_by_token, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sem_dead_permit_frees_after_its_ttl, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sem_release_wakes_a_waiter, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sem_removed_permit_is_lost, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sem_bad_permits, setup, teardown),
+        cmocka_unit_test(test_sem_fences_grow_per_slot_across_restarts),
+        cmocka_unit_test(test_sem_several_servers_refused),
+    };
+    return cmocka_run_group_tests(tests, group_setup_server, group_teardown_server);
+}
