@@ -88,7 +88,8 @@ static void explain_kind(dlock_lock *lock, int rc)
     if (rc != DLOCK_EWRONGTYPE || lock->claim.kind != &dlock__kind_mutex)
         return;
     snprintf(detail, sizeof(detail), "%s", lane->errmsg);
-    dlock__set_error(lane, "%s is not a mutex (a semaphore's name is taken with its permits): %s",
+    dlock__set_error(lane, "%s is not a mutex (a semaphore's name is a sorted set: take it with "
+                           "its number of permits); %s",
                      lock->claim.keys.lock, detail);
 }
 

@@ -79,6 +79,7 @@ struct cli_wait {
     int64_t max_hold_ms;
     dlock_lost_fn on_lost;
     void *on_lost_arg;
+    unsigned permits; /* --permits: 0 for a mutex */
 };
 
 /* Acquires `name`, waiting as asked; on a terminal shows a status line that
@@ -105,6 +106,7 @@ void cli_format_time(int64_t ms, char *out, size_t len);
 #define CLI_OPT_BUSY_CODE 0x4u /* -E, --conflict-exit-code CODE */
 #define CLI_OPT_JSON 0x8u      /* --json */
 #define CLI_OPT_RUN 0x10u      /* --kill-after, --max-hold; NAME -- COMMAND or NAME -c CMD */
+#define CLI_OPT_PERMITS 0x20u  /* --permits N */
 
 struct cli_command {
     const char *name;
@@ -123,6 +125,7 @@ struct cli_command_opts {
     int busy_code;
     int64_t kill_after_ms;
     bool json;
+    long long permits; /* --permits as given; wait.permits when it is in range */
     const char *name;
     const char *token;         /* release, extend */
     char **command;            /* run: the command's argv, or NULL with shell_command */

@@ -1,7 +1,7 @@
 /* run: hold the lock while a command runs.
  *
- * The command runs in its own process group with DLOCK_NAME, DLOCK_TOKEN and
- * DLOCK_FENCE set, and has SIGINT, SIGTERM and SIGHUP forwarded to its group.
+ * The command runs in its own process group with DLOCK_NAME, DLOCK_TOKEN,
+ * DLOCK_FENCE and DLOCK_SLOT set, and has SIGINT, SIGTERM and SIGHUP forwarded to its group.
  * The client's renewal thread keeps the lock alive; if it is lost anyway, the
  * group gets SIGTERM, then SIGKILL after --kill-after (to what is left of it
  * even when its leader has exited), and dlock exits 70. If
@@ -110,7 +110,7 @@ static void stop_group(pid_t pgid)
 static bool keep_variable(const char *entry)
 {
     static const char *const ours[] = {"DLOCK_NAME=", "DLOCK_TOKEN=", "DLOCK_FENCE=",
-                                       "DLOCK_PASSWORD="};
+                                       "DLOCK_PASSWORD=", "DLOCK_SLOT="};
     for (size_t i = 0; i < sizeof(ours) / sizeof(ours[0]); i++)
         if (strncmp(entry, ours[i], strlen(ours[i])) == 0)
             return false;
@@ -120,13 +120,13 @@ static bool keep_variable(const char *entry)
 
 /* The child's environment, built before fork: after fork only
  * async-signal-safe calls are allowed, and the renewal thread exists. */
-static char **child_environment(dlock_lock *lock, char *vars[3])
+static char **child_environment(dlock_lock *lock, char *vars[4])
 {
     size_t n = 0, k = 0;
     char **env;
     while (environ[n])
         n++;
-    env = calloc(n + 4, sizeof(*env));
+    env = calloc(n + 5, sizeof(*env));
     if (!env)
         return NULL;
     for (size_t i = 0; i < n; i++)
@@ -134,13 +134,15 @@ static char **child_environment(dlock_lock *lock, char *vars[3])
             env[k++] = environ[i];
     if (asprintf(&vars[0], "DLOCK_NAME=%s", dlock_lock_name(lock)) < 0 ||
         asprintf(&vars[1], "DLOCK_TOKEN=%s", dlock_lock_token(lock)) < 0 ||
-        asprintf(&vars[2], "DLOCK_FENCE=%" PRIu64, dlock_lock_fence(lock)) < 0) {
+        asprintf(&vars[2], "DLOCK_FENCE=%" PRIu64, dlock_lock_fence(lock)) < 0 ||
+        asprintf(&vars[3], "DLOCK_SLOT=%u", dlock_lock_slot(lock)) < 0) {
         free(env);
         return NULL;
     }
     env[k++] = vars[0];
     env[k++] = vars[1];
     env[k++] = vars[2];
+    env[k++] = vars[3];
     return env;
 }
 
@@ -453,7 +455,7 @@ static int run_locked(const struct cli *cli, const struct cli_command_opts *o, d
                       dlock_lock *lock)
 {
     struct supervision s = {.lock = lock};
-    char *vars[3] = {NULL, NULL, NULL};
+    char *vars[4] = {NULL, NULL, NULL, NULL};
     char **env = child_environment(lock, vars);
     int code;
 
@@ -464,7 +466,7 @@ static int run_locked(const struct cli *cli, const struct cli_command_opts *o, d
     }
     code = run_guarded(cli, o, client, &s, env);
     free(env);
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         free(vars[i]);
     return code;
 }

@@ -5,10 +5,32 @@
 #include <stdio.h>
 #include <string.h>
 
+/* A semaphore's holders, one line each, by slot. */
+static void print_permits(const dlock_status *st)
+{
+    for (size_t i = 0; i < dlock_status_holders(st); i++) {
+        const dlock_holder *h = dlock_status_holder(st, i);
+        char since[32];
+        cli_format_time(h->since_ms, since, sizeof(since));
+        printf("  slot %u: ", h->slot);
+        if (h->pid)
+            printf("held by %s pid %ld since %s", h->host, h->pid, since);
+        else
+            printf("held (no owner record)");
+        printf(", expires in %.1f s, fence %" PRIu64 "\n", (double)h->ttl_ms / 1000, h->fence);
+    }
+}
+
 static void print_text(const char *name, const dlock_status *st)
 {
     bool held = dlock_status_held(st);
     uint64_t fence = dlock_status_fence(st);
+    if (dlock_status_limit(st) > 1) {
+        printf("%s: %zu/%u held (semaphore)\n", name, dlock_status_holders(st),
+               dlock_status_limit(st));
+        print_permits(st);
+        return;
+    }
     if (held) {
         char holder[400];
         cli_describe_holder(st, holder, sizeof(holder));
@@ -37,6 +59,16 @@ static void print_json_fields(const dlock_status *st)
     } else {
         printf("null");
     }
+    printf(",\"limit\":%u,\"holders\":[", dlock_status_limit(st));
+    for (size_t i = 0; i < dlock_status_holders(st); i++) {
+        h = dlock_status_holder(st, i);
+        printf("%s{\"host\":", i ? "," : "");
+        cli_print_json_string(h->host);
+        printf(",\"pid\":%ld,\"since_ms\":%" PRId64 ",\"ttl_ms\":%" PRId64
+               ",\"slot\":%u,\"fence\":%" PRIu64 "}",
+               h->pid, h->since_ms, h->ttl_ms, h->slot, h->fence);
+    }
+    putchar(']');
 }
 
 /* A server's own view, in the shape of the majority's. */

@@ -24,8 +24,10 @@ int cmd_acquire(struct cli *cli, int argc, char **argv)
     } else if (o.json) {
         printf("{\"name\":");
         cli_print_json_string(dlock_lock_name(lock));
-        printf(",\"token\":\"%s\",\"fence\":%" PRIu64 ",\"validity_ms\":%" PRId64 "}\n",
-               dlock_lock_token(lock), dlock_lock_fence(lock), dlock_lock_validity_ms(lock));
+        printf(",\"token\":\"%s\",\"fence\":%" PRIu64 ",\"validity_ms\":%" PRId64
+               ",\"slot\":%u}\n",
+               dlock_lock_token(lock), dlock_lock_fence(lock), dlock_lock_validity_ms(lock),
+               dlock_lock_slot(lock));
     } else {
         printf("%s\n", dlock_lock_token(lock));
         cli_debug(cli, "acquired %s, fence %" PRIu64 ", expires in %.1f s", o.name,

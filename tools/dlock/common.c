@@ -182,6 +182,11 @@ void cli_describe_holder(const dlock_status *st, char *out, size_t len)
     const dlock_holder *h = dlock_status_holder(st, 0);
     int64_t ttl_ms = dlock_status_ttl_ms(st);
     int n;
+    if (dlock_status_limit(st) > 1) {
+        snprintf(out, len, "%zu of its %u permits held, the first to expire in %.1f s",
+                 dlock_status_holders(st), dlock_status_limit(st), (double)ttl_ms / 1000);
+        return;
+    }
     if (h) {
         char since[32];
         cli_format_time(h->since_ms, since, sizeof(since));
@@ -264,6 +269,7 @@ int cli_acquire(const struct cli *cli, dlock_client *client, const char *name,
     opts.max_hold_ms = how->max_hold_ms;
     opts.on_lost = how->on_lost;
     opts.on_lost_arg = how->on_lost_arg;
+    opts.permits = how->permits;
     /* One try first: only a busy lock starts a wait worth telling of. */
     opts.wait_ms = 0;
     rc = dlock_lock_acquire(out, client, name, how->ttl_ms, &opts);

@@ -3,8 +3,10 @@
 #include "cli.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define DEFAULT_TTL_MS 30000
@@ -26,9 +28,12 @@ const struct cli_command cli_command_run = {
     "      --max-hold DUR     hold the lock at most this long (10ms or more), then stop\n"
     "                         the command\n"
     "  -c CMD                 run CMD with /bin/sh -c\n"
-    "The command sees DLOCK_NAME, DLOCK_TOKEN and DLOCK_FENCE; DLOCK_PASSWORD and\n"
+    "      --permits N        take one of N permits of the semaphore NAME (1 to 1024;\n"
+    "                         1: the lock alone, the default; one server only)\n"
+    "The command sees DLOCK_NAME, DLOCK_TOKEN, DLOCK_FENCE and DLOCK_SLOT (the\n"
+    "permit's slot, 0 to N-1; the fence grows per slot); DLOCK_PASSWORD and\n"
     "URLs with credentials are removed from its environment.\n",
-    CLI_OPT_TTL | CLI_OPT_WAIT | CLI_OPT_BUSY_CODE | CLI_OPT_RUN,
+    CLI_OPT_TTL | CLI_OPT_WAIT | CLI_OPT_BUSY_CODE | CLI_OPT_RUN | CLI_OPT_PERMITS,
     "NAME -- COMMAND [ARG...] or NAME -c 'COMMAND'",
     1,
 };
@@ -42,8 +47,10 @@ const struct cli_command cli_command_acquire = {
     "  -w, --wait DUR    wait at most this long for a busy lock (default: forever)\n"
     "  -n, --nowait      do not wait (same as -w 0)\n"
     "  -E, --conflict-exit-code CODE   exit code when busy (default 75)\n"
-    "      --json        print name, token, fence and validity_ms as JSON\n",
-    CLI_OPT_TTL | CLI_OPT_WAIT | CLI_OPT_BUSY_CODE | CLI_OPT_JSON,
+    "      --json        print name, token, fence and validity_ms as JSON\n"
+    "      --permits N   take one of N permits of the semaphore NAME (1 to 1024;\n"
+    "                    1: the lock alone, the default; one server only)\n",
+    CLI_OPT_TTL | CLI_OPT_WAIT | CLI_OPT_BUSY_CODE | CLI_OPT_JSON | CLI_OPT_PERMITS,
     "NAME",
     1,
 };
@@ -73,13 +80,14 @@ const struct cli_command cli_command_status = {
     "Usage: dlock status [--json] NAME\n"
     "Says whether the lock is held, by which host and process (when a dlock\n"
     "client holds it), how long it still lives, and the last fencing token.\n"
+    "A semaphore: how many of its permits are held, and one line per holder.\n"
     "Exit 0 when held, 1 when free.\n",
     CLI_OPT_JSON,
     "NAME",
     1,
 };
 
-enum { OPT_KILL_AFTER = 256, OPT_MAX_HOLD, OPT_JSON };
+enum { OPT_KILL_AFTER = 256, OPT_MAX_HOLD, OPT_JSON, OPT_PERMITS };
 
 static const struct option long_options[] = {
     {"ttl", required_argument, NULL, 't'},
@@ -89,6 +97,7 @@ static const struct option long_options[] = {
     {"kill-after", required_argument, NULL, OPT_KILL_AFTER},
     {"max-hold", required_argument, NULL, OPT_MAX_HOLD},
     {"json", no_argument, NULL, OPT_JSON},
+    {"permits", required_argument, NULL, OPT_PERMITS},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -109,6 +118,8 @@ static unsigned group_of(int opt)
         return CLI_OPT_RUN;
     case OPT_JSON:
         return CLI_OPT_JSON;
+    case OPT_PERMITS:
+        return CLI_OPT_PERMITS;
     default:
         return 0;
     }
@@ -145,6 +156,16 @@ static const char *long_name(int opt)
     return l->name ? l->name : "?";
 }
 
+/* --permits: a decimal integer (a sign allowed, for the range's message);
+ * 0, or -1 if it is not one. Its range is check_range()'s. */
+static int parse_permits(const char *value, long long *n)
+{
+    char *end;
+    errno = 0;
+    *n = strtoll(value, &end, 10);
+    return *value && !isspace((unsigned char)*value) && *end == '\0' && errno == 0 ? 0 : -1;
+}
+
 /* Takes the value of option `opt`; 0, or -1 if it is not valid. */
 static int take_value(int opt, const char *value, struct cli_command_opts *o)
 {
@@ -162,6 +183,12 @@ static int take_value(int opt, const char *value, struct cli_command_opts *o)
         return cli_parse_duration_ms(value, &o->kill_after_ms);
     case OPT_MAX_HOLD:
         return cli_parse_duration_ms(value, &o->wait.max_hold_ms);
+    case OPT_PERMITS:
+        if (parse_permits(value, &o->permits) < 0)
+            return -1;
+        /* out of range: check_range() refuses it */
+        o->wait.permits = o->permits > 0 && o->permits <= DLOCK_PERMITS_MAX ? (unsigned)o->permits : 0;
+        return 0;
     default: /* OPT_JSON */
         o->json = true;
         return 0;
@@ -206,6 +233,9 @@ static int check_range(const char *usage, int opt, const char *value,
     if (opt == OPT_MAX_HOLD && o->wait.max_hold_ms < DLOCK_TTL_MIN_MS)
         return cli_usage_error(usage, "--max-hold must be at least %lld ms (the shortest TTL), not '%s'",
                                (long long)DLOCK_TTL_MIN_MS, value);
+    if (opt == OPT_PERMITS && (o->permits < 1 || o->permits > DLOCK_PERMITS_MAX))
+        return cli_usage_error(usage, "--permits must be from 1 to %d, not '%s'",
+                               DLOCK_PERMITS_MAX, value);
     return 0;
 }
 

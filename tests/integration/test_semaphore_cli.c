@@ -1,0 +1,432 @@
+/* Semaphores through the dlock command against a real redis-server: N
+ * concurrent runs at most, dead holders' permits, refusals, the wrong kind,
+ * per-slot fences, loss, several servers, bad input and status. */
+#include "cli_runner.h"
+#include "helpers.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#define server group_server
+
+#define DLOCK(p, timeout_ms, ...)                                                                  \
+    cli_run((p), server.url, (const char *const[]){__VA_ARGS__, NULL}, (timeout_ms))
+
+static int setup(void **state)
+{
+    *state = test_redis_connect(&server, NULL);
+    return *state ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    redisFree(*state);
+    return 0;
+}
+
+static char *digest(redisContext *redis)
+{
+    redisReply *r = run(redis, "DEBUG DIGEST");
+    char *d = strdup(r->str);
+    freeReplyObject(r);
+    return d;
+}
+
+static long long zcard(redisContext *redis, const char *name)
+{
+    redisReply *r = run(redis, "ZCARD %s", name);
+    long long n = r->integer;
+    freeReplyObject(r);
+    return n;
+}
+
+/* Waits (10 s at most, times the slowdown) until `name` has n permits. */
+static void wait_for_permits(redisContext *redis, const char *name, long long n)
+{
+    long long until = test_now_ms() + 10000LL * test_slowdown();
+    while (zcard(redis, name) != n && test_now_ms() < until)
+        usleep(10000);
+    assert_int_equal(zcard(redis, name), n);
+}
+
+/* 12 runs, 3 permits, holds of a second: each logs its start and end with
+ * the monotonic clock (/proc/uptime) to one append-only file. In file order
+ * the times never go back, and counting starts and ends in that order
+ * gives the overlap exactly. */
+static void test_semcli_twelve_runs_three_at_a_time(void **state)
+{
+    enum { RUNS = 12, PERMITS = 3 };
+    char log[160], script[512];
+    cli_proc procs[RUNS];
+    int now = 0, most = 0, slots = 0, lines = 0;
+    double last = 0;
+    FILE *f;
+    (void)state;
+
+    scratch_path(log, sizeof(log), server.dir, "sem-overlap");
+    snprintf(script, sizeof(script),
+             "read a _ </proc/uptime; echo \"start $a $DLOCK_SLOT\" >>%s; sleep 1; "
+             "read b _ </proc/uptime; echo \"end $b $DLOCK_SLOT\" >>%s",
+             log, log);
+    for (int i = 0; i < RUNS; i++) {
+        const char *args[] = {"run", "--permits", "3", "-t", "30", "-w", "120", "sem:twelve",
+                              "--", "sh", "-c", script, NULL};
+        assert_int_equal(cli_start(&procs[i], server.url, args, NULL), 0);
+    }
+    for (int i = 0; i < RUNS; i++)
+        assert_int_equal(cli_wait(&procs[i], 120000 * test_slowdown()), 0);
+
+    f = fopen(log, "r");
+    assert_non_null(f);
+    for (;;) {
+        char what[8];
+        double t;
+        int slot;
+        if (fscanf(f, "%7s %lf %d", what, &t, &slot) != 3)
+            break;
+        assert_true(t >= last);
+        assert_true(slot >= 0 && slot < PERMITS);
+        last = t;
+        lines++;
+        if (strcmp(what, "start") == 0) {
+            now++;
+            slots |= 1 << slot;
+        } else {
+            now--;
+        }
+        most = now > most ? now : most;
+    }
+    fclose(f);
+    assert_int_equal(lines, 2 * RUNS);
+    assert_int_equal(most, PERMITS);
+    assert_int_equal(slots, (1 << PERMITS) - 1);
+}
+
+/* The server's clock in ms. */
+static long long server_ms(redisContext *redis)
+{
+    redisReply *r = run(redis, "TIME");
+    long long ms = atoll(r->element[0]->str) * 1000 + atoll(r->element[1]->str) / 1000;
+    freeReplyObject(r);
+    return ms;
+}
+
+/* Three holders SIGKILLed with their dlock parents: a fourth waiter gets a
+ * permit no earlier than the first dead one expires (read once the parents
+ * were stopped, so no renewal moved it since) and soon after the last. */
+static void test_semcli_dead_holders_free_their_permits(void **state)
+{
+    redisContext *redis = *state;
+    cli_proc holders[3], fourth;
+    char pidfile[3][160], script[512];
+    long long first_ms, last_ms, now_server, now_local;
+    redisReply *r;
+
+    for (int i = 0; i < 3; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "sem-dead-%d", i);
+        scratch_path(pidfile[i], sizeof(pidfile[i]), server.dir, name);
+        snprintf(script, sizeof(script), "echo $$ > %s; exec sleep 60", pidfile[i]);
+        const char *args[] = {"run", "--permits", "3", "-t", "2", "sem:dead", "-c", script, NULL};
+        assert_int_equal(cli_start(&holders[i], server.url, args, NULL), 0);
+    }
+    wait_for_permits(redis, "sem:dead", 3);
+    for (int i = 0; i < 3; i++) {
+        assert_true(wait_for_number(pidfile[i]) > 0);
+        kill(holders[i].pid, SIGSTOP);
+    }
+    usleep(100 * 1000); /* a renewal that was on the wire has landed */
+    r = run(redis, "ZRANGE sem:dead 0 -1 WITHSCORES");
+    assert_int_equal(r->elements, 6);
+    first_ms = atoll(r->element[1]->str);
+    last_ms = atoll(r->element[5]->str);
+    freeReplyObject(r);
+    now_server = server_ms(redis);
+    now_local = test_now_ms();
+    for (int i = 0; i < 3; i++) {
+        kill(-(pid_t)read_number_file(pidfile[i]), SIGKILL);
+        kill(holders[i].pid, SIGKILL);
+        cli_wait(&holders[i], 10000);
+    }
+
+    const char *args[] = {"acquire", "--permits", "3", "-w", "10", "sem:dead", NULL};
+    assert_int_equal(cli_run(&fourth, server.url, args, 20000), 0);
+    long long got = now_server + (test_now_ms() - now_local);
+    assert_true(got >= first_ms);
+    assert_true(got <= last_ms + 500LL * test_slowdown());
+    /* Once the last dead permit is past its TTL, nothing of the dead is left. */
+    while (server_ms(redis) <= last_ms)
+        usleep(10000);
+    fourth.out[32] = '\0';
+    {
+        cli_proc rel;
+        assert_int_equal(DLOCK(&rel, 10000, "release", "sem:dead", fourth.out), 0);
+    }
+    assert_false(key_exists(redis, "sem:dead"));
+    assert_false(key_exists(redis, aux_key("sem:dead", "owners")));
+    assert_false(key_exists(redis, aux_key("sem:dead", "slots")));
+    assert_false(key_exists(redis, aux_key("sem:dead", "limit")));
+}
+
+/* Takes a permit with `dlock acquire` and returns its token (static). */
+static const char *acquire_token(const char *name, const char *permits, const char *ttl)
+{
+    static char token[33];
+    cli_proc p;
+    assert_int_equal(DLOCK(&p, 10000, "acquire", "--permits", permits, "-t", ttl, name), 0);
+    memcpy(token, p.out, 32);
+    token[32] = '\0';
+    return token;
+}
+
+static void test_semcli_refusals_leave_the_set_alone(void **state)
+{
+    redisContext *redis = *state;
+    char keep[33], mine[33], *before, *after;
+    cli_proc p;
+
+    snprintf(keep, sizeof(keep), "%s", acquire_token("sem:refuse", "3", "30"));
+    snprintf(mine, sizeof(mine), "%s", acquire_token("sem:refuse", "3", "30"));
+    acquire_token("sem:refuse", "3", "100ms");
+    usleep(200 * 1000);
+    assert_int_equal(DLOCK(&p, 10000, "release", "sem:refuse", mine), 0);
+    assert_int_equal(zcard(redis, "sem:refuse"), 1); /* mine went, the expired one was reaped */
+
+    before = digest(redis);
+    assert_int_equal(DLOCK(&p, 10000, "release", "sem:refuse", mine), 1);
+    assert_int_equal(DLOCK(&p, 10000, "release", "sem:refuse", "0123456789abcdef0123456789abcdef"),
+                     1);
+    assert_int_equal(DLOCK(&p, 10000, "extend", "sem:refuse", mine), 1);
+    /* Another limit: refused with the limit in force (docs/semaphores.md). */
+    assert_int_equal(DLOCK(&p, 10000, "acquire", "--permits", "2", "sem:refuse"), 69);
+    assert_non_null(strstr(p.err, "DLOCKLIMIT sem:refuse is a semaphore of 3 permits (1 held), not 2"));
+    /* A mutex on a semaphore's name. */
+    assert_int_equal(DLOCK(&p, 10000, "acquire", "-n", "sem:refuse"), 69);
+    assert_non_null(strstr(p.err, "sem:refuse is not a mutex"));
+    assert_int_equal(DLOCK(&p, 10000, "run", "-n", "sem:refuse", "--", "true"), 69);
+    after = digest(redis);
+    assert_string_equal(before, after);
+    free(before);
+    free(after);
+    assert_int_equal(DLOCK(&p, 10000, "release", "sem:refuse", keep), 0);
+}
+
+static void test_semcli_semaphore_on_a_mutex_writes_nothing(void **state)
+{
+    redisContext *redis = *state;
+    char token[33], *before, *after;
+    cli_proc p;
+
+    assert_int_equal(DLOCK(&p, 10000, "acquire", "sem:mutex"), 0);
+    memcpy(token, p.out, 32);
+    token[32] = '\0';
+    before = digest(redis);
+    assert_int_equal(DLOCK(&p, 10000, "acquire", "--permits", "3", "sem:mutex"), 69);
+    assert_non_null(strstr(p.err, "WRONGTYPE sem:mutex is a mutex"));
+    after = digest(redis);
+    assert_string_equal(before, after);
+    free(before);
+    free(after);
+    assert_int_equal(DLOCK(&p, 10000, "release", "sem:mutex", token), 0);
+}
+
+/* Checks that each line "SLOT FENCE" of `path` has a larger fence than the
+ * last one of its slot; returns how many lines there were. */
+static int check_fences(const char *path, uint64_t *last, int permits)
+{
+    FILE *f = fopen(path, "r");
+    unsigned slot;
+    uint64_t fence;
+    int n = 0;
+    assert_non_null(f);
+    while (fscanf(f, "%u %" SCNu64, &slot, &fence) == 2) {
+        assert_true(slot < (unsigned)permits);
+        if (fence <= last[slot])
+            fail_msg("slot %u: DLOCK_FENCE %" PRIu64 " after %" PRIu64, slot, fence, last[slot]);
+        last[slot] = fence;
+        n++;
+    }
+    fclose(f);
+    unlink(path);
+    return n;
+}
+
+/* Two loops of `dlock run`s side by side, `each` runs apiece, appending
+ * "DLOCK_SLOT DLOCK_FENCE" to `path` while they hold their permit. */
+static void run_loops(const test_redis *r, const char *path, int each)
+{
+    char script[512];
+    pid_t loops[2];
+    snprintf(script, sizeof(script),
+             "i=0; while [ $i -lt %d ]; do %s run --permits 3 -w 30 sem:fences -c "
+             "'echo $DLOCK_SLOT $DLOCK_FENCE >> %s' || exit 1; i=$((i + 1)); done",
+             each, DLOCK_CLI_PATH, path);
+    for (int i = 0; i < 2; i++) {
+        loops[i] = fork();
+        assert_true(loops[i] >= 0);
+        if (loops[i] == 0) {
+            setenv("DLOCK_REDIS", r->url, 1);
+            execl("/bin/sh", "sh", "-c", script, (char *)NULL);
+            _exit(127);
+        }
+    }
+    for (int i = 0; i < 2; i++) {
+        int status;
+        assert_int_equal(waitpid(loops[i], &status, 0), loops[i]);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+}
+
+/* 200 runs give strictly increasing DLOCK_FENCE per slot, also after a
+ * restart without persistence and a restart from an older snapshot. */
+static void test_semcli_fences_per_slot_across_restarts(void **state)
+{
+    test_redis r = {0};
+    uint64_t last[3] = {0, 0, 0};
+    char path[160];
+    redisContext *redis;
+    (void)state;
+
+    assert_int_equal(test_redis_start(&r, NULL), 0);
+    scratch_path(path, sizeof(path), r.dir, "sem-fences");
+    run_loops(&r, path, 100);
+    assert_int_equal(check_fences(path, last, 3), 200);
+    assert_true(last[0] && last[1]); /* side by side, they took two slots */
+    assert_int_equal(test_redis_restart(&r), 0);
+    run_loops(&r, path, 3);
+    redis = test_redis_connect(&r, NULL);
+    freeReplyObject(run(redis, "SAVE"));
+    redisFree(redis);
+    run_loops(&r, path, 3);
+    assert_int_equal(check_fences(path, last, 3), 12);
+    assert_int_equal(test_redis_restart(&r), 0); /* SIGKILL: back to the snapshot */
+    run_loops(&r, path, 3);
+    assert_int_equal(check_fences(path, last, 3), 6);
+    test_redis_stop(&r);
+}
+
+/* A permit removed by hand: the command gets SIGTERM within TTL/3 and a
+ * margin, and dlock exits 70. */
+static void test_semcli_removed_permit_stops_the_command(void **state)
+{
+    redisContext *redis = *state;
+    char marker[160], tokenfile[160], script[1024], token[40] = "";
+    long long removed, termed;
+    cli_proc proc;
+    FILE *f;
+
+    scratch_path(marker, sizeof(marker), server.dir, "sem-term");
+    scratch_path(tokenfile, sizeof(tokenfile), server.dir, "sem-token");
+    snprintf(script, sizeof(script),
+             "trap 'echo term > %s; exit 0' TERM; echo $DLOCK_TOKEN > %s.tmp; mv %s.tmp %s; "
+             "sleep 30 & wait",
+             marker, tokenfile, tokenfile, tokenfile);
+    const char *args[] = {"run", "--permits", "2", "-t", "3", "sem:lost", "-c", script, NULL};
+    assert_int_equal(cli_start(&proc, server.url, args, NULL), 0);
+    long long until = test_now_ms() + 10000LL * test_slowdown();
+    while (!(f = fopen(tokenfile, "r")) && test_now_ms() < until)
+        usleep(10000);
+    assert_non_null(f);
+    assert_non_null(fgets(token, sizeof(token), f));
+    fclose(f);
+    token[strcspn(token, "\n")] = '\0';
+    freeReplyObject(run(redis, "ZREM sem:lost %s", token));
+    removed = test_now_ms();
+    until = removed + (1000 + 1000LL) * test_slowdown();
+    while (access(marker, F_OK) != 0 && test_now_ms() < until)
+        usleep(5000);
+    termed = test_now_ms();
+    assert_int_equal(access(marker, F_OK), 0);
+    assert_true(termed - removed <= 1000 + 1000LL * test_slowdown());
+    assert_int_equal(cli_wait(&proc, 10000), 70);
+    assert_non_null(strstr(proc.err, "was lost"));
+}
+
+static void test_semcli_several_servers_refused(void **state)
+{
+    test_redis r[3];
+    char list[400];
+    cli_proc p;
+    (void)state;
+    assert_int_equal(test_redis_start_all(r, 3), 0);
+    snprintf(list, sizeof(list), "%s,%s,%s", r[0].url, r[1].url, r[2].url);
+    const char *args[] = {"acquire", "--permits", "2", "sem:three", NULL};
+    assert_int_equal(cli_run(&p, list, args, 10000), 64);
+    assert_non_null(strstr(p.err, "a majority cannot bound its holders"));
+    for (int i = 0; i < 3; i++) {
+        redisContext *redis = test_redis_connect(&r[i], NULL);
+        redisReply *n = run(redis, "DBSIZE");
+        assert_int_equal(n->integer, 0);
+        freeReplyObject(n);
+        redisFree(redis);
+    }
+    test_redis_stop_all(r, 3);
+}
+
+static void test_semcli_bad_permits(void **state)
+{
+    static const char *const bad[] = {"0", "-2", "1025", "abc", "3x", ""};
+    cli_proc p;
+    (void)state;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(DLOCK(&p, 10000, "acquire", "--permits", bad[i], "sem:bad"), 64);
+        assert_true(strstr(p.err, "--permits must be from 1 to 1024") ||
+                    strstr(p.err, "bad value"));
+        assert_int_equal(DLOCK(&p, 10000, "run", "--permits", bad[i], "sem:bad", "--", "true"),
+                         64);
+    }
+    assert_int_equal(DLOCK(&p, 10000, "release", "--permits", "2", "sem:bad", "x"), 64);
+}
+
+static void test_semcli_status_text_and_json(void **state)
+{
+    char tokens[3][33];
+    cli_proc p;
+    (void)state;
+    for (int i = 0; i < 3; i++)
+        snprintf(tokens[i], sizeof(tokens[i]), "%s", acquire_token("sem:status", "3", "30"));
+    assert_int_equal(DLOCK(&p, 10000, "status", "sem:status"), 0);
+    assert_non_null(strstr(p.out, "sem:status: 3/3 held"));
+    for (int i = 0; i < 3; i++) {
+        char slot[32];
+        snprintf(slot, sizeof(slot), "  slot %d: held by ", i);
+        assert_non_null(strstr(p.out, slot));
+    }
+    assert_int_equal(DLOCK(&p, 10000, "status", "--json", "sem:status"), 0);
+    assert_non_null(strstr(p.out, "\"limit\":3,\"holders\":[{"));
+    assert_non_null(strstr(p.out, "\"slot\":2,\"fence\":"));
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(DLOCK(&p, 10000, "release", "sem:status", tokens[i]), 0);
+    assert_int_equal(DLOCK(&p, 10000, "status", "sem:status"), 1);
+    assert_non_null(strstr(p.out, "sem:status: free"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_semcli_twelve_runs_three_at_a_time),
+        cmocka_unit_test_setup_teardown(test_semcli_dead_holders_free_their_permits, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_semcli_refusals_leave_the_set_alone, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_semcli_semaphore_on_a_mutex_writes_nothing, setup,
+                                        teardown),
+        cmocka_unit_test(test_semcli_fences_per_slot_across_restarts),
+        cmocka_unit_test_setup_teardown(test_semcli_removed_permit_stops_the_command, setup,
+                                        teardown),
+        cmocka_unit_test(test_semcli_several_servers_refused),
+        cmocka_unit_test(test_semcli_bad_permits),
+        cmocka_unit_test(test_semcli_status_text_and_json),
+    };
+    return cmocka_run_group_tests(tests, group_setup_server, group_teardown_server);
+}
