@@ -18,7 +18,9 @@
 
 /* The rule of docs/security.md for lock names "lock:*". */
 #define RULE "-@all", "+evalsha", "+eval", "+script|load", "+subscribe", "+unsubscribe", \
-             "+type", "+get", "+set", "+del", "+pttl", "+pexpire", "+time", "+publish"
+             "+type", "+get", "+set", "+del", "+pttl", "+pexpire", "+time", "+publish", \
+             "+zadd", "+zrem", "+zscore", "+zrange", "+zrangebyscore", "+zremrangebyscore", \
+             "+hget", "+hset", "+hdel"
 #define KEYS "~lock:*", "~{lock:*", "&{lock:*"
 
 static test_redis server;
@@ -53,6 +55,30 @@ static dlock_client *as_user(const char *user, const char *password)
     return open_client(url, 0, 0);
 }
 
+/* A semaphore: two permits, a waiter, status, extend, release by token. */
+static void use_a_semaphore(dlock_client *c, dlock_client *other)
+{
+    dlock_acquire_options opts = DLOCK_ACQUIRE_OPTIONS_INIT;
+    dlock_lock *permits[2], *third = NULL, *adopted = NULL;
+    dlock_status *st;
+    opts.permits = 2;
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(dlock_lock_acquire(&permits[i], c, "lock:acl-sem", 30000, &opts), 0);
+    opts.wait_ms = 200;
+    assert_int_equal(dlock_lock_acquire(&third, other, "lock:acl-sem", 30000, &opts), DLOCK_EBUSY);
+    assert_int_equal(dlock_status_query(&st, c, "lock:acl-sem"), 0);
+    assert_int_equal(dlock_status_holders(st), 2);
+    dlock_status_free(st);
+    assert_int_equal(dlock_lock_extend(permits[0], 30000), 0);
+    assert_int_equal(dlock_lock_adopt(&adopted, other, "lock:acl-sem", dlock_lock_token(permits[1])),
+                     0);
+    assert_int_equal(dlock_lock_release(adopted), 0);
+    assert_int_equal(dlock_lock_release(permits[0]), 0);
+    dlock_lock_free(adopted);
+    for (int i = 0; i < 2; i++)
+        dlock_lock_free(permits[i]);
+}
+
 static void test_acl_exact_rule_is_enough(void **state)
 {
     dlock_client *c = as_user("locker", "locker-pw"), *other = as_user("locker", "locker-pw");
@@ -81,6 +107,7 @@ static void test_acl_exact_rule_is_enough(void **state)
     assert_int_equal(dlock_lock_acquire(&lock, c, "{lock:user7}:job", 30000, NULL), 0);
     assert_int_equal(dlock_lock_release(lock), 0);
     dlock_lock_free(lock);
+    use_a_semaphore(c, other);
     dlock_client_close(other);
     dlock_client_close(c);
     {
