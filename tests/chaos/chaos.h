@@ -34,6 +34,7 @@ struct chaos_config {
     enum persistence persistence;
     int command_timeout_ms;
     int stray_check_ms; /* after the end, no lock key may be left; 0: 2 x TTL */
+    int permits;        /* > 1: every name is a semaphore of this many permits */
 };
 
 /* Client -> checker messages, one per datagram. */
@@ -54,6 +55,7 @@ struct chaos_msg {
     uint32_t nodes; /* bit i: node i holds our token right after the grant */
     uint64_t fence;
     int64_t t_ns, until_ns, duration_ns;
+    int32_t slot; /* a semaphore's permit: its slot (0 for a mutex) */
 };
 
 /* Nemesis events, for the history and for judging overlaps. */
@@ -129,6 +131,10 @@ struct verdict {
     long jumps[3], jump_overlaps[3];
     long slow_attempts;     /* try_only: attempts past 3 node deadlines + slack */
     long loss_report_max_ms;
+    /* Semaphores: the most validity windows of one name open at once, and
+     * the instants at which more than its permits were (a bug). Per slot
+     * every check above applies as to a mutex. */
+    long max_holders, holders_over_limit;
 };
 void checker_judge(struct checker *k, struct verdict *v);
 void checker_free(struct checker *k);

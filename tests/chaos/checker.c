@@ -14,7 +14,9 @@
 #define ATTEMPT_SLACK_MS 200 /* scheduling on two busy cores, sanitizers */
 
 struct grant {
-    int client, name;
+    int client;
+    int name;     /* the place: a name's slot (see place_of()); for a mutex, the name */
+    int sem_name; /* the name itself */
     uint64_t fence;
     uint32_t nodes;
     int64_t attempt, start, until; /* attempt began, granted, validity ends */
@@ -29,7 +31,7 @@ struct checker {
     struct grant *grants;
     size_t n_grants, cap_grants;
     long current[CHAOS_CLIENTS_MAX]; /* index of each client's open grant, -1 */
-    uint64_t store[CHAOS_NAMES_MAX]; /* highest fence written per name */
+    uint64_t store[CHAOS_NAMES_MAX]; /* highest fence written per place */
     struct fault_event faults[4096];
     size_t n_faults;
     struct chaos_msg losses[4096];
@@ -64,6 +66,16 @@ void checker_free(struct checker *k)
     free(k);
 }
 
+/* A semaphore is judged as one mutex per slot: the place of a message is
+ * its name's slot, name x permits + slot. A mutex's place is its name. -1:
+ * a slot out of range (the scenario's check reports it). */
+static int place_of(const struct checker *k, const struct chaos_msg *m)
+{
+    int permits = k->cfg->permits > 1 ? k->cfg->permits : 1;
+    int place = m->name * permits + m->slot;
+    return m->slot >= 0 && m->slot < permits && place < CHAOS_NAMES_MAX ? place : -1;
+}
+
 static struct grant *current(struct checker *k, int client)
 {
     return k->current[client] >= 0 ? &k->grants[k->current[client]] : NULL;
@@ -81,7 +93,8 @@ static void new_grant(struct checker *k, const struct chaos_msg *m)
         k->grants = bigger;
         k->cap_grants = cap;
     }
-    k->grants[k->n_grants] = (struct grant){.client = m->client, .name = m->name,
+    k->grants[k->n_grants] = (struct grant){.client = m->client, .name = place_of(k, m),
+                                            .sem_name = m->name,
                                             .fence = m->fence, .nodes = m->nodes,
                                             .attempt = m->t_ns - m->duration_ns,
                                             .start = m->t_ns, .until = m->until_ns,
@@ -101,9 +114,10 @@ static void end_grant(struct checker *k, int client, int64_t t)
 static void store_write(struct checker *k, int sock, const struct chaos_msg *m)
 {
     struct grant *g = current(k, m->client);
-    char accepted = (char)(m->fence >= k->store[m->name]);
+    int place = place_of(k, m);
+    char accepted = (char)(place >= 0 && m->fence >= k->store[place]);
     if (accepted)
-        k->store[m->name] = m->fence;
+        k->store[place] = m->fence;
     else
         k->live.stale_rejected++;
     if (m->held && g && m->t_ns > g->until)
@@ -144,6 +158,10 @@ void checker_receive(struct checker *k, int sock)
     switch (m.type) {
     case MSG_GRANT:
         note_attempt(k, &m);
+        if (place_of(k, &m) < 0) {
+            k->live.holders_over_limit++; /* a slot outside 0 .. permits - 1 */
+            break;
+        }
         new_grant(k, &m);
         k->live.degraded_grants += m.nodes != (1u << k->cfg->nodes) - 1;
         break;
@@ -321,6 +339,53 @@ static void judge_loss_reports(const struct checker *k, struct verdict *v)
     }
 }
 
+/* One end of a validity window, for the sweep. */
+struct edge {
+    int name;
+    int64_t t;
+    int delta; /* +1 opens, -1 closes */
+};
+
+static int by_edge(const void *x, const void *y)
+{
+    const struct edge *a = x, *b = y;
+    if (a->name != b->name)
+        return a->name - b->name;
+    if (a->t != b->t)
+        return (a->t > b->t) - (a->t < b->t);
+    return a->delta - b->delta; /* a window that closes as another opens: no overlap */
+}
+
+/* Semaphores: how many validity windows of one name are open at once; more
+ * than its permits is a bug (one server, no lost data: every window lies
+ * within its permit's life on the server, and the server holds at most N). */
+static void judge_holders(const struct checker *k, struct verdict *v)
+{
+    struct edge *edges = calloc(2 * k->n_grants + 1, sizeof(*edges));
+    size_t n = 0;
+    int open = 0, name = -1;
+    if (!edges) {
+        perror("checker");
+        exit(1);
+    }
+    for (size_t i = 0; i < k->n_grants; i++) {
+        const struct grant *g = &k->grants[i];
+        edges[n++] = (struct edge){g->sem_name, g->start, +1};
+        edges[n++] = (struct edge){g->sem_name, g->end < g->until ? g->end : g->until, -1};
+    }
+    qsort(edges, n, sizeof(*edges), by_edge);
+    for (size_t i = 0; i < n; i++) {
+        if (edges[i].name != name) {
+            name = edges[i].name;
+            open = 0;
+        }
+        open += edges[i].delta;
+        v->max_holders = open > v->max_holders ? open : v->max_holders;
+        v->holders_over_limit += edges[i].delta > 0 && open > k->cfg->permits;
+    }
+    free(edges);
+}
+
 void checker_judge(struct checker *k, struct verdict *v)
 {
     *v = k->live;
@@ -329,6 +394,8 @@ void checker_judge(struct checker *k, struct verdict *v)
         if (k->faults[i].kind == FAULT_CLOCK_JUMP)
             v->jumps[jump_bucket(k->faults[i].amount)]++;
     v->grants = (long)k->n_grants;
+    if (k->cfg->permits > 1)
+        judge_holders(k, v);
     qsort(k->grants, k->n_grants, sizeof(*k->grants), by_start);
     for (size_t i = 0; i < k->n_grants; i++) {
         const struct grant *a = &k->grants[i];

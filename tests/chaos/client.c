@@ -115,6 +115,7 @@ static void one_turn(const struct chaos_config *cfg, unsigned *rng)
     opts.auto_renew = cfg->auto_renew;
     opts.on_lost = cfg->auto_renew ? on_lost : NULL;
     opts.on_lost_arg = cfg->auto_renew ? &name : NULL;
+    opts.permits = (unsigned)cfg->permits;
     atomic_store(&loss_reported, false);
     rc = dlock_lock_acquire(&lock, client, key, cfg->ttl_ms, &opts);
     t = chaos_now_ns();
@@ -128,7 +129,7 @@ static void one_turn(const struct chaos_config *cfg, unsigned *rng)
     }
     m = (struct chaos_msg){.type = MSG_GRANT, .name = name, .fence = dlock_lock_fence(lock),
                            .t_ns = t, .until_ns = t + dlock_lock_validity_ms(lock) * 1000000,
-                           .duration_ns = t - started};
+                           .duration_ns = t - started, .slot = (int32_t)dlock_lock_slot(lock)};
     m.nodes = dlock_client_nodes(client) > 1 ? holding_nodes(key, since_floor) : 1u;
     report(m);
     report((struct chaos_msg){.type = MSG_ENTER, .name = name, .t_ns = chaos_now_ns()});
@@ -137,7 +138,7 @@ static void one_turn(const struct chaos_config *cfg, unsigned *rng)
      * believes, and the store judges its token. */
     report((struct chaos_msg){.type = MSG_WRITE, .name = name, .fence = dlock_lock_fence(lock),
                               .held = dlock_lock_held(lock), .t_ns = chaos_now_ns(),
-                              .until_ns = m.until_ns});
+                              .until_ns = m.until_ns, .slot = m.slot});
     await_verdict();
     report((struct chaos_msg){.type = MSG_EXIT, .name = name, .t_ns = chaos_now_ns()});
     t = chaos_now_ns();

@@ -264,6 +264,13 @@ static const char *no_overlap_no_regression(const struct verdict *v)
     return v->fence_regressions ? "a fencing token went backwards" : no_overlap(v);
 }
 
+static const char *at_most_n_holders(const struct verdict *v)
+{
+    if (v->holders_over_limit)
+        return "more holders than permits at once, or a slot out of range";
+    return no_overlap_no_regression(v);
+}
+
 static const char *checker_sees_overlap(const struct verdict *v)
 {
     if (!v->permitted_overlaps)
@@ -347,6 +354,9 @@ static const struct scenario scenarios[] = {
     {"renew-pause", "long renewed sections, holders paused past their TTL",
      {BASE, .nodes = 3, .cs_ms = 3000, .auto_renew = true, .seconds = 60, .min_grants = 20},
      pause_a_holder, no_overlap_loss_on_time, bite_stale_rejected},
+    {"semaphore-pause", "a semaphore of 3 permits; SIGSTOP a holder in its section past its TTL",
+     {BASE, .permits = 3, .cs_ms = 10, .nodes = 1, .seconds = 25, .min_grants = 200},
+     pause_a_holder, at_most_n_holders, bite_stale_rejected},
 };
 
 /* ---- the run ---- */
@@ -587,7 +597,8 @@ int main(int argc, char **argv)
                "\"stale_accepted\":%ld,\"held_after_expiry\":%ld,\"lost\":%ld,"
                "\"loss_report_max_ms\":%ld,\"max_attempt_ms\":%ld,"
                "\"jumps_under_1s_1to2s_over_2s\":[%ld,%ld,%ld],"
-               "\"overlaps_by_jump_size\":[%ld,%ld,%ld],\"stray_keys\":%d}\n",
+               "\"overlaps_by_jump_size\":[%ld,%ld,%ld],\"stray_keys\":%d,"
+               "\"permits\":%d,\"max_holders\":%ld,\"holders_over_limit\":%ld}\n",
                r.sc->name, r.cfg.seed, outcome,
                problem ? problem : invalid ? invalid : v.grants < r.cfg.min_grants ? "too few grants" : "",
                r.cfg.nodes, r.cfg.clients, r.cfg.seconds, r.faults, v.grants, v.failed_acquires,
@@ -595,7 +606,8 @@ int main(int argc, char **argv)
                v.bug_overlaps, v.section_overlaps, v.fence_regressions, v.stale_rejected,
                v.stale_accepted, v.held_after_expiry, v.lost, v.loss_report_max_ms,
                v.max_attempt_ms, v.jumps[0], v.jumps[1], v.jumps[2], v.jump_overlaps[0],
-               v.jump_overlaps[1], v.jump_overlaps[2], stray);
+               v.jump_overlaps[1], v.jump_overlaps[2], stray, r.cfg.permits, v.max_holders,
+               v.holders_over_limit);
         checker_free(r.checker);
         nodes_stop(&r.nodes);
         if (history)
