@@ -22,6 +22,8 @@ struct bench_args {
     int64_t ttl_ms;
     int node_timeout_ms; /* the client's per-node deadline; 0: its default */
     long max_cycles;
+    int permits; /* semaphore: its permits */
+    int cs_us;   /* semaphore: the critical section */
 };
 
 /* Time and statistics. */
@@ -60,5 +62,6 @@ int bench_uncontended(const struct bench_args *a);
 int bench_many(const struct bench_args *a);
 int bench_contended(const struct bench_args *a);
 int bench_renew(const struct bench_args *a);
+int bench_semaphore(const struct bench_args *a);
 
 #endif

@@ -1,10 +1,11 @@
 /* dlock-bench WORKLOAD --port P [--port P2 ...] [--seconds S] [--procs N]
  *             [--locks K] [--clients M] [--ttl MS] [--max-cycles N]
- *             [--node-timeout MS]
+ *             [--node-timeout MS] [--permits N] [--cs-us US]
  * Workloads: floor, floor-minimal, uncontended, redlock (uncontended on
  * every --port), redlock-minority (the same, on its own name, while
  * scripts/bench holds some of the nodes paused: the first --port must
- * answer, since commands are counted there), contended, renew, many. Each
+ * answer, since commands are counted there), contended, renew, many,
+ * semaphore (--procs processes on --permits permits, --cs-us each). Each
  * prints one JSON line; scripts/bench runs them against servers it starts. */
 #include "bench.h"
 
@@ -25,6 +26,7 @@ static const struct {
     {"contended", bench_contended},
     {"renew", bench_renew},
     {"many", bench_many},
+    {"semaphore", bench_semaphore},
 };
 
 /* A strict number: the whole argument, finite. Returns 0 or -1. */
@@ -42,10 +44,11 @@ int main(int argc, char **argv)
         {"procs", required_argument, NULL, 'P'},   {"locks", required_argument, NULL, 'k'},
         {"clients", required_argument, NULL, 'c'}, {"ttl", required_argument, NULL, 't'},
         {"max-cycles", required_argument, NULL, 'm'}, {"node-timeout", required_argument, NULL, 'n'},
+        {"permits", required_argument, NULL, 'N'}, {"cs-us", required_argument, NULL, 'u'},
         {NULL, 0, NULL, 0},
     };
     struct bench_args a = {.seconds = 5, .procs = 8, .locks = 1000, .clients = 4,
-                           .ttl_ms = 3000, .max_cycles = 2000000};
+                           .ttl_ms = 3000, .max_cycles = 2000000, .permits = 4, .cs_us = 200};
     double v;
     int opt;
     while ((opt = getopt_long(argc, argv, "", options, NULL)) != -1) {
@@ -65,6 +68,8 @@ int main(int argc, char **argv)
         case 'c': a.clients = (int)v; break;
         case 't': a.ttl_ms = (int64_t)v; break;
         case 'n': a.node_timeout_ms = (int)v; break;
+        case 'N': a.permits = (int)v; break;
+        case 'u': a.cs_us = (int)v; break;
         default: a.max_cycles = (long)v; break;
         }
     }
@@ -75,9 +80,9 @@ int main(int argc, char **argv)
     if (optind != argc - 1 || a.n_ports == 0 || a.seconds <= 0 ||
         a.max_cycles < 1 || a.locks < 1 || a.clients < 1 || a.ttl_ms < 30) {
         fprintf(stderr, "usage: dlock-bench floor|floor-minimal|uncontended|redlock|"
-                        "redlock-minority|contended|renew|many --port P [--port P2 ...] "
+                        "redlock-minority|contended|renew|many|semaphore --port P [--port P2 ...] "
                         "[--seconds S] [--procs N] [--locks K] [--clients M] [--ttl MS] "
-                        "[--max-cycles N] [--node-timeout MS]\n");
+                        "[--max-cycles N] [--node-timeout MS] [--permits N] [--cs-us US]\n");
         return 64;
     }
     a.workload = argv[optind];

@@ -144,6 +144,17 @@ def markdown(by, ratios, m):
             f"| {fmt(r.get('requests_per_grant', r.get('client_commands_per_grant')), 1)} "
             f"| {fmt(r.get('commands_per_grant'), 1)} "
             f"| {fmt(r.get('min_grants_per_proc'))} / {fmt(r.get('max_grants_per_proc'))} |")
+    if "semaphore" in by:
+        r = by["semaphore"]
+        lines += ["", "| semaphore | grants/s | wait mean ms | requests/grant | commands/grant "
+                  "| max concurrency | min/max grants per process | Jain's fairness |",
+                  "|---|---|---|---|---|---|---|---|",
+                  f"| {r.get('procs')} processes, {r.get('permits')} permits, {r.get('cs_us')} µs sections "
+                  f"| {fmt(r.get('grants_per_s'))} | {fmt(r.get('wait_ms_mean'), 2)} "
+                  f"| {fmt(r.get('requests_per_grant'), 2)} | {fmt(r.get('commands_per_grant'), 1)} "
+                  f"| {fmt(r.get('max_concurrency'))} "
+                  f"| {fmt(r.get('min_grants_per_proc'))} / {fmt(r.get('max_grants_per_proc'))} "
+                  f"| {fmt(r.get('jain_fairness'), 3)} |"]
     lines += ["", "| renewal | renewals/s | client CPU s | RSS bytes/lock | lost |", "|---|---|---|---|---|"]
     for label in sorted(l for l in by if l.startswith("renew-")):
         r = by[label]
