@@ -35,6 +35,15 @@ static int teardown(void **state)
     return 0;
 }
 
+/* A whole decimal number, or the test fails. */
+static long long number_of(const char *s)
+{
+    char *end;
+    long long n = strtoll(s, &end, 10);
+    assert_true(end != s && (*end == '\0' || *end == '\n' || *end == ' '));
+    return n;
+}
+
 static char *digest(redisContext *redis)
 {
     redisReply *r = run(redis, "DEBUG DIGEST");
@@ -89,17 +98,20 @@ static void test_semcli_twelve_runs_three_at_a_time(void **state)
 
     f = fopen(log, "r");
     assert_non_null(f);
-    for (;;) {
-        char what[8];
+    for (char line[64]; fgets(line, sizeof(line), f);) {
+        /* "start 12345.67 SLOT" or "end 12345.68 SLOT" */
+        char *at = strchr(line, ' '), *end;
         double t;
-        int slot;
-        if (fscanf(f, "%7s %lf %d", what, &t, &slot) != 3)
-            break;
+        long long slot;
+        assert_non_null(at);
+        t = strtod(at + 1, &end);
+        assert_true(end > at + 1 && *end == ' ');
+        slot = number_of(end + 1);
         assert_true(t >= last);
         assert_true(slot >= 0 && slot < PERMITS);
         last = t;
         lines++;
-        if (strcmp(what, "start") == 0) {
+        if (strncmp(line, "start ", 6) == 0) {
             now++;
             slots |= 1 << slot;
         } else {
@@ -117,7 +129,7 @@ static void test_semcli_twelve_runs_three_at_a_time(void **state)
 static long long server_ms(redisContext *redis)
 {
     redisReply *r = run(redis, "TIME");
-    long long ms = atoll(r->element[0]->str) * 1000 + atoll(r->element[1]->str) / 1000;
+    long long ms = number_of(r->element[0]->str) * 1000 + number_of(r->element[1]->str) / 1000;
     freeReplyObject(r);
     return ms;
 }
@@ -149,8 +161,8 @@ static void test_semcli_dead_holders_free_their_permits(void **state)
     usleep(100 * 1000); /* a renewal that was on the wire has landed */
     r = run(redis, "ZRANGE sem:dead 0 -1 WITHSCORES");
     assert_int_equal(r->elements, 6);
-    first_ms = atoll(r->element[1]->str);
-    last_ms = atoll(r->element[5]->str);
+    first_ms = number_of(r->element[1]->str);
+    last_ms = number_of(r->element[5]->str);
     freeReplyObject(r);
     now_server = server_ms(redis);
     now_local = test_now_ms();
@@ -246,12 +258,16 @@ static void test_semcli_semaphore_on_a_mutex_writes_nothing(void **state)
 static int check_fences(const char *path, uint64_t *last, int permits)
 {
     FILE *f = fopen(path, "r");
-    unsigned slot;
-    uint64_t fence;
     int n = 0;
     assert_non_null(f);
-    while (fscanf(f, "%u %" SCNu64, &slot, &fence) == 2) {
-        assert_true(slot < (unsigned)permits);
+    for (char line[64]; fgets(line, sizeof(line), f);) {
+        /* "DLOCK_SLOT DLOCK_FENCE" */
+        char *space = strchr(line, ' ');
+        long long slot = number_of(line);
+        uint64_t fence;
+        assert_non_null(space);
+        fence = (uint64_t)number_of(space + 1);
+        assert_true(slot >= 0 && slot < permits);
         if (fence <= last[slot])
             fail_msg("slot %u: DLOCK_FENCE %" PRIu64 " after %" PRIu64, slot, fence, last[slot]);
         last[slot] = fence;
@@ -403,6 +419,10 @@ static void test_semcli_status_text_and_json(void **state)
         snprintf(slot, sizeof(slot), "  slot %d: held by ", i);
         assert_non_null(strstr(p.out, slot));
     }
+    /* Full: -n and -E as for a mutex, and who holds it. */
+    assert_int_equal(DLOCK(&p, 10000, "acquire", "-n", "-E", "42", "--permits", "3", "sem:status"),
+                     42);
+    assert_non_null(strstr(p.err, "3 of its 3 permits held"));
     assert_int_equal(DLOCK(&p, 10000, "status", "--json", "sem:status"), 0);
     assert_non_null(strstr(p.out, "\"limit\":3,\"holders\":[{"));
     assert_non_null(strstr(p.out, "\"slot\":2,\"fence\":"));
