@@ -28,7 +28,6 @@
  * and the fence write-back are the same for every kind; a grant may name a
  * slot ({1, fence, slot}). The status script is for the API's status. */
 typedef struct dlock__kind {
-    const char *name; /* "mutex", "semaphore": for messages */
     enum dlock__script_id acquire, release, extend, status;
     const char *aux[DLOCK__KIND_AUX_MAX + 1]; /* NULL-terminated kind-words */
     bool limited;                              /* acquire sends the claim's limit */

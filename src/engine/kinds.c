@@ -4,7 +4,6 @@
 #include "attempt.h"
 
 const dlock__kind dlock__kind_mutex = {
-    .name = "mutex",
     .acquire = DLOCK__SCRIPT_ACQUIRE,
     .release = DLOCK__SCRIPT_RELEASE,
     .extend = DLOCK__SCRIPT_EXTEND,
@@ -15,7 +14,6 @@ const dlock__kind dlock__kind_mutex = {
 
 /* The counting semaphore: NAME is a sorted set of permits (scripts.c). */
 const dlock__kind dlock__kind_semaphore = {
-    .name = "semaphore",
     .acquire = DLOCK__SCRIPT_SEM_ACQUIRE,
     .release = DLOCK__SCRIPT_SEM_RELEASE,
     .extend = DLOCK__SCRIPT_SEM_EXTEND,
