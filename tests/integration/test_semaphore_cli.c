@@ -269,7 +269,7 @@ static int check_fences(const char *path, uint64_t *last, int permits)
         fence = (uint64_t)number_of(space + 1);
         assert_true(slot >= 0 && slot < permits);
         if (fence <= last[slot])
-            fail_msg("slot %u: DLOCK_FENCE %" PRIu64 " after %" PRIu64, slot, fence, last[slot]);
+            fail_msg("slot %lld: DLOCK_FENCE %" PRIu64 " after %" PRIu64, slot, fence, last[slot]);
         last[slot] = fence;
         n++;
     }
