@@ -27,8 +27,9 @@ const struct cli_command cli_command_run = {
     "                         the command\n"
     "  -c CMD                 run CMD with /bin/sh -c\n"
     "The command sees DLOCK_NAME, DLOCK_TOKEN and DLOCK_FENCE; DLOCK_PASSWORD and\n"
-    "URLs with credentials are removed from its environment.\n",
-    CLI_OPT_TTL | CLI_OPT_WAIT | CLI_OPT_BUSY_CODE | CLI_OPT_RUN,
+    "URLs with credentials are removed from its environment.\n"
+    "      --stats-json FILE  on exit, write the client's counters to FILE as JSON\n",
+    CLI_OPT_TTL | CLI_OPT_WAIT | CLI_OPT_BUSY_CODE | CLI_OPT_RUN | CLI_OPT_STATS,
     "NAME -- COMMAND [ARG...] or NAME -c 'COMMAND'",
     1,
 };
@@ -70,16 +71,50 @@ const struct cli_command cli_command_extend = {
 
 const struct cli_command cli_command_status = {
     "status",
-    "Usage: dlock status [--json] NAME\n"
+    "Usage: dlock status [--json] [--watch] NAME\n"
     "Says whether the lock is held, by which host and process (when a dlock\n"
     "client holds it), how long it still lives, and the last fencing token.\n"
-    "Exit 0 when held, 1 when free.\n",
-    CLI_OPT_JSON,
+    "Exit 0 when held, 1 when free.\n"
+    "      --json        print it as a JSON object\n"
+    "      --watch       print a line (with --json, an object) at once and at every\n"
+    "                    change of holder, until interrupted: a release is seen\n"
+    "                    when it is published, an acquisition or an expiry within\n"
+    "                    the check period (250 ms)\n",
+    CLI_OPT_JSON | CLI_OPT_WATCH,
     "NAME",
     1,
 };
 
-enum { OPT_KILL_AFTER = 256, OPT_MAX_HOLD, OPT_JSON };
+const struct cli_command cli_command_list = {
+    "list",
+    "Usage: dlock list [--json] [PATTERN]\n"
+    "Lists the locks held now whose name matches the glob PATTERN (default: all):\n"
+    "holder, time to live, fence. Found with SCAN over the owner records, never\n"
+    "KEYS, so a large database is walked in small steps that do not block it.\n"
+    "      --json        print a JSON array of objects, one per lock\n",
+    CLI_OPT_JSON | CLI_OPT_NAME_OPTIONAL,
+    "[PATTERN]",
+    1,
+};
+
+const struct cli_command cli_command_doctor = {
+    "doctor",
+    "Usage: dlock doctor [-t TTL] [--json] [NAME]\n"
+    "Checks whether the servers can keep a lock: eviction, persistence, replicas,\n"
+    "permissions, clocks, round trips, versions. Prints each finding with its ID,\n"
+    "severity, evidence and fix. The commands dlock needs are tried on a scratch\n"
+    "lock (NAME-dlock-doctor-..., for a user allowed only NAME's keys), which is\n"
+    "removed; nothing else is written.\n"
+    "  -t, --ttl DUR     the TTL your locks use, to judge round trips (default 30s)\n"
+    "      --json        print {\"findings\":[...]} as JSON\n"
+    "Exit 0 without a finding of severity error, 78 with one, 69 when a server\n"
+    "could not be reached.\n",
+    CLI_OPT_TTL | CLI_OPT_JSON | CLI_OPT_NAME_OPTIONAL,
+    "[NAME]",
+    1,
+};
+
+enum { OPT_KILL_AFTER = 256, OPT_MAX_HOLD, OPT_JSON, OPT_WATCH, OPT_STATS_JSON };
 
 static const struct option long_options[] = {
     {"ttl", required_argument, NULL, 't'},
@@ -89,6 +124,8 @@ static const struct option long_options[] = {
     {"kill-after", required_argument, NULL, OPT_KILL_AFTER},
     {"max-hold", required_argument, NULL, OPT_MAX_HOLD},
     {"json", no_argument, NULL, OPT_JSON},
+    {"watch", no_argument, NULL, OPT_WATCH},
+    {"stats-json", required_argument, NULL, OPT_STATS_JSON},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -109,6 +146,10 @@ static unsigned group_of(int opt)
         return CLI_OPT_RUN;
     case OPT_JSON:
         return CLI_OPT_JSON;
+    case OPT_WATCH:
+        return CLI_OPT_WATCH;
+    case OPT_STATS_JSON:
+        return CLI_OPT_STATS;
     default:
         return 0;
     }
@@ -162,6 +203,12 @@ static int take_value(int opt, const char *value, struct cli_command_opts *o)
         return cli_parse_duration_ms(value, &o->kill_after_ms);
     case OPT_MAX_HOLD:
         return cli_parse_duration_ms(value, &o->wait.max_hold_ms);
+    case OPT_WATCH:
+        o->watch = true;
+        return 0;
+    case OPT_STATS_JSON:
+        o->stats_json = value;
+        return 0;
     default: /* OPT_JSON */
         o->json = true;
         return 0;
@@ -266,7 +313,8 @@ int cli_parse_command(const struct cli_command *cmd, int argc, char **argv,
     }
     if (cmd->accepts & CLI_OPT_RUN)
         return take_run_operands(usage, cmd->operands, argc, argv, o);
-    if (argc - optind != cmd->n_operands)
+    if (argc - optind != cmd->n_operands &&
+        !((cmd->accepts & CLI_OPT_NAME_OPTIONAL) && argc == optind))
         return cli_usage_error(usage, "expected %s", cmd->operands);
     o->name = argv[optind];
     o->token = cmd->n_operands == 2 ? argv[optind + 1] : NULL;
