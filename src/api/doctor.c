@@ -78,9 +78,9 @@ static const char *field(const struct node *nd, const char *name, char *buf, siz
     return buf;
 }
 
-/* Runs a command on node `i`: 0 and the reply (a string reply's text, or
- * an error's) in `out`, or the failure's code with its detail in `out`.
- * An error reply returns 1. */
+/* Runs a command on node `i`: 0 and the reply in `out` (a string's or an
+ * error's text; an array's strings joined by spaces), or the failure's code
+ * with its detail in `out`. An error reply returns 1. */
 static int ask(dlock_client *c, size_t i, int argc, const char *const *argv, char *out,
                size_t len)
 {
@@ -92,13 +92,25 @@ static int ask(dlock_client *c, size_t i, int argc, const char *const *argv, cha
     if (r->type == DLOCK__REPLY_STRING || r->type == DLOCK__REPLY_ERROR ||
         r->type == DLOCK__REPLY_STATUS)
         snprintf(out, len, "%s", r->str);
-    else if (r->type == DLOCK__REPLY_ARRAY && r->elements == 2 &&
-             r->element[1]->type == DLOCK__REPLY_STRING) /* CONFIG GET's {name, value} */
-        snprintf(out, len, "%s", r->element[1]->str);
-    else if (r->type == DLOCK__REPLY_ARRAY && r->elements == 2) /* TIME's {s, us} */
-        snprintf(out, len, "%s %s", r->element[0]->str, r->element[1]->str);
+    for (size_t k = 0, used = 0; r->type == DLOCK__REPLY_ARRAY && k < r->elements && used < len; k++)
+        if (r->element[k]->type == DLOCK__REPLY_STRING)
+            used += (size_t)snprintf(out + used, len - used, "%s%s", k ? " " : "",
+                                     r->element[k]->str);
     rc = r->type == DLOCK__REPLY_ERROR;
     dlock__reply_free(r);
+    return rc;
+}
+
+/* CONFIG GET `name` into `out`: 0, or nonzero with the reason in `out`. */
+static int config_get(dlock_client *c, size_t i, const char *name, char *out, size_t len)
+{
+    const char *argv[] = {"CONFIG", "GET", name};
+    size_t skip = strlen(name) + 1;
+    int rc = ask(c, i, 3, argv, out, len);
+    if (rc == 0 && strncmp(out, name, skip - 1) == 0 && out[skip - 1] == ' ')
+        memmove(out, out + skip, strlen(out + skip) + 1);
+    else if (rc == 0) /* an empty array: no such parameter */
+        out[0] = '\0';
     return rc;
 }
 
@@ -191,21 +203,19 @@ static const char fix_fsync[] =
 
 static void check_persistence(dlock_client *c, size_t i, const struct node *nd, dlock_report *r)
 {
-    const char *get_save[] = {"CONFIG", "GET", "save"};
-    const char *get_fsync[] = {"CONFIG", "GET", "appendfsync"};
     char aof[8], save[256], fsync[256];
     field(nd, "aof_enabled", aof, sizeof(aof));
     if (!aof[0])
         return; /* INFO refused: said already */
     if (strcmp(aof, "1") != 0) {
-        if (ask(c, i, 3, get_save, save, sizeof(save)) != 0)
+        if (config_get(c, i, "save", save, sizeof(save)) != 0)
             snprintf(save, sizeof(save), "unknown: CONFIG GET refused");
         add(r, "NO_PERSISTENCE", DLOCK_SEVERITY_WARNING, nd->label, 0, fix_persistence,
             "appendonly no, save '%s': a restart loses every lock held%s", save,
             save[0] ? " since the last snapshot" : "");
         return;
     }
-    if (ask(c, i, 3, get_fsync, fsync, sizeof(fsync)) != 0)
+    if (config_get(c, i, "appendfsync", fsync, sizeof(fsync)) != 0)
         add(r, "NOT_CHECKED", DLOCK_SEVERITY_INFO, nd->label, 0, fix_not_checked,
             "appendonly yes, but CONFIG GET appendfsync refused (%.200s)", fsync);
     else if (strcmp(fsync, "always") != 0)
