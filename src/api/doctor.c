@@ -17,9 +17,13 @@
 #include <time.h>
 
 #define DEFAULT_TTL_MS 30000
-#define SKEW_MAX_MS 100     /* clock offset that is worth a warning, beyond the measuring error */
-#define TIME_SAMPLES 3      /* TIME round trips; the shortest measures best */
-#define SCRATCH_TTL "10000" /* ms: the scratch keys expire even if removing them fails */
+#define SKEW_MAX_US 100000 /* clock offset that is worth a warning, beyond the measuring error */
+#define TIME_SAMPLES 3     /* TIME round trips; the shortest measures best */
+/* The scratch keys expire even if removing them fails. */
+#define SCRATCH_TTL_MS 10000
+#define TEXT(x) TEXT_OF(x)
+#define TEXT_OF(x) #x
+#define SCRATCH_TTL TEXT(SCRATCH_TTL_MS)
 
 struct item {
     dlock_finding f;
@@ -131,10 +135,14 @@ static void measure_clock(dlock_client *c, size_t i, struct node *nd)
     nd->offset_us = nd->rtt_us = INT64_MIN;
     for (int k = 0; k < TIME_SAMPLES; k++) {
         int64_t t0 = realtime_us(), m0 = dlock__now_ns(), m1, sec, usec;
-        if (ask(c, i, 1, argv, out, sizeof(out)) != 0 ||
-            sscanf(out, "%" SCNd64 " %" SCNd64, &sec, &usec) != 2)
+        char *end;
+        if (ask(c, i, 1, argv, out, sizeof(out)) != 0)
             return;
         m1 = dlock__now_ns();
+        sec = strtoll(out, &end, 10);
+        usec = strtoll(end, &end, 10);
+        if (end == out || *end)
+            return;
         if (nd->rtt_us == INT64_MIN || (m1 - m0) / 1000 < nd->rtt_us) {
             nd->rtt_us = (m1 - m0) / 1000;
             nd->offset_us = sec * 1000000 + usec - (t0 + nd->rtt_us / 2);
@@ -203,11 +211,12 @@ static const char fix_fsync[] =
 
 static void check_persistence(dlock_client *c, size_t i, const struct node *nd, dlock_report *r)
 {
-    char aof[8], save[256], fsync[256];
+    char aof[8], fsync[256];
     field(nd, "aof_enabled", aof, sizeof(aof));
     if (!aof[0])
         return; /* INFO refused: said already */
     if (strcmp(aof, "1") != 0) {
+        char save[256];
         if (config_get(c, i, "save", save, sizeof(save)) != 0)
             snprintf(save, sizeof(save), "unknown: CONFIG GET refused");
         add(r, "NO_PERSISTENCE", DLOCK_SEVERITY_WARNING, nd->label, 0, fix_persistence,
@@ -232,14 +241,15 @@ static const char fix_replica[] = "point dlock at the master, not at a replica";
 
 static void check_replication(const struct node *nd, dlock_report *r)
 {
-    char role[16], replicas[16], master[128];
+    char role[16], replicas[16];
     field(nd, "role", role, sizeof(role));
     field(nd, "connected_slaves", replicas, sizeof(replicas));
     if (strcmp(role, "slave") == 0) {
+        char master[128];
         field(nd, "master_host", master, sizeof(master));
         add(r, "REPLICA", DLOCK_SEVERITY_ERROR, nd->label, 0, fix_replica,
             "this server is a replica (of %s): it refuses writes (READONLY)", master);
-    } else if (atoi(replicas) > 0) {
+    } else if (strtol(replicas, NULL, 10) > 0) {
         add(r, "ASYNC_REPLICAS", DLOCK_SEVERITY_WARNING, nd->label, 0, fix_replicas,
             "%s replica(s) connected (connected_slaves), replicated asynchronously", replicas);
     }
@@ -253,7 +263,7 @@ static void check_version(const struct node *nd, dlock_report *r)
 {
     char version[32];
     field(nd, "redis_version", version, sizeof(version));
-    if (version[0] && atoi(version) < 5)
+    if (version[0] && strtol(version, NULL, 10) < 5)
         add(r, "VERSION", DLOCK_SEVERITY_ERROR, nd->label, 0, fix_version,
             "redis_version %s", version);
 }
@@ -283,7 +293,7 @@ static const char fix_clock[] =
 static void check_clock(const struct node *nd, dlock_report *r)
 {
     int64_t off = nd->offset_us, err = nd->rtt_us / 2;
-    if (off == INT64_MIN || llabs(off) - err <= SKEW_MAX_MS * 1000)
+    if (off == INT64_MIN || llabs(off) - err <= SKEW_MAX_US)
         return;
     add(r, "CLOCK_SKEW", DLOCK_SEVERITY_WARNING, nd->label, off / 1000, fix_clock,
         "the server's clock is %+.1f ms off ours (give or take %.1f ms)", (double)off / 1000,
@@ -308,7 +318,7 @@ static void check_set(const struct node *nds, size_t n, dlock_report *r)
                     nds[i].label, nds[j].label, nds[i].run_id);
     }
     if (n > 1 && lo < n && nds[hi].offset_us - nds[lo].offset_us - nds[hi].rtt_us / 2 -
-                                   nds[lo].rtt_us / 2 > SKEW_MAX_MS * 1000)
+                                   nds[lo].rtt_us / 2 > SKEW_MAX_US)
         add(r, "CLOCK_SKEW", DLOCK_SEVERITY_WARNING, "",
             (nds[hi].offset_us - nds[lo].offset_us) / 1000, fix_clock,
             "the clocks of %s and %s are %.1f ms apart", nds[hi].label, nds[lo].label,
@@ -331,22 +341,48 @@ static bool denied(const char *reply)
 }
 
 /* Takes, extends, looks at and releases the scratch lock through the
- * library: every script, as the user runs them. */
-static void try_lock(dlock_client *c, const char *name, dlock_report *r)
+ * library: every script, as the user runs them. Returns 0, or the failure
+ * of the step named in *step (what it left is removed with the scratch
+ * keys later). */
+static int lock_round(dlock_client *c, const char *name, const char **step)
 {
     dlock_lock *l = NULL;
     dlock_status *st = NULL;
-    const char *step = "acquire";
-    int rc = dlock_lock_acquire(&l, c, name, atoll(SCRATCH_TTL), NULL);
-    if (rc == 0 && (step = "extend", rc = dlock_lock_extend(l, atoll(SCRATCH_TTL))) == 0 &&
-        (step = "status", rc = dlock_status_query(&st, c, name)) == 0)
-        step = "release", rc = dlock_lock_release(l);
+    int rc;
+    *step = "acquire";
+    if ((rc = dlock_lock_acquire(&l, c, name, SCRATCH_TTL_MS, NULL)) < 0)
+        return rc;
+    *step = "extend";
+    rc = dlock_lock_extend(l, SCRATCH_TTL_MS);
+    if (rc == 0) {
+        *step = "status";
+        rc = dlock_status_query(&st, c, name);
+        dlock_status_free(st);
+    }
+    if (rc == 0) {
+        *step = "release";
+        rc = dlock_lock_release(l);
+    }
+    dlock_lock_free(l);
+    return rc;
+}
+
+static void try_lock(dlock_client *c, const char *name, dlock_report *r)
+{
+    const char *step;
+    int rc = lock_round(c, name, &step);
     if (rc < 0)
         add(r, rc == DLOCK_EAUTH ? "ACL_MISSING" : "LOCK_FAILED", DLOCK_SEVERITY_ERROR, "", 0,
             rc == DLOCK_EAUTH ? fix_acl : fix_lock, "%s of the scratch lock %s: %s (%s)", step,
             name, dlock_err_name(rc), dlock_client_errmsg(c));
-    dlock_status_free(st);
-    dlock_lock_free(l);
+}
+
+static bool found(const dlock_report *r, const char *id)
+{
+    for (size_t k = 0; k < r->n; k++)
+        if (strcmp(r->items[k].f.id, id) == 0)
+            return true;
+    return false;
 }
 
 struct command {
@@ -447,7 +483,7 @@ int dlock_doctor(dlock_report **out, dlock_client *c, const char *name, int64_t 
     }
     if (r && nds) {
         check_set(nds, c->n, r);
-        if (any)
+        if (any && !found(r, "SAME_NODE")) /* the client refuses to lock on it: said */
             try_lock(c, scratch, r);
         for (size_t i = 0; i < c->n; i++)
             if (nds[i].reached)

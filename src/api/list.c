@@ -14,10 +14,13 @@
  * records under a kind of that family), then the name. */
 #define RECORD_MATCH "{*}:dlock:owner*"
 /* SCAN's COUNT: buckets walked per round trip. Small enough that the keys
- * one reply carries stay below the reader's array limit even where nearly
- * every key is a lock's, large enough that 100,000 other keys cost only a
- * few thousand loopback round trips. */
+ * one reply carries stay below the reader's array limit
+ * (DLOCK__REPLY_ARRAY_MAX) even where nearly every key is a lock's, large
+ * enough that 100,000 other keys cost only a few thousand loopback round
+ * trips. A page that is too large anyway (long chains, a rehash) is asked
+ * again one bucket at a time. */
 #define SCAN_COUNT "24"
+#define SCAN_COUNT_SMALL "1"
 
 struct dlock_names {
     char **names;
@@ -75,20 +78,32 @@ static int take_page(dlock_names *l, const dlock__reply *r, const char *pattern,
     return 0;
 }
 
+/* One SCAN page into *l, the next cursor into `cursor`. */
+static int scan_page(dlock_client *c, dlock_names *l, size_t node, const char *pattern,
+                     const char *count, char *cursor, size_t cursor_len, char *why, size_t why_len)
+{
+    const char *argv[] = {"SCAN", cursor, "MATCH", RECORD_MATCH, "COUNT", count};
+    dlock__reply *r = NULL;
+    int rc = dlock__probe(c, node, 6, argv, &r, why, why_len);
+    if (rc < 0)
+        return rc;
+    if (r->type == DLOCK__REPLY_ERROR)
+        snprintf(why, why_len, "%s: %s", c->endpoints[node].label, r->str);
+    rc = take_page(l, r, pattern, cursor, cursor_len);
+    dlock__reply_free(r);
+    return rc;
+}
+
 /* Every owner record of server `node`, SCAN page by page. */
 static int scan_node(dlock_client *c, dlock_names *l, size_t node, const char *pattern)
 {
     char cursor[32] = "0", why[300];
     do {
-        const char *argv[] = {"SCAN", cursor, "MATCH", RECORD_MATCH, "COUNT", SCAN_COUNT};
-        dlock__reply *r = NULL;
-        int rc = dlock__probe(c, node, 6, argv, &r, why, sizeof(why));
-        if (rc == 0) {
-            if (r->type == DLOCK__REPLY_ERROR)
-                snprintf(why, sizeof(why), "%s: %s", c->endpoints[node].label, r->str);
-            rc = take_page(l, r, pattern, cursor, sizeof(cursor));
-            dlock__reply_free(r);
-        }
+        int rc = scan_page(c, l, node, pattern, SCAN_COUNT, cursor, sizeof(cursor), why,
+                           sizeof(why));
+        if (rc == DLOCK_EPROTO)
+            rc = scan_page(c, l, node, pattern, SCAN_COUNT_SMALL, cursor, sizeof(cursor), why,
+                           sizeof(why));
         if (rc < 0) {
             dlock__set_error(&c->main, "%s", why);
             return rc;
