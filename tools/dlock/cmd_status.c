@@ -108,6 +108,19 @@ void cli_print_status(const char *name, const dlock_status *st, bool json)
     print_json_fields(st);
 }
 
+/* The name holds a hash, a list...: say so plainly, with the type when the
+ * server's "WRONGTYPE NAME holds a hash, not a lock" is in the detail. */
+static int wrong_type(dlock_client *client, const char *name)
+{
+    const char *said = strstr(dlock_client_errmsg(client), "WRONGTYPE ");
+    if (said)
+        cli_error("%.*s (WRONGTYPE)", (int)strcspn(said + 10, ";"), said + 10);
+    else
+        cli_error("%s holds a value of another type (a hash, list...), not a lock (WRONGTYPE)",
+                  name);
+    return cli_exit_code(DLOCK_EWRONGTYPE);
+}
+
 /* Now, in ms since the Unix epoch. */
 static int64_t epoch_ms(void)
 {
@@ -126,8 +139,16 @@ static void on_interrupt(int sig)
     dlock_client_cancel(watched_client);
 }
 
-/* Until SIGINT or SIGTERM: the status now, then a line at each change.
- * A server that fails is reported and asked again a period later. */
+/* A server that failed this way may answer a period later. */
+static bool passing(int rc)
+{
+    return rc == DLOCK_ECONN || rc == DLOCK_ETIMEDOUT || rc == DLOCK_ENOQUORUM ||
+           rc == DLOCK_ESERVER;
+}
+
+/* Until SIGINT or SIGTERM (exit 0): the status now, then a line at each
+ * change. A server that fails is reported and asked again a period later;
+ * any other failure (a key of another type, a refused user) ends it. */
 static int watch(dlock_client *client, const char *name, bool json)
 {
     struct sigaction sa = {.sa_handler = on_interrupt};
@@ -143,6 +164,14 @@ static int watch(dlock_client *client, const char *name, bool json)
         rc = dlock_status_watch(&st, client, name, prev, 0);
         if (rc == DLOCK_ECANCELED)
             break;
+        if (rc == DLOCK_EWRONGTYPE) {
+            rc = wrong_type(client, name);
+            break;
+        }
+        if (rc < 0 && !passing(rc)) {
+            rc = cli_fail(client, rc, name);
+            break;
+        }
         if (rc < 0) {
             cli_fail(client, rc, name);
             nanosleep(&pause, NULL);
@@ -162,20 +191,7 @@ static int watch(dlock_client *client, const char *name, bool json)
         prev = st;
     }
     dlock_status_free(prev);
-    return rc == DLOCK_ECANCELED || rc == 0 ? EXIT_DONE : cli_exit_code(rc);
-}
-
-/* The name holds a hash, a list...: say so plainly, with the type when the
- * server's "WRONGTYPE NAME holds a hash, not a lock" is in the detail. */
-static int wrong_type(dlock_client *client, const char *name)
-{
-    const char *said = strstr(dlock_client_errmsg(client), "WRONGTYPE ");
-    if (said)
-        cli_error("%.*s (WRONGTYPE)", (int)strcspn(said + 10, ";"), said + 10);
-    else
-        cli_error("%s holds a value of another type (a hash, list...), not a lock (WRONGTYPE)",
-                  name);
-    return cli_exit_code(DLOCK_EWRONGTYPE);
+    return rc > 0 ? rc : EXIT_DONE;
 }
 
 int cmd_status(struct cli *cli, int argc, char **argv)

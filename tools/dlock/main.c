@@ -65,7 +65,7 @@ static void print_exit_codes(void)
 
 static void print_usage(void)
 {
-    char list[512] = "";
+    char list[1024] = "";
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
         size_t used = strlen(list);
         snprintf(list + used, sizeof(list) - used, "  %-8s %s\n", commands[i].name,
