@@ -222,6 +222,19 @@ static void test_doctor_clock_skew(void **state)
     unlink(path);
 }
 
+/* Nothing listens there: UNREACHABLE, exit 69, in words. */
+static void test_doctor_unreachable(void **state)
+{
+    const char *args[] = {"doctor", NULL};
+    char url[64];
+    cli_proc p;
+    (void)state;
+    snprintf(url, sizeof(url), "redis://127.0.0.1:%d", test_free_port());
+    assert_int_equal(cli_run(&p, url, args, 10000), 69);
+    assert_non_null(strstr(p.out, "error   UNREACHABLE (127.0.0.1:"));
+    assert_non_null(strstr(p.out, "        fix: "));
+}
+
 /* ---- list ---- */
 
 static void test_list_finds_locks_among_many_keys_without_keys(void **state)
@@ -270,7 +283,7 @@ static void test_list_finds_locks_among_many_keys_without_keys(void **state)
 
 static void test_list_pattern_and_text(void **state)
 {
-    const char *args[] = {"list", "build:*", NULL};
+    const char *args[] = {"list", "build:*", NULL}, *none[] = {"list", "--json", "x*", NULL};
     test_redis *server = *state;
     dlock_client *client = open_client(server->url, 0, 0);
     dlock_lock *a = must_acquire(client, "build:web", 60000, NULL);
@@ -279,6 +292,8 @@ static void test_list_pattern_and_text(void **state)
     assert_int_equal(cli_run(&p, server->url, args, 10000), 0);
     assert_non_null(strstr(p.out, "build:web: held by "));
     assert_null(strstr(p.out, "deploy:web"));
+    assert_int_equal(cli_run(&p, server->url, none, 10000), 0);
+    assert_string_equal(p.out, "[]\n");
     dlock_lock_release(a);
     dlock_lock_release(b);
     dlock_lock_free(a);
@@ -440,6 +455,7 @@ int main(void)
         cmocka_unit_test(test_doctor_acl_missing_names_publish),
         cmocka_unit_test(test_doctor_same_node),
         cmocka_unit_test(test_doctor_clock_skew),
+        cmocka_unit_test(test_doctor_unreachable),
     };
     const struct CMUnitTest server_tests[] = {
         cmocka_unit_test_setup_teardown(test_list_finds_locks_among_many_keys_without_keys,
