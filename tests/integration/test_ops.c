@@ -7,6 +7,7 @@
 #include <dlock.h>
 
 #include <poll.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -398,15 +399,25 @@ static void test_stats_count_acquisitions_and_a_loss(void **state)
     test_redis *server = *state;
     dlock_client *client = open_client(server->url, 0, 0);
     redisContext *rc = test_redis_connect(server, NULL);
-    dlock_acquire_options renewed = DLOCK_ACQUIRE_OPTIONS_INIT;
+    dlock_client *other = open_client(server->url, 0, 0);
+    dlock_acquire_options renewed = DLOCK_ACQUIRE_OPTIONS_INIT, waiting = renewed;
     dlock_stats s = {.version = DLOCK_STATS_VERSION};
-    dlock_lock *lock;
+    dlock_lock *lock, *held;
     long long deadline;
-    for (int i = 0; i < 9; i++) {
+    for (int i = 0; i < 8; i++) {
         lock = must_acquire(client, "counted", 10000, NULL);
         assert_int_equal(dlock_lock_release(lock), 0);
         dlock_lock_free(lock);
     }
+    /* Busy once, then a wait until the other holder's 200 ms run out. */
+    held = must_acquire(other, "counted", 200, NULL);
+    assert_int_equal(dlock_lock_acquire(&lock, client, "counted", 10000, NULL), DLOCK_EBUSY);
+    waiting.wait_ms = 10000;
+    lock = must_acquire(client, "counted", 10000, &waiting);
+    assert_int_equal(dlock_lock_release(lock), 0);
+    dlock_lock_free(lock);
+    dlock_lock_free(held);
+    dlock_client_close(other);
     renewed.auto_renew = 1;
     renewed.on_lost = on_lost;
     lock = must_acquire(client, "counted", 300, &renewed);
@@ -416,14 +427,48 @@ static void test_stats_count_acquisitions_and_a_loss(void **state)
     while (!atomic_load(&lost) && test_now_ms() < deadline)
         usleep(5 * 1000);
     assert_int_equal(dlock_client_stats(client, &s), 0);
+    print_message("waited %lld ms, %llu renewals, smallest margin %lld ms\n",
+                  (long long)s.wait_ms, (unsigned long long)s.renewals,
+                  (long long)s.min_renewal_margin_ms);
     assert_int_equal(s.acquisitions, 10);
     assert_int_equal(s.losses, 1);
     assert_true(s.renewals >= 1);
     assert_true(s.min_renewal_margin_ms >= 0);
-    assert_int_equal(s.busy, 0);
+    assert_int_equal(s.busy, 1);
+    assert_int_equal(s.waits, 1);
+    assert_true(s.wait_ms >= 100 && s.wait_ms < 10000);
     assert_int_equal(s.nodes, 1);
+    assert_int_equal(s.node[0].errors, 0);
+    assert_int_equal(s.node[0].timeouts, 0);
     dlock_lock_free(lock);
     redisFree(rc);
+    dlock_client_close(client);
+}
+
+/* A watch that nothing changes ends when another thread cancels it. */
+static void *cancel_later(void *arg)
+{
+    usleep(100 * 1000);
+    dlock_client_cancel(arg);
+    return NULL;
+}
+
+static void test_watch_canceled(void **state)
+{
+    test_redis *server = *state;
+    dlock_client *client = open_client(server->url, 0, 0);
+    dlock_status *now = NULL, *next = NULL;
+    pthread_t thread;
+    long long start;
+    assert_int_equal(dlock_status_watch(&now, client, "quiet", NULL, 0), 0);
+    assert_false(dlock_status_held(now));
+    start = test_now_ms();
+    assert_int_equal(pthread_create(&thread, NULL, cancel_later, client), 0);
+    assert_int_equal(dlock_status_watch(&next, client, "quiet", now, 50), DLOCK_ECANCELED);
+    assert_null(next);
+    assert_true(test_now_ms() - start >= 100);
+    pthread_join(thread, NULL);
+    dlock_status_free(now);
     dlock_client_close(client);
 }
 
@@ -466,6 +511,7 @@ int main(void)
                                         teardown_server),
         cmocka_unit_test_setup_teardown(test_stats_count_acquisitions_and_a_loss, setup_server,
                                         teardown_server),
+        cmocka_unit_test_setup_teardown(test_watch_canceled, setup_server, teardown_server),
         cmocka_unit_test_setup_teardown(test_run_writes_stats_json, setup_server,
                                         teardown_server),
     };
