@@ -475,6 +475,130 @@ DLOCK_EXTERN const char *dlock_client_node_label(const dlock_client *client, siz
  * NULL is ignored. */
 DLOCK_EXTERN void dlock_lock_free(dlock_lock *lock);
 
+/* ------------------------------------------------------------------ */
+/* Operations: list, watch, doctor, counters                           */
+/* ------------------------------------------------------------------ */
+
+/* A list of lock names: read with the getters below, free with
+ * dlock_names_free(). */
+typedef struct dlock_names dlock_names;
+
+/*
+ * The names that have an owner record on the servers (every dlock client
+ * leaves one while it holds a lock), sorted, each once, that match the glob
+ * `pattern` (the rules of fnmatch(3), like Redis' MATCH; NULL: all). Found
+ * with SCAN, never KEYS, so a large data set is walked in small steps that
+ * do not block the server. With several servers, the union of what a
+ * majority of them hold: a lock that a majority holds is in it. A name may
+ * be free again by the time it is read: ask dlock_status_query().
+ * Returns 0; DLOCK_ENOQUORUM (fewer than a majority answered); DLOCK_EINVAL,
+ * DLOCK_ENOMEM and the I/O codes of dlock_lock_release().
+ */
+DLOCK_EXTERN int dlock_list_names(dlock_names **out, dlock_client *client, const char *pattern);
+
+/* How many names; 0 for NULL. */
+DLOCK_EXTERN size_t dlock_names_count(const dlock_names *names);
+
+/* Name number `i`, owned by the list, or NULL out of range. */
+DLOCK_EXTERN const char *dlock_names_at(const dlock_names *names, size_t i);
+
+/* NULL is ignored. */
+DLOCK_EXTERN void dlock_names_free(dlock_names *names);
+
+/* How often dlock_status_watch() looks when nothing was published: an
+ * acquisition publishes nothing (that would cost every acquire), and an
+ * expiry cannot. */
+#define DLOCK_WATCH_PERIOD_MS 250
+
+/*
+ * Waits until the status of `name` differs from `prev` (held or free, a new
+ * fencing token, that is a new acquisition, another holder) and returns the
+ * new one in *out; `prev` NULL: the current status at once. It listens on
+ * the name's release channel, so a release is seen as soon as it is
+ * published, and looks every `period_ms` (0: DLOCK_WATCH_PERIOD_MS) for
+ * acquisitions and expiries. What came and went between two looks is not
+ * seen. Returns 0, DLOCK_ECANCELED (dlock_client_cancel()) and the codes of
+ * dlock_status_query().
+ */
+DLOCK_EXTERN int dlock_status_watch(dlock_status **out, dlock_client *client, const char *name,
+                                    const dlock_status *prev, int64_t period_ms);
+
+/* How bad a finding of dlock_doctor() is. */
+typedef enum dlock_severity {
+    DLOCK_SEVERITY_INFO = 0,    /* worth knowing */
+    DLOCK_SEVERITY_WARNING = 1, /* a lock can be lost or doubled in some failure */
+    DLOCK_SEVERITY_ERROR = 2    /* locks do not work, or are not safe, as things are */
+} dlock_severity;
+
+/* One finding: owned by its report, valid until that is freed. New fields
+ * are only ever added at the end. */
+typedef struct dlock_finding {
+    const char *id;       /* stable: "EVICTABLE", "NO_PERSISTENCE", ... */
+    dlock_severity severity;
+    const char *server;   /* "host:port" (or a socket path); "" for the whole set */
+    const char *evidence; /* what was seen */
+    const char *fix;      /* what to do about it */
+    int64_t offset_ms;    /* CLOCK_SKEW: the server's clock minus ours; SLOW: the round trip */
+} dlock_finding;
+
+typedef struct dlock_report dlock_report;
+
+/*
+ * Can these servers keep a lock? Checks every server of the client and
+ * returns its findings (none: nothing to say), with the IDs EVICTABLE,
+ * NO_PERSISTENCE, FSYNC_EVERYSEC, ASYNC_REPLICAS, ACL_MISSING, SAME_NODE,
+ * CLOCK_SKEW, SLOW, VERSION, UNREACHABLE and NOT_CHECKED (the server did
+ * not let us look, e.g. CONFIG GET refused). `ttl_ms` is the TTL the locks
+ * will use (0: 30 s), for SLOW. The commands and scripts dlock needs are
+ * tried on a scratch lock, `name` followed by "-dlock-doctor-" and random
+ * hex (`name` NULL: "dlock-doctor-..."), so that a user allowed only some
+ * keys is checked on those; nothing else is written, and the scratch keys
+ * are removed. Returns 0 (whatever was found), DLOCK_EINVAL (bad name),
+ * DLOCK_ENOMEM, DLOCK_ESYSTEM.
+ */
+DLOCK_EXTERN int dlock_doctor(dlock_report **out, dlock_client *client, const char *name,
+                              int64_t ttl_ms);
+
+/* How many findings; 0 for NULL. */
+DLOCK_EXTERN size_t dlock_report_count(const dlock_report *report);
+
+/* Finding number `i`, or NULL out of range. */
+DLOCK_EXTERN const dlock_finding *dlock_report_finding(const dlock_report *report, size_t i);
+
+/* The worst severity found, or -1 when nothing was. */
+DLOCK_EXTERN int dlock_report_worst(const dlock_report *report);
+
+/* NULL is ignored. */
+DLOCK_EXTERN void dlock_report_free(dlock_report *report);
+
+#define DLOCK_STATS_VERSION 1
+
+/* Errors of one server, as the client's calls about locks saw them. */
+typedef struct dlock_node_stats {
+    uint64_t errors;   /* replies that were errors, broken connections */
+    uint64_t timeouts; /* no reply by the deadline */
+} dlock_node_stats;
+
+/* A client's counters since it was opened. Set `version` to
+ * DLOCK_STATS_VERSION before the call: later versions only add fields at
+ * the end, filled only for callers that ask for them. */
+typedef struct dlock_stats {
+    unsigned version;
+    uint64_t acquisitions;         /* acquire calls that got the lock */
+    uint64_t busy;                 /* acquire calls that returned DLOCK_EBUSY */
+    uint64_t waits;                /* acquire calls that found the lock busy and waited */
+    int64_t wait_ms;               /* the time those calls spent, in total */
+    uint64_t renewals;             /* automatic renewals that succeeded */
+    int64_t min_renewal_margin_ms; /* least validity left when one succeeded; -1: none yet */
+    uint64_t losses;               /* auto-renewed locks lost */
+    size_t nodes;                  /* entries of node[] in use: dlock_client_nodes() */
+    dlock_node_stats node[DLOCK_NODES_MAX];
+} dlock_stats;
+
+/* Fills *out with the client's counters. Returns 0, or DLOCK_EINVAL (NULL,
+ * or an unknown version). Safe from any thread while the client exists. */
+DLOCK_EXTERN int dlock_client_stats(const dlock_client *client, dlock_stats *out);
+
 #ifdef __cplusplus
 }
 #endif

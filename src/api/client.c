@@ -199,6 +199,7 @@ int dlock_client_open(dlock_client **out, const dlock_client_options *opts, char
     if (!c)
         return nomem(why, why_len);
     c->cancel_fd = -1;
+    dlock__stats_init(&c->stats);
     c->connect_timeout_ms = o->connect_timeout_ms ? o->connect_timeout_ms
                                                   : DEFAULT_CONNECT_TIMEOUT_MS;
     c->command_timeout_ms = o->command_timeout_ms ? o->command_timeout_ms

@@ -114,6 +114,7 @@ int dlock_lock_acquire(dlock_lock **out, dlock_client *c, const char *name, int6
     static const dlock_acquire_options defaults = DLOCK_ACQUIRE_OPTIONS_INIT;
     const dlock_acquire_options *o = opts ? opts : &defaults;
     dlock_lock *lock = NULL;
+    int64_t start = dlock__now_ns();
     int rc = dlock__call_start(c, out);
     if (rc == 0)
         rc = dlock__check_ttl(&c->main, ttl_ms);
@@ -133,6 +134,7 @@ int dlock_lock_acquire(dlock_lock **out, dlock_client *c, const char *name, int6
     explain_kind(lock, rc);
     if (rc == 0 && o->auto_renew)
         rc = start_renewal(lock, o);
+    dlock__stats_acquired(&c->stats, rc, lock->claim.attempts, dlock__now_ns() - start);
     if (rc < 0) {
         dlock_lock_free(lock);
         return rc;

@@ -8,6 +8,7 @@
 #include "dlock.h"
 #include "fanout.h"
 #include "owner.h"
+#include "stats.h"
 #include "url.h"
 
 #include <stdatomic.h>
@@ -45,6 +46,8 @@ struct dlock_client {
     struct dlock__token_pool *tokens;     /* random bytes for owner tokens */
     struct ssl_ctx_st *tls_ctx;           /* when a server speaks TLS */
     char *tls_name;                       /* tls_sni option, or NULL */
+    dlock__stats stats;                   /* dlock_client_stats() */
+    dlock__node_counters node_counters[DLOCK__NODES_MAX]; /* each lane's connections count here */
 };
 
 /* Prepares a lane with one closed connection per node. Returns 0 or

@@ -209,6 +209,10 @@ void dlock__fanout_batch(dlock__conn *conns, size_t n, dlock__call *const *calls
         }
     }
     give_up_on_late_nodes(&b, !decided, (now - start) / DLOCK__NS_PER_MS);
+    for (size_t r = 0; r < n * k; r++)
+        dlock__stats_node(conns[r % n].counters, results[r].status,
+                          results[r].status == DLOCK__REPLIED &&
+                              results[r].reply->type == DLOCK__REPLY_ERROR);
 }
 
 void dlock__fanout(dlock__conn *conns, size_t n, dlock__call *call, int64_t deadline_ns,

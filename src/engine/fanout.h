@@ -8,6 +8,7 @@
 
 #include "conn.h"
 #include "dlock.h"
+#include "stats.h"
 
 #include <stdbool.h>
 #include <stddef.h>

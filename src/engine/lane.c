@@ -31,6 +31,7 @@ int dlock__lane_init(dlock_client *c, dlock__lane *lane)
         lane->conns[i].preload = dlock__script_sources();
         lane->conns[i].ask_identity = c->n > 1;
         lane->conns[i].back_off_reconnects = c->n > 1;
+        lane->conns[i].counters = &c->node_counters[i];
         use_tls(c, &lane->conns[i]);
     }
     return 0;

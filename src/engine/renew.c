@@ -172,6 +172,7 @@ static void declare_lost(struct dlock__renewer *r, dlock__renewal *lock, int rea
     lock->claim->lost = true;
     lock->claim->valid_until_ns = 0;
     lock->renewing = true; /* not to be freed before its cleanup */
+    dlock__stats_lost(&r->client->stats);
     pthread_mutex_unlock(&r->mutex);
     if (lock->on_lost)
         lock->on_lost(lock->lock, reason, lock->on_lost_arg);
@@ -271,7 +272,7 @@ static void renew_due(struct dlock__renewer *r, int64_t now)
 {
     dlock__renewal *due[DLOCK__BATCH_MAX], *batch[DLOCK__BATCH_MAX];
     dlock__claim *claims[DLOCK__BATCH_MAX];
-    int64_t ttls[DLOCK__BATCH_MAX];
+    int64_t ttls[DLOCK__BATCH_MAX], old_until[DLOCK__BATCH_MAX], done;
     int rcs[DLOCK__BATCH_MAX];
     size_t n_due = collect_due(r, now, due), k = 0;
 
@@ -286,12 +287,17 @@ static void renew_due(struct dlock__renewer *r, int64_t now)
         due[j]->renewing = true;
         ttls[k] = ttl_ms;
         claims[k] = due[j]->claim;
+        old_until[k] = due[j]->claim->valid_until_ns;
         batch[k++] = due[j];
     }
     if (k == 0)
         return;
     pthread_mutex_unlock(&r->mutex);
     dlock__attempt_extend(claims, k, &r->lane, ttls, rcs);
+    done = dlock__now_ns();
+    for (size_t j = 0; j < k; j++)
+        if (rcs[j] == 0) /* how close it came: what was left of the old validity */
+            dlock__stats_renewed(&r->client->stats, (old_until[j] - done) / DLOCK__NS_PER_MS);
     pthread_mutex_lock(&r->mutex);
     /* A lock still marked renewing cannot be released or freed meanwhile,
      * even while declare_lost() lets go of the mutex. */

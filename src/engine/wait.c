@@ -284,3 +284,24 @@ int dlock__wait_acquire(dlock__claim *cl, int64_t ttl_ms, const dlock_acquire_op
     unsubscribe(&w);
     return rc;
 }
+
+int dlock__listen(dlock_client *c, const char *channel, int64_t period_ms,
+                  int (*check)(void *ctx), void *ctx)
+{
+    struct waiter w = {.c = c, .channel = channel};
+    int rc = subscribe(&w, dlock__node_deadline(c, 0, dlock__now_ns()));
+    while (rc == 0) {
+        if (atomic_load(&c->cancel_requested) && take_cancel(c)) {
+            rc = DLOCK_ECANCELED;
+            break;
+        }
+        w.woken = false;
+        if ((rc = check(ctx)) != 0)
+            break;
+        /* A server whose subscriber connection broke is asked again. */
+        send_to_subscribers(&w, "SUBSCRIBE", true);
+        rc = poll_subscribers(&w, dlock__now_ns() + period_ms * DLOCK__NS_PER_MS, woken);
+    }
+    unsubscribe(&w);
+    return rc;
+}

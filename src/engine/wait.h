@@ -11,4 +11,11 @@
  * cancellation. */
 int dlock__wait_acquire(dlock__claim *cl, int64_t ttl_ms, const dlock_acquire_options *opts);
 
+/* Listens on `channel` (the client's subscribers) and calls check(ctx) once
+ * a majority listens (or no majority can), then after every message there
+ * and at least every `period_ms`, until it returns nonzero; returns that,
+ * or DLOCK_ECANCELED (dlock_client_cancel()). For watching a lock. */
+int dlock__listen(dlock_client *c, const char *channel, int64_t period_ms,
+                  int (*check)(void *ctx), void *ctx);
+
 #endif

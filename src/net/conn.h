@@ -55,6 +55,7 @@ typedef struct dlock__conn {
     struct ssl_st *ssl;         /* the TLS session while connected */
     short tls_wants;            /* poll() event the handshake waits for */
     bool answered;              /* a reply arrived since the connection was made */
+    struct dlock__node_counters *counters; /* the client's, for its stats; may be NULL */
 } dlock__conn;
 
 /* Resolves a TCP endpoint's addresses into *out (free with freeaddrinfo);

@@ -7,6 +7,7 @@
 
 #include <dlock.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #define CLI_URLS_MAX 16
@@ -107,6 +108,9 @@ void cli_format_time(int64_t ms, char *out, size_t len);
 #define CLI_OPT_JSON 0x8u      /* --json */
 #define CLI_OPT_RUN 0x10u      /* --kill-after, --max-hold; NAME -- COMMAND or NAME -c CMD */
 #define CLI_OPT_PERMITS 0x20u  /* --permits N */
+#define CLI_OPT_WATCH 0x40u    /* --watch */
+#define CLI_OPT_STATS 0x80u    /* --stats-json FILE */
+#define CLI_OPT_NAME_OPTIONAL 0x100u /* the one operand may be left out (NULL name) */
 
 struct cli_command {
     const char *name;
@@ -117,7 +121,7 @@ struct cli_command {
 };
 
 extern const struct cli_command cli_command_run, cli_command_acquire, cli_command_release,
-    cli_command_extend, cli_command_status;
+    cli_command_extend, cli_command_status, cli_command_list, cli_command_doctor;
 
 /* A subcommand's options, defaults filled in. Pointers are into argv. */
 struct cli_command_opts {
@@ -126,7 +130,9 @@ struct cli_command_opts {
     int64_t kill_after_ms;
     bool json;
     long long permits; /* --permits as given; wait.permits when it is in range */
-    const char *name;
+    bool watch;             /* status --watch */
+    const char *stats_json; /* run --stats-json FILE */
+    const char *name;       /* NULL when an optional operand was left out */
     const char *token;         /* release, extend */
     char **command;            /* run: the command's argv, or NULL with shell_command */
     const char *shell_command; /* run -c */
@@ -142,10 +148,24 @@ int cli_parse_command(const struct cli_command *cmd, int argc, char **argv,
  * UTF-8 as \ufffd (the replacement character), so the output is UTF-8. */
 void cli_print_json_string(const char *s);
 
+/* The same, to `f`. */
+void cli_write_json_string(FILE *f, const char *s);
+
 int cmd_run(struct cli *cli, int argc, char **argv);
 int cmd_acquire(struct cli *cli, int argc, char **argv);
 int cmd_release(struct cli *cli, int argc, char **argv);
 int cmd_extend(struct cli *cli, int argc, char **argv);
 int cmd_status(struct cli *cli, int argc, char **argv);
+int cmd_list(struct cli *cli, int argc, char **argv);
+int cmd_doctor(struct cli *cli, int argc, char **argv);
+
+/* A status as status prints it: "NAME: held by ..., fence N" on a line, or
+ * with json the fields of its JSON object ("name", "held", "ttl_ms",
+ * "fence", "holder"), without the braces. */
+void cli_print_status(const char *name, const dlock_status *st, bool json);
+
+/* Writes the client's counters (dlock_client_stats) to `path` as one JSON
+ * object. Returns 0, or -1 after saying why. */
+int cli_write_stats(dlock_client *client, const char *path);
 
 #endif

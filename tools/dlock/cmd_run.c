@@ -516,6 +516,8 @@ int cmd_run(struct cli *cli, int argc, char **argv)
         rc = run_locked(cli, &o, client, lock);
     }
     dlock_lock_free(lock);
+    if (o.stats_json)
+        cli_write_stats(client, o.stats_json);
     dlock_client_close(client);
     return rc;
 }

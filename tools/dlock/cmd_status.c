@@ -2,8 +2,10 @@
 #include "cli.h"
 
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 /* A semaphore's holders, one line each, by slot. */
 static void print_permits(const dlock_status *st)
@@ -21,14 +23,15 @@ static void print_permits(const dlock_status *st)
     }
 }
 
+
+/* The status on a line, without its end: the servers' own views follow. */
 static void print_text(const char *name, const dlock_status *st)
 {
     bool held = dlock_status_held(st);
     uint64_t fence = dlock_status_fence(st);
     if (dlock_status_limit(st) > 1) {
-        printf("%s: %zu/%u held (semaphore)\n", name, dlock_status_holders(st),
+        printf("%s: %zu/%u held (semaphore)", name, dlock_status_holders(st),
                dlock_status_limit(st));
-        print_permits(st);
         return;
     }
     if (held) {
@@ -43,7 +46,6 @@ static void print_text(const char *name, const dlock_status *st)
     if (dlock_status_nodes_answered(st) > 1)
         printf(" (on %u of %u servers that answered)", dlock_status_nodes_held(st),
                dlock_status_nodes_answered(st));
-    putchar('\n');
 }
 
 static void print_json_fields(const dlock_status *st)
@@ -125,9 +127,16 @@ static void print_nodes(dlock_client *client, const dlock_status *st, const char
         putchar(']');
 }
 
-static void print_json(const char *name, const dlock_status *st)
+void cli_print_status(const char *name, const dlock_status *st, bool json)
 {
-    printf("{\"name\":");
+    if (!json) {
+        print_text(name, st);
+        putchar('\n');
+        if (dlock_status_limit(st) > 1)
+            print_permits(st);
+        return;
+    }
+    printf("\"name\":");
     cli_print_json_string(name);
     putchar(',');
     print_json_fields(st);
@@ -146,6 +155,79 @@ static int wrong_type(dlock_client *client, const char *name)
     return cli_exit_code(DLOCK_EWRONGTYPE);
 }
 
+/* Now, in ms since the Unix epoch. */
+static int64_t epoch_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static volatile sig_atomic_t interrupted;
+static dlock_client *watched_client;
+
+static void on_interrupt(int sig)
+{
+    (void)sig;
+    interrupted = 1;
+    dlock_client_cancel(watched_client);
+}
+
+/* A server that failed this way may answer a period later. */
+static bool passing(int rc)
+{
+    return rc == DLOCK_ECONN || rc == DLOCK_ETIMEDOUT || rc == DLOCK_ENOQUORUM ||
+           rc == DLOCK_ESERVER;
+}
+
+/* Until SIGINT or SIGTERM (exit 0): the status now, then a line at each
+ * change. A server that fails is reported and asked again a period later;
+ * any other failure (a key of another type, a refused user) ends it. */
+static int watch(dlock_client *client, const char *name, bool json)
+{
+    struct sigaction sa = {.sa_handler = on_interrupt};
+    struct timespec pause = {0, DLOCK_WATCH_PERIOD_MS * 1000000L};
+    dlock_status *prev = NULL, *st = NULL;
+    int rc = 0;
+    watched_client = client;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    while (!interrupted) {
+        char at[32];
+        rc = dlock_status_watch(&st, client, name, prev, 0);
+        if (rc == DLOCK_ECANCELED)
+            break;
+        if (rc == DLOCK_EWRONGTYPE) {
+            rc = wrong_type(client, name);
+            break;
+        }
+        if (rc < 0 && !passing(rc)) {
+            rc = cli_fail(client, rc, name);
+            break;
+        }
+        if (rc < 0) {
+            cli_fail(client, rc, name);
+            nanosleep(&pause, NULL);
+            continue;
+        }
+        cli_format_time(epoch_ms(), at, sizeof(at));
+        if (json) {
+            printf("{\"time\":\"%s\",", at);
+            cli_print_status(name, st, true);
+            printf("}\n");
+        } else {
+            printf("%s ", at);
+            cli_print_status(name, st, false);
+        }
+        fflush(stdout);
+        dlock_status_free(prev);
+        prev = st;
+    }
+    dlock_status_free(prev);
+    return rc > 0 ? rc : EXIT_DONE;
+}
+
 int cmd_status(struct cli *cli, int argc, char **argv)
 {
     struct cli_command_opts o;
@@ -156,13 +238,20 @@ int cmd_status(struct cli *cli, int argc, char **argv)
         return rc == CLI_HELP ? EXIT_DONE : rc;
     if ((rc = cli_open_client(cli, &client)))
         return rc;
+    if (o.watch) {
+        rc = watch(client, o.name, o.json);
+        dlock_client_close(client);
+        return rc;
+    }
     rc = dlock_status_query(&st, client, o.name);
     if (rc == DLOCK_EWRONGTYPE) {
         rc = wrong_type(client, o.name);
     } else if (rc < 0) {
         rc = cli_fail(client, rc, o.name);
     } else {
-        (o.json ? print_json : print_text)(o.name, st);
+        if (o.json)
+            putchar('{');
+        cli_print_status(o.name, st, o.json);
         print_nodes(client, st, o.name, o.json);
         if (o.json)
             printf("}\n");

@@ -318,21 +318,26 @@ static size_t utf8_length(const unsigned char *s)
     return len;
 }
 
-void cli_print_json_string(const char *s)
+void cli_write_json_string(FILE *f, const char *s)
 {
     const unsigned char *p = (const unsigned char *)s;
-    putchar('"');
+    putc('"', f);
     while (*p) {
         size_t len = utf8_length(p);
         if (*p == '"' || *p == '\\')
-            printf("\\%c", *p);
+            fprintf(f, "\\%c", *p);
         else if (*p < 0x20 || *p == 0x7f)
-            printf("\\u%04x", *p);
+            fprintf(f, "\\u%04x", *p);
         else if (len == 0)
-            fputs("\\ufffd", stdout); /* not UTF-8: the replacement character */
+            fputs("\\ufffd", f); /* not UTF-8: the replacement character */
         else
-            fwrite(p, 1, len, stdout);
+            fwrite(p, 1, len, f);
         p += len ? len : 1;
     }
-    putchar('"');
+    putc('"', f);
+}
+
+void cli_print_json_string(const char *s)
+{
+    cli_write_json_string(stdout, s);
 }

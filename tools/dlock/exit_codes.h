@@ -15,6 +15,7 @@
     X(75, BUSY, "lock busy, or the wait ran out while it stayed busy (-E changes it)")             \
     X(76, PROTOCOL, "protocol error: the server's reply made no sense")                            \
     X(77, AUTH, "authentication, ACL or TLS failure")                                              \
+    X(78, FINDINGS, "doctor: a finding of severity error")                                         \
     X(126, CANNOT_EXEC, "run: the command could not be executed")                                  \
     X(127, NOT_FOUND, "run: the command was not found")
 

@@ -20,6 +20,8 @@ static const struct command commands[] = {
     {"release", cmd_release, "release a lock taken with acquire"},
     {"extend", cmd_extend, "extend a lock taken with acquire"},
     {"status", cmd_status, "say whether the lock is held, by whom, and its fence"},
+    {"list", cmd_list, "list the locks held now, with their holders"},
+    {"doctor", cmd_doctor, "check whether the servers can keep a lock"},
 };
 
 static const char usage[] =
@@ -63,7 +65,7 @@ static void print_exit_codes(void)
 
 static void print_usage(void)
 {
-    char list[512] = "";
+    char list[1024] = "";
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
         size_t used = strlen(list);
         snprintf(list + used, sizeof(list) - used, "  %-8s %s\n", commands[i].name,
@@ -87,7 +89,7 @@ int main(int argc, char **argv)
         rc = EXIT_DONE;
     }
     else if (rc == 0 && optind >= argc)
-        rc = cli_usage_error(NULL, "missing COMMAND (run, acquire, release, extend, status)");
+        rc = cli_usage_error(NULL, "missing COMMAND (run, acquire, release, extend, status, list, doctor)");
     else if (rc == 0) {
         name = argv[optind];
         rc = -1;

@@ -30,10 +30,11 @@ const struct cli_command cli_command_run = {
     "  -c CMD                 run CMD with /bin/sh -c\n"
     "      --permits N        take one of N permits of the semaphore NAME (1 to 1024;\n"
     "                         1: the lock alone, the default; one server only)\n"
+    "      --stats-json FILE  on exit, write the client's counters to FILE as JSON\n"
     "The command sees DLOCK_NAME, DLOCK_TOKEN, DLOCK_FENCE and DLOCK_SLOT (the\n"
     "permit's slot, 0 to N-1; the fence grows per slot); DLOCK_PASSWORD and\n"
     "URLs with credentials are removed from its environment.\n",
-    CLI_OPT_TTL | CLI_OPT_WAIT | CLI_OPT_BUSY_CODE | CLI_OPT_RUN | CLI_OPT_PERMITS,
+    CLI_OPT_TTL | CLI_OPT_WAIT | CLI_OPT_BUSY_CODE | CLI_OPT_RUN | CLI_OPT_PERMITS | CLI_OPT_STATS,
     "NAME -- COMMAND [ARG...] or NAME -c 'COMMAND'",
     1,
 };
@@ -77,17 +78,51 @@ const struct cli_command cli_command_extend = {
 
 const struct cli_command cli_command_status = {
     "status",
-    "Usage: dlock status [--json] NAME\n"
+    "Usage: dlock status [--json] [--watch] NAME\n"
     "Says whether the lock is held, by which host and process (when a dlock\n"
     "client holds it), how long it still lives, and the last fencing token.\n"
     "A semaphore: how many of its permits are held, and one line per holder.\n"
-    "Exit 0 when held, 1 when free.\n",
-    CLI_OPT_JSON,
+    "Exit 0 when held, 1 when free.\n"
+    "      --json        print it as a JSON object\n"
+    "      --watch       print a line (with --json, an object) at once and at every\n"
+    "                    change of holder, until interrupted: a release is seen\n"
+    "                    when it is published, an acquisition or an expiry within\n"
+    "                    the check period (250 ms)\n",
+    CLI_OPT_JSON | CLI_OPT_WATCH,
     "NAME",
     1,
 };
 
-enum { OPT_KILL_AFTER = 256, OPT_MAX_HOLD, OPT_JSON, OPT_PERMITS };
+const struct cli_command cli_command_list = {
+    "list",
+    "Usage: dlock list [--json] [PATTERN]\n"
+    "Lists the locks held now whose name matches the glob PATTERN (default: all):\n"
+    "holder, time to live, fence. Found with SCAN over the owner records, never\n"
+    "KEYS, so a large database is walked in small steps that do not block it.\n"
+    "      --json        print a JSON array of objects, one per lock\n",
+    CLI_OPT_JSON | CLI_OPT_NAME_OPTIONAL,
+    "[PATTERN]",
+    1,
+};
+
+const struct cli_command cli_command_doctor = {
+    "doctor",
+    "Usage: dlock doctor [-t TTL] [--json] [NAME]\n"
+    "Checks whether the servers can keep a lock: eviction, persistence, replicas,\n"
+    "permissions, clocks, round trips, versions. Prints each finding with its ID,\n"
+    "severity, evidence and fix. The commands dlock needs are tried on a scratch\n"
+    "lock (NAME-dlock-doctor-..., for a user allowed only NAME's keys), which is\n"
+    "removed; nothing else is written.\n"
+    "  -t, --ttl DUR     the TTL your locks use, to judge round trips (default 30s)\n"
+    "      --json        print {\"findings\":[...]} as JSON\n"
+    "Exit 0 without a finding of severity error, 78 with one, 69 when a server\n"
+    "could not be reached.\n",
+    CLI_OPT_TTL | CLI_OPT_JSON | CLI_OPT_NAME_OPTIONAL,
+    "[NAME]",
+    1,
+};
+
+enum { OPT_KILL_AFTER = 256, OPT_MAX_HOLD, OPT_JSON, OPT_PERMITS, OPT_WATCH, OPT_STATS_JSON };
 
 static const struct option long_options[] = {
     {"ttl", required_argument, NULL, 't'},
@@ -98,6 +133,8 @@ static const struct option long_options[] = {
     {"max-hold", required_argument, NULL, OPT_MAX_HOLD},
     {"json", no_argument, NULL, OPT_JSON},
     {"permits", required_argument, NULL, OPT_PERMITS},
+    {"watch", no_argument, NULL, OPT_WATCH},
+    {"stats-json", required_argument, NULL, OPT_STATS_JSON},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -120,6 +157,10 @@ static unsigned group_of(int opt)
         return CLI_OPT_JSON;
     case OPT_PERMITS:
         return CLI_OPT_PERMITS;
+    case OPT_WATCH:
+        return CLI_OPT_WATCH;
+    case OPT_STATS_JSON:
+        return CLI_OPT_STATS;
     default:
         return 0;
     }
@@ -188,6 +229,12 @@ static int take_value(int opt, const char *value, struct cli_command_opts *o)
             return -1;
         /* out of range: check_range() refuses it */
         o->wait.permits = o->permits > 0 && o->permits <= DLOCK_PERMITS_MAX ? (unsigned)o->permits : 0;
+        return 0;
+    case OPT_WATCH:
+        o->watch = true;
+        return 0;
+    case OPT_STATS_JSON:
+        o->stats_json = value;
         return 0;
     default: /* OPT_JSON */
         o->json = true;
@@ -296,7 +343,8 @@ int cli_parse_command(const struct cli_command *cmd, int argc, char **argv,
     }
     if (cmd->accepts & CLI_OPT_RUN)
         return take_run_operands(usage, cmd->operands, argc, argv, o);
-    if (argc - optind != cmd->n_operands)
+    if (argc - optind != cmd->n_operands &&
+        !((cmd->accepts & CLI_OPT_NAME_OPTIONAL) && argc == optind))
         return cli_usage_error(usage, "expected %s", cmd->operands);
     o->name = argv[optind];
     o->token = cmd->n_operands == 2 ? argv[optind + 1] : NULL;

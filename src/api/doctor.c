@@ -1,0 +1,524 @@
+/* dlock_doctor: can these servers keep a lock? Each server is asked what
+ * it is (INFO, two CONFIG GETs, TIME), then every command and script dlock
+ * needs is tried on a scratch lock, whose keys are removed afterwards.
+ * Nothing else is written. */
+#include "attempt.h"
+#include "client.h"
+#include "clock.h"
+#include "names.h"
+#include "probe.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define DEFAULT_TTL_MS 30000
+#define SKEW_MAX_US 100000 /* clock offset that is worth a warning, beyond the measuring error */
+#define TIME_SAMPLES 3     /* TIME round trips; the shortest measures best */
+/* The scratch keys expire even if removing them fails. */
+#define SCRATCH_TTL_MS 10000
+#define TEXT(x) TEXT_OF(x)
+#define TEXT_OF(x) #x
+#define SCRATCH_TTL TEXT(SCRATCH_TTL_MS)
+
+struct item {
+    dlock_finding f;
+    char server[128];
+    char evidence[768];
+    const char *fix;
+};
+
+struct dlock_report {
+    struct item *items;
+    size_t n, cap;
+    bool nomem;
+};
+
+/* What one server told about itself. */
+struct node {
+    const char *label;
+    bool reached;
+    char info[16384];
+    char run_id[48];
+    int64_t offset_us, rtt_us; /* its clock minus ours; INT64_MIN: unknown */
+};
+
+static void add(dlock_report *r, const char *id, dlock_severity sev, const char *server,
+                int64_t value_ms, const char *fix, const char *fmt, ...)
+    __attribute__((format(printf, 7, 8)));
+
+static void add(dlock_report *r, const char *id, dlock_severity sev, const char *server,
+                int64_t value_ms, const char *fix, const char *fmt, ...)
+{
+    struct item *it;
+    va_list ap;
+    if (r->n == r->cap) {
+        size_t cap = r->cap ? r->cap * 2 : 16;
+        struct item *grown = realloc(r->items, cap * sizeof(*grown));
+        if (!grown) {
+            r->nomem = true;
+            return;
+        }
+        r->items = grown;
+        r->cap = cap;
+    }
+    it = &r->items[r->n++];
+    snprintf(it->server, sizeof(it->server), "%s", server);
+    va_start(ap, fmt);
+    vsnprintf(it->evidence, sizeof(it->evidence), fmt, ap);
+    va_end(ap);
+    it->fix = fix;
+    it->f = (dlock_finding){id, sev, NULL, NULL, fix, value_ms};
+}
+
+/* INFO's field `name`, or "" */
+static const char *field(const struct node *nd, const char *name, char *buf, size_t len)
+{
+    dlock__info_field(nd->info, name, buf, len);
+    return buf;
+}
+
+/* Runs a command on node `i`: 0 and the reply in `out` (a string's or an
+ * error's text; an array's strings joined by spaces), or the failure's code
+ * with its detail in `out`. An error reply returns 1. */
+static int ask(dlock_client *c, size_t i, int argc, const char *const *argv, char *out,
+               size_t len)
+{
+    dlock__reply *r = NULL;
+    int rc = dlock__probe(c, i, argc, argv, &r, out, len);
+    if (rc < 0)
+        return rc;
+    out[0] = '\0';
+    if (r->type == DLOCK__REPLY_STRING || r->type == DLOCK__REPLY_ERROR ||
+        r->type == DLOCK__REPLY_STATUS)
+        snprintf(out, len, "%s", r->str);
+    for (size_t k = 0, used = 0; r->type == DLOCK__REPLY_ARRAY && k < r->elements && used < len; k++)
+        if (r->element[k]->type == DLOCK__REPLY_STRING)
+            used += (size_t)snprintf(out + used, len - used, "%s%s", k ? " " : "",
+                                     r->element[k]->str);
+    rc = r->type == DLOCK__REPLY_ERROR;
+    dlock__reply_free(r);
+    return rc;
+}
+
+/* CONFIG GET `name` into `out`: 0, or nonzero with the reason in `out`. */
+static int config_get(dlock_client *c, size_t i, const char *name, char *out, size_t len)
+{
+    const char *argv[] = {"CONFIG", "GET", name};
+    size_t skip = strlen(name) + 1;
+    int rc = ask(c, i, 3, argv, out, len);
+    if (rc == 0 && strncmp(out, name, skip - 1) == 0 && out[skip - 1] == ' ')
+        memmove(out, out + skip, strlen(out + skip) + 1);
+    else if (rc == 0) /* an empty array: no such parameter */
+        out[0] = '\0';
+    return rc;
+}
+
+static int64_t realtime_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* The server's clock against ours, from the TIME round trip that took
+ * least: its time minus the middle of the round trip, give or take half
+ * of it. */
+static void measure_clock(dlock_client *c, size_t i, struct node *nd)
+{
+    const char *argv[] = {"TIME"};
+    char out[128];
+    nd->offset_us = nd->rtt_us = INT64_MIN;
+    for (int k = 0; k < TIME_SAMPLES; k++) {
+        int64_t t0 = realtime_us(), m0 = dlock__now_ns(), m1, sec, usec;
+        char *end;
+        if (ask(c, i, 1, argv, out, sizeof(out)) != 0)
+            return;
+        m1 = dlock__now_ns();
+        sec = strtoll(out, &end, 10);
+        usec = strtoll(end, &end, 10);
+        if (end == out || *end)
+            return;
+        if (nd->rtt_us == INT64_MIN || (m1 - m0) / 1000 < nd->rtt_us) {
+            nd->rtt_us = (m1 - m0) / 1000;
+            nd->offset_us = sec * 1000000 + usec - (t0 + nd->rtt_us / 2);
+        }
+    }
+}
+
+static const char fix_unreachable[] =
+    "start the server, or correct its address; check firewalls and credentials";
+static const char fix_not_checked[] =
+    "run doctor as a user allowed INFO and CONFIG GET (e.g. the default user) to check this";
+
+/* INFO, then what only CONFIG GET tells. Returns false when the server
+ * cannot be reached at all. */
+static bool look_at(dlock_client *c, size_t i, struct node *nd, dlock_report *r)
+{
+    const char *argv[] = {"INFO"};
+    int rc = ask(c, i, 1, argv, nd->info, sizeof(nd->info));
+    nd->label = c->endpoints[i].label;
+    if (rc < 0) {
+        add(r, "UNREACHABLE", DLOCK_SEVERITY_ERROR, nd->label, 0, fix_unreachable, "%s",
+            nd->info);
+        return false;
+    }
+    nd->reached = true;
+    if (rc > 0) {
+        add(r, "NOT_CHECKED", DLOCK_SEVERITY_INFO, nd->label, 0, fix_not_checked,
+            "INFO refused (%.200s): eviction, persistence, replicas and version not checked",
+            nd->info);
+        nd->info[0] = '\0';
+    }
+    field(nd, "run_id", nd->run_id, sizeof(nd->run_id));
+    measure_clock(c, i, nd);
+    return true;
+}
+
+static const char fix_evictable[] =
+    "set maxmemory-policy noeviction (CONFIG SET and redis.conf): every lock key has a TTL, so "
+    "the volatile-* policies evict locks too; a full server then refuses new locks instead of "
+    "dropping held ones";
+
+static void check_eviction(const struct node *nd, dlock_report *r)
+{
+    char maxmemory[32], policy[64];
+    field(nd, "maxmemory", maxmemory, sizeof(maxmemory));
+    field(nd, "maxmemory_policy", policy, sizeof(policy));
+    if (!policy[0] || strcmp(policy, "noeviction") == 0)
+        return;
+    if (strtoull(maxmemory, NULL, 10) > 0)
+        add(r, "EVICTABLE", DLOCK_SEVERITY_ERROR, nd->label, 0, fix_evictable,
+            "maxmemory %s bytes with maxmemory-policy %s: a full server evicts held locks",
+            maxmemory, policy);
+    else
+        add(r, "EVICTABLE", DLOCK_SEVERITY_WARNING, nd->label, 0, fix_evictable,
+            "maxmemory-policy %s (maxmemory is 0, no limit, for now): once a limit is set, "
+            "a full server evicts held locks", policy);
+}
+
+static const char fix_persistence[] =
+    "appendonly yes with appendfsync always; or apply the restart rule: keep a restarted "
+    "server out for longer than the longest TTL (and the largest clock offset) before it "
+    "rejoins, so that no lock it forgot is still held";
+static const char fix_fsync[] =
+    "appendfsync always; or apply the restart rule after a crash: keep the server out for "
+    "longer than the longest TTL before it rejoins";
+
+static void check_persistence(dlock_client *c, size_t i, const struct node *nd, dlock_report *r)
+{
+    char aof[8], fsync[256];
+    field(nd, "aof_enabled", aof, sizeof(aof));
+    if (!aof[0])
+        return; /* INFO refused: said already */
+    if (strcmp(aof, "1") != 0) {
+        char save[256];
+        if (config_get(c, i, "save", save, sizeof(save)) != 0)
+            snprintf(save, sizeof(save), "unknown: CONFIG GET refused");
+        add(r, "NO_PERSISTENCE", DLOCK_SEVERITY_WARNING, nd->label, 0, fix_persistence,
+            "appendonly no, save '%s': a restart loses every lock held%s", save,
+            save[0] ? " since the last snapshot" : "");
+        return;
+    }
+    if (config_get(c, i, "appendfsync", fsync, sizeof(fsync)) != 0)
+        add(r, "NOT_CHECKED", DLOCK_SEVERITY_INFO, nd->label, 0, fix_not_checked,
+            "appendonly yes, but CONFIG GET appendfsync refused (%.200s)", fsync);
+    else if (strcmp(fsync, "always") != 0)
+        add(r, "FSYNC_EVERYSEC", DLOCK_SEVERITY_WARNING, nd->label, 0, fix_fsync,
+            "appendonly yes with appendfsync %s: a crash loses the %s writes, locks among them",
+            fsync, strcmp(fsync, "no") == 0 ? "unsynced" : "last second's");
+}
+
+static const char fix_replicas[] =
+    "replicas receive writes asynchronously: a failover can promote one that never saw a "
+    "lock. Use independent masters (Redlock) and no automatic failover, or wait for the "
+    "replicas (--replicas, when available), and apply the restart rule to a promoted replica";
+static const char fix_replica[] = "point dlock at the master, not at a replica";
+
+static void check_replication(const struct node *nd, dlock_report *r)
+{
+    char role[16], replicas[16];
+    field(nd, "role", role, sizeof(role));
+    field(nd, "connected_slaves", replicas, sizeof(replicas));
+    if (strcmp(role, "slave") == 0) {
+        char master[128];
+        field(nd, "master_host", master, sizeof(master));
+        add(r, "REPLICA", DLOCK_SEVERITY_ERROR, nd->label, 0, fix_replica,
+            "this server is a replica (of %s): it refuses writes (READONLY)", master);
+    } else if (strtol(replicas, NULL, 10) > 0) {
+        add(r, "ASYNC_REPLICAS", DLOCK_SEVERITY_WARNING, nd->label, 0, fix_replicas,
+            "%s replica(s) connected (connected_slaves), replicated asynchronously", replicas);
+    }
+}
+
+static const char fix_version[] =
+    "upgrade Redis to 5.0 or later (Debian 12 ships 7.0): dlock's scripts read TIME before "
+    "they write, which needs the script effects replication that 5.0 made the default";
+
+static void check_version(const struct node *nd, dlock_report *r)
+{
+    char version[32];
+    field(nd, "redis_version", version, sizeof(version));
+    if (version[0] && strtol(version, NULL, 10) < 5)
+        add(r, "VERSION", DLOCK_SEVERITY_ERROR, nd->label, 0, fix_version,
+            "redis_version %s", version);
+}
+
+static const char fix_slow[] =
+    "the round trip must fit in the per-node deadline (max(5 ms, TTL/20), capped by the "
+    "command timeout) with room to spare: use a longer TTL, or a server nearer to the clients";
+
+static void check_round_trip(dlock_client *c, const struct node *nd, int64_t ttl_ms,
+                             dlock_report *r)
+{
+    int64_t deadline_us = dlock__node_deadline(c, ttl_ms, 0) / 1000;
+    dlock_severity sev = nd->rtt_us >= deadline_us       ? DLOCK_SEVERITY_ERROR
+                         : nd->rtt_us * 4 >= deadline_us  ? DLOCK_SEVERITY_WARNING
+                                                          : DLOCK_SEVERITY_INFO;
+    if (nd->rtt_us == INT64_MIN || (sev == DLOCK_SEVERITY_INFO && nd->rtt_us * 20 < deadline_us))
+        return;
+    add(r, "SLOW", sev, nd->label, nd->rtt_us / 1000, fix_slow,
+        "round trip %.3f ms against a per-node deadline of %" PRId64 " ms (TTL %" PRId64 " ms)",
+        (double)nd->rtt_us / 1000, deadline_us / 1000, ttl_ms);
+}
+
+static const char fix_clock[] =
+    "run NTP (chrony, systemd-timesyncd) on every host: fencing tokens start from the "
+    "servers' clocks, and the restart rule assumes offsets well below the TTL";
+
+static void check_clock(const struct node *nd, dlock_report *r)
+{
+    int64_t off = nd->offset_us, err = nd->rtt_us / 2;
+    if (off == INT64_MIN || llabs(off) - err <= SKEW_MAX_US)
+        return;
+    add(r, "CLOCK_SKEW", DLOCK_SEVERITY_WARNING, nd->label, off / 1000, fix_clock,
+        "the server's clock is %+.1f ms off ours (give or take %.1f ms)", (double)off / 1000,
+        (double)err / 1000);
+}
+
+/* Between servers: the widest spread of their offsets, and servers that
+ * are one (the same run_id). */
+static void check_set(const struct node *nds, size_t n, dlock_report *r)
+{
+    size_t lo = n, hi = n;
+    for (size_t i = 0; i < n; i++) {
+        if (nds[i].offset_us == INT64_MIN)
+            continue;
+        lo = lo == n || nds[i].offset_us < nds[lo].offset_us ? i : lo;
+        hi = hi == n || nds[i].offset_us > nds[hi].offset_us ? i : hi;
+        for (size_t j = i + 1; j < n && nds[i].run_id[0]; j++)
+            if (strcmp(nds[i].run_id, nds[j].run_id) == 0)
+                add(r, "SAME_NODE", DLOCK_SEVERITY_ERROR, "", 0,
+                    "give each Redlock vote its own independent server",
+                    "%s and %s are one server (run_id %s): one crash takes two votes",
+                    nds[i].label, nds[j].label, nds[i].run_id);
+    }
+    if (n > 1 && lo < n && nds[hi].offset_us - nds[lo].offset_us - nds[hi].rtt_us / 2 -
+                                   nds[lo].rtt_us / 2 > SKEW_MAX_US)
+        add(r, "CLOCK_SKEW", DLOCK_SEVERITY_WARNING, "",
+            (nds[hi].offset_us - nds[lo].offset_us) / 1000, fix_clock,
+            "the clocks of %s and %s are %.1f ms apart", nds[hi].label, nds[lo].label,
+            (double)(nds[hi].offset_us - nds[lo].offset_us) / 1000);
+}
+
+static const char fix_acl[] =
+    "grant the user what dlock needs (docs/security.md): +evalsha +eval +script|load +subscribe "
+    "+unsubscribe +type +get +set +del +pttl +pexpire +time +publish, keys ~NAME* ~{NAME* and "
+    "channels &{NAME*; a user allowed only some keys: run 'dlock doctor NAME' with a name of "
+    "those";
+static const char fix_lock[] =
+    "read the evidence: the server's own words say why; fix that, then run doctor again";
+
+/* Redis' words for a command, key or channel the user may not use. */
+static bool denied(const char *reply)
+{
+    return strncmp(reply, "NOPERM", 6) == 0 || strstr(reply, "no permission") ||
+           strstr(reply, "can't run");
+}
+
+/* Takes, extends, looks at and releases the scratch lock through the
+ * library: every script, as the user runs them. Returns 0, or the failure
+ * of the step named in *step (what it left is removed with the scratch
+ * keys later). */
+static int lock_round(dlock_client *c, const char *name, const char **step)
+{
+    dlock_lock *l = NULL;
+    dlock_status *st = NULL;
+    int rc;
+    *step = "acquire";
+    if ((rc = dlock_lock_acquire(&l, c, name, SCRATCH_TTL_MS, NULL)) < 0)
+        return rc;
+    *step = "extend";
+    rc = dlock_lock_extend(l, SCRATCH_TTL_MS);
+    if (rc == 0) {
+        *step = "status";
+        rc = dlock_status_query(&st, c, name);
+        dlock_status_free(st);
+    }
+    if (rc == 0) {
+        *step = "release";
+        rc = dlock_lock_release(l);
+    }
+    dlock_lock_free(l);
+    return rc;
+}
+
+static void try_lock(dlock_client *c, const char *name, dlock_report *r)
+{
+    const char *step;
+    int rc = lock_round(c, name, &step);
+    if (rc < 0)
+        add(r, rc == DLOCK_EAUTH ? "ACL_MISSING" : "LOCK_FAILED", DLOCK_SEVERITY_ERROR, "", 0,
+            rc == DLOCK_EAUTH ? fix_acl : fix_lock, "%s of the scratch lock %s: %s (%s)", step,
+            name, dlock_err_name(rc), dlock_client_errmsg(c));
+}
+
+static bool found(const dlock_report *r, const char *id)
+{
+    for (size_t k = 0; k < r->n; k++)
+        if (strcmp(r->items[k].f.id, id) == 0)
+            return true;
+    return false;
+}
+
+struct command {
+    int argc;
+    const char *argv[5];
+};
+
+/* Each command dlock sends or its scripts run, sent directly on the
+ * scratch keys, where a refusal names it: a script's PUBLISH goes through
+ * pcall, so only this finds a user without it (Redis 7's acl-pubsub-default
+ * grants no channel). The last ones remove the scratch keys. */
+static void try_commands(dlock_client *c, size_t i, const dlock__keys *k, dlock_report *r)
+{
+    const struct command cmds[] = {
+        {2, {"GET", k->lock}},
+        {5, {"SET", k->lock, "doctor", "PX", SCRATCH_TTL}},
+        {2, {"PTTL", k->lock}},
+        {3, {"PEXPIRE", k->lock, SCRATCH_TTL}},
+        {2, {"TYPE", k->lock}},
+        {1, {"TIME"}},
+        {3, {"PUBLISH", k->channel, "doctor"}},
+        {2, {"SUBSCRIBE", k->channel}},
+        {4, {"DEL", k->lock, k->owner, k->fence}},
+    };
+    char refused[768] = "", reply[256];
+    size_t used = 0;
+    for (size_t j = 0; j < sizeof(cmds) / sizeof(cmds[0]); j++) {
+        int rc = ask(c, i, cmds[j].argc, cmds[j].argv, reply, sizeof(reply));
+        if (strcmp(cmds[j].argv[0], "SUBSCRIBE") == 0) /* leave subscribed mode */
+            dlock__conn_close(&c->main.conns[i]);
+        if (rc > 0 && denied(reply) && used < sizeof(refused))
+            used += (size_t)snprintf(refused + used, sizeof(refused) - used, "%s%s %s: %s",
+                                     used ? "; " : "", cmds[j].argv[0],
+                                     cmds[j].argc > 1 ? cmds[j].argv[1] : "", reply);
+    }
+    if (refused[0])
+        add(r, "ACL_MISSING", DLOCK_SEVERITY_ERROR, c->endpoints[i].label, 0, fix_acl,
+            "refused: %s", refused);
+}
+
+/* NAME-dlock-doctor-RANDOM, or dlock-doctor-RANDOM. */
+static void scratch_name(dlock_client *c, const char *name, char *out, size_t len)
+{
+    uint64_t a = dlock__random_below(c, UINT64_MAX), b = dlock__random_below(c, UINT64_MAX);
+    snprintf(out, len, "%s%sdlock-doctor-%016" PRIx64 "%016" PRIx64, name ? name : "",
+             name ? "-" : "", a, b);
+}
+
+static void examine(dlock_client *c, size_t i, struct node *nd, int64_t ttl_ms, dlock_report *r)
+{
+    if (!look_at(c, i, nd, r))
+        return;
+    check_eviction(nd, r);
+    check_persistence(c, i, nd, r);
+    check_replication(nd, r);
+    check_version(nd, r);
+    check_round_trip(c, nd, ttl_ms, r);
+    check_clock(nd, r);
+}
+
+/* The public findings point into the items, which no longer move. */
+static int finish(dlock_report *r, dlock_report **out)
+{
+    if (r->nomem) {
+        dlock_report_free(r);
+        return DLOCK_ENOMEM;
+    }
+    for (size_t k = 0; k < r->n; k++) {
+        r->items[k].f.server = r->items[k].server;
+        r->items[k].f.evidence = r->items[k].evidence;
+    }
+    *out = r;
+    return 0;
+}
+
+int dlock_doctor(dlock_report **out, dlock_client *c, const char *name, int64_t ttl_ms)
+{
+    char scratch[DLOCK_NAME_MAX + 64], why[256];
+    struct node *nds;
+    dlock_report *r;
+    dlock__keys keys;
+    bool any = false;
+    int rc = dlock__call_start(c, out);
+    if (rc == 0)
+        rc = dlock__check_ttl(&c->main, ttl_ms ? ttl_ms : DEFAULT_TTL_MS);
+    if (rc < 0)
+        return rc;
+    scratch_name(c, name, scratch, sizeof(scratch));
+    if ((rc = dlock__keys_make(&keys, scratch, why, sizeof(why))) < 0) {
+        dlock__set_error(&c->main, "%s", why);
+        return rc;
+    }
+    r = calloc(1, sizeof(*r));
+    nds = calloc(c->n, sizeof(*nds));
+    for (size_t i = 0; r && nds && i < c->n; i++) {
+        examine(c, i, &nds[i], ttl_ms ? ttl_ms : DEFAULT_TTL_MS, r);
+        any |= nds[i].reached;
+    }
+    if (r && nds) {
+        check_set(nds, c->n, r);
+        if (any && !found(r, "SAME_NODE")) /* the client refuses to lock on it: said */
+            try_lock(c, scratch, r);
+        for (size_t i = 0; i < c->n; i++)
+            if (nds[i].reached)
+                try_commands(c, i, &keys, r);
+    }
+    if (r && !nds)
+        r->nomem = true;
+    free(nds);
+    dlock__keys_clear(&keys);
+    c->main.errmsg[0] = '\0';
+    return r ? finish(r, out) : DLOCK_ENOMEM;
+}
+
+size_t dlock_report_count(const dlock_report *r)
+{
+    return r ? r->n : 0;
+}
+
+const dlock_finding *dlock_report_finding(const dlock_report *r, size_t i)
+{
+    return r && i < r->n ? &r->items[i].f : NULL;
+}
+
+int dlock_report_worst(const dlock_report *r)
+{
+    int worst = -1;
+    for (size_t k = 0; r && k < r->n; k++)
+        worst = (int)r->items[k].f.severity > worst ? (int)r->items[k].f.severity : worst;
+    return worst;
+}
+
+void dlock_report_free(dlock_report *r)
+{
+    if (!r)
+        return;
+    free(r->items);
+    free(r);
+}

@@ -1,0 +1,48 @@
+/* Plain commands to one server. See probe.h. */
+#include "probe.h"
+
+#include "clock.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int dlock__probe(dlock_client *c, size_t node, int argc, const char *const *argv,
+                 dlock__reply **out, char *why, size_t why_len)
+{
+    dlock__node_result result = {0};
+    size_t lens[16];
+    char *cmd;
+    long long len;
+    if (argc > (int)(sizeof(lens) / sizeof(lens[0])))
+        return DLOCK_EINVAL;
+    for (int i = 0; i < argc; i++)
+        lens[i] = strlen(argv[i]);
+    len = dlock__command_format(&cmd, argc, (const char **)argv, lens);
+    if (len < 0)
+        return (int)len;
+    dlock__call call = {cmd, (size_t)len, NULL, 0, NULL};
+    dlock__fanout(&c->main.conns[node], 1, &call,
+                  dlock__now_ns() + c->command_timeout_ms * DLOCK__NS_PER_MS, &result, NULL, NULL);
+    dlock__command_free(cmd);
+    if (result.status != DLOCK__REPLIED) {
+        const dlock__conn *conn = &c->main.conns[node];
+        snprintf(why, why_len, "%s", conn->err[0] ? conn->err : dlock_strerror(result.status));
+        return result.status;
+    }
+    *out = result.reply;
+    return 0;
+}
+
+void dlock__info_field(const char *info, const char *field, char *out, size_t len)
+{
+    size_t flen = strlen(field);
+    const char *at = info;
+    out[0] = '\0';
+    while ((at = strstr(at, field)) != NULL) {
+        if ((at == info || at[-1] == '\n') && at[flen] == ':') {
+            snprintf(out, len, "%.*s", (int)strcspn(at + flen + 1, "\r\n"), at + flen + 1);
+            return;
+        }
+        at += flen;
+    }
+}

@@ -1,0 +1,20 @@
+/* Plain commands to one server, for the tools that look at servers rather
+ * than at one lock (list, doctor): a command in, its reply out, on the
+ * caller's lane, within the command timeout. */
+#ifndef DLOCK_PROBE_H
+#define DLOCK_PROBE_H
+
+#include "client.h"
+
+/* Sends the command argv[0..argc) to server `node` and waits for its reply
+ * until the command timeout. Returns 0 with the reply in *out (maybe an
+ * error reply; the caller frees it with dlock__reply_free), or a negative
+ * code with the detail in `why`. */
+int dlock__probe(dlock_client *c, size_t node, int argc, const char *const *argv,
+                 dlock__reply **out, char *why, size_t why_len);
+
+/* The value of `field` ("redis_version") in an INFO reply's text, copied
+ * into `out` (empty when it is missing). */
+void dlock__info_field(const char *info, const char *field, char *out, size_t len);
+
+#endif

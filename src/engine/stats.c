@@ -1,0 +1,50 @@
+/* The client's counters. See stats.h. */
+#include "stats.h"
+
+#include "dlock.h"
+
+void dlock__stats_init(dlock__stats *s)
+{
+    atomic_init(&s->acquisitions, 0);
+    atomic_init(&s->busy, 0);
+    atomic_init(&s->waits, 0);
+    atomic_init(&s->renewals, 0);
+    atomic_init(&s->losses, 0);
+    atomic_init(&s->wait_ns, 0);
+    atomic_init(&s->min_margin_ms, INT64_MAX);
+}
+
+void dlock__stats_acquired(dlock__stats *s, int rc, unsigned attempts, int64_t took_ns)
+{
+    if (rc == 0)
+        atomic_fetch_add(&s->acquisitions, 1);
+    else if (rc == DLOCK_EBUSY)
+        atomic_fetch_add(&s->busy, 1);
+    if (attempts > 1) {
+        atomic_fetch_add(&s->waits, 1);
+        atomic_fetch_add(&s->wait_ns, took_ns);
+    }
+}
+
+void dlock__stats_renewed(dlock__stats *s, int64_t margin_ms)
+{
+    int_fast64_t least = atomic_load(&s->min_margin_ms);
+    atomic_fetch_add(&s->renewals, 1);
+    while (margin_ms < least && !atomic_compare_exchange_weak(&s->min_margin_ms, &least, margin_ms))
+        ;
+}
+
+void dlock__stats_lost(dlock__stats *s)
+{
+    atomic_fetch_add(&s->losses, 1);
+}
+
+void dlock__stats_node(dlock__node_counters *n, int status, int error_reply)
+{
+    if (!n)
+        return;
+    if (status == DLOCK_ETIMEDOUT)
+        atomic_fetch_add(&n->timeouts, 1);
+    else if (status < 0 || error_reply)
+        atomic_fetch_add(&n->errors, 1);
+}

@@ -1,0 +1,521 @@
+/* The operators' tools against real servers: doctor's findings (and that
+ * its scratch keys are gone afterwards), list over a large database without
+ * KEYS, status --watch following holders, and the client's counters. */
+#include "cli_runner.h"
+#include "helpers.h"
+
+#include <dlock.h>
+
+#include <poll.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+/* ---- doctor ---- */
+
+/* Runs the library's doctor on `client` and returns the report. */
+static dlock_report *doctor(dlock_client *client, const char *name)
+{
+    dlock_report *report = NULL;
+    assert_int_equal(dlock_doctor(&report, client, name, 0), 0);
+    return report;
+}
+
+/* The finding `id` (of any server), or NULL. */
+static const dlock_finding *finding(const dlock_report *r, const char *id)
+{
+    for (size_t i = 0; i < dlock_report_count(r); i++)
+        if (strcmp(dlock_report_finding(r, i)->id, id) == 0)
+            return dlock_report_finding(r, i);
+    return NULL;
+}
+
+/* Doctor wrote nothing that stayed. */
+static void assert_empty(const test_redis *server)
+{
+    redisContext *rc = test_redis_connect(server, NULL);
+    redisReply *r = run(rc, "DBSIZE");
+    assert_int_equal(r->integer, 0);
+    freeReplyObject(r);
+    redisFree(rc);
+}
+
+/* A server started with `extra`, the doctor's report on it, and the
+ * command's exit status for the same server. */
+static dlock_report *doctor_of(test_redis *server, const char *const *extra, int *exit_status)
+{
+    const char *args[] = {"doctor", NULL};
+    dlock_client *client;
+    dlock_report *report;
+    cli_proc p;
+    assert_int_equal(test_redis_start(server, extra), 0);
+    client = open_client(server->url, 0, 0);
+    report = doctor(client, NULL);
+    dlock_client_close(client);
+    *exit_status = cli_run(&p, server->url, args, 10000);
+    assert_empty(server);
+    return report;
+}
+
+static void test_doctor_evictable_is_an_error(void **state)
+{
+    static const char *const extra[] = {"--maxmemory", "100mb", "--maxmemory-policy",
+                                        "allkeys-lru", NULL};
+    test_redis server;
+    int status;
+    dlock_report *r = doctor_of(&server, extra, &status);
+    const dlock_finding *f = finding(r, "EVICTABLE");
+    (void)state;
+    assert_non_null(f);
+    assert_int_equal(f->severity, DLOCK_SEVERITY_ERROR);
+    assert_non_null(strstr(f->evidence, "allkeys-lru"));
+    assert_int_equal(status, 78);
+    dlock_report_free(r);
+    test_redis_stop(&server);
+}
+
+static void test_doctor_durable_server_is_fine(void **state)
+{
+    static const char *const extra[] = {"--maxmemory-policy", "noeviction", "--appendonly",
+                                        "yes", "--appendfsync", "always", NULL};
+    test_redis server;
+    int status;
+    dlock_report *r = doctor_of(&server, extra, &status);
+    (void)state;
+    for (size_t i = 0; i < dlock_report_count(r); i++) /* an informational SLOW is fine */
+        print_message("finding: %s %s\n", dlock_report_finding(r, i)->id,
+                      dlock_report_finding(r, i)->evidence);
+    assert_true(dlock_report_worst(r) <= DLOCK_SEVERITY_INFO);
+    assert_int_equal(status, 0);
+    dlock_report_free(r);
+    test_redis_stop(&server);
+}
+
+static void test_doctor_no_persistence(void **state)
+{
+    test_redis server;
+    int status;
+    dlock_report *r = doctor_of(&server, NULL, &status);
+    const dlock_finding *f = finding(r, "NO_PERSISTENCE");
+    (void)state;
+    assert_non_null(f);
+    assert_int_equal(f->severity, DLOCK_SEVERITY_WARNING);
+    assert_null(finding(r, "EVICTABLE"));
+    assert_int_equal(status, 0);
+    dlock_report_free(r);
+    test_redis_stop(&server);
+}
+
+static void test_doctor_everysec(void **state)
+{
+    static const char *const extra[] = {"--appendonly", "yes", "--appendfsync", "everysec", NULL};
+    test_redis server;
+    int status;
+    dlock_report *r = doctor_of(&server, extra, &status);
+    (void)state;
+    assert_non_null(finding(r, "FSYNC_EVERYSEC"));
+    assert_null(finding(r, "NO_PERSISTENCE"));
+    dlock_report_free(r);
+    test_redis_stop(&server);
+}
+
+/* A user without PUBLISH: the scripts' PUBLISH goes through pcall and
+ * fails silently, the direct one names it. A user limited to lock:* keys
+ * is checked on a name of those. */
+static void test_doctor_acl_missing_names_publish(void **state)
+{
+    static const char *const extra[] = {"--user", "nopub", "on", ">nopub-pw", "+@all",
+                                        "-publish", "~lock:*", "~{lock:*", "&*", NULL};
+    const char *args[] = {"doctor", "--json", "lock:report", NULL};
+    test_redis server;
+    char url[128];
+    dlock_client *client;
+    dlock_report *r;
+    const dlock_finding *f;
+    cli_proc p;
+    (void)state;
+    assert_int_equal(test_redis_start(&server, extra), 0);
+    snprintf(url, sizeof(url), "redis://nopub:nopub-pw@127.0.0.1:%d", server.port);
+    client = open_client(url, 0, 0);
+    r = doctor(client, "lock:report");
+    f = finding(r, "ACL_MISSING");
+    assert_non_null(f);
+    assert_int_equal(f->severity, DLOCK_SEVERITY_ERROR);
+    assert_non_null(strstr(f->evidence, "PUBLISH"));
+    assert_null(strstr(f->evidence, "SUBSCRIBE")); /* the rest is allowed */
+    assert_null(strstr(f->evidence, "SET"));
+    dlock_report_free(r);
+    dlock_client_close(client);
+    assert_int_equal(cli_run(&p, url, args, 10000), 78);
+    assert_non_null(strstr(p.out, "\"id\":\"ACL_MISSING\""));
+    assert_empty(&server);
+    test_redis_stop(&server);
+}
+
+/* One server as two votes: a TCP port and the Unix socket of one server
+ * (two spellings of one address are refused when the client opens). */
+static void test_doctor_same_node(void **state)
+{
+    test_redis servers[2];
+    const char *urls[3];
+    dlock_client *client;
+    dlock_report *r;
+    const dlock_finding *f;
+    (void)state;
+    assert_int_equal(test_redis_start_all(servers, 2), 0);
+    urls[0] = servers[0].url;
+    urls[1] = servers[0].unix_url;
+    urls[2] = servers[1].url;
+    client = open_nodes(urls, 3, 0, 0);
+    r = doctor(client, NULL);
+    f = finding(r, "SAME_NODE");
+    assert_non_null(f);
+    assert_int_equal(f->severity, DLOCK_SEVERITY_ERROR);
+    dlock_report_free(r);
+    dlock_client_close(client);
+    assert_empty(&servers[0]);
+    assert_empty(&servers[1]);
+    test_redis_stop_all(servers, 2);
+}
+
+/* A server whose clock runs 2 s ahead (the clock shim preloaded into it). */
+static void test_doctor_clock_skew(void **state)
+{
+    test_redis server = {0};
+    char path[256];
+    dlock_client *client;
+    dlock_report *r;
+    const dlock_finding *f;
+    FILE *shift;
+    int started;
+    (void)state;
+    snprintf(path, sizeof(path), "/tmp/dlock-test-shift-%d", (int)getpid());
+    shift = fopen(path, "w");
+    assert_non_null(shift);
+    fputs("2000\n", shift);
+    fclose(shift);
+    setenv("LD_PRELOAD", DLOCK_CLOCK_SHIM, 1);
+    setenv("DLOCK_CLOCK_SHIFT_FILE", path, 1);
+    started = test_redis_start(&server, NULL);
+    unsetenv("LD_PRELOAD");
+    unsetenv("DLOCK_CLOCK_SHIFT_FILE");
+    assert_int_equal(started, 0);
+    client = open_client(server.url, 0, 0);
+    r = doctor(client, NULL);
+    f = finding(r, "CLOCK_SKEW");
+    assert_non_null(f);
+    print_message("offset %lld ms: %s\n", (long long)f->offset_ms, f->evidence);
+    assert_in_range(f->offset_ms, 1950, 2050);
+    dlock_report_free(r);
+    dlock_client_close(client);
+    assert_empty(&server);
+    test_redis_stop(&server);
+    unlink(path);
+}
+
+/* Nothing listens there: UNREACHABLE, exit 69, in words. */
+static void test_doctor_unreachable(void **state)
+{
+    const char *args[] = {"doctor", NULL};
+    char url[64];
+    cli_proc p;
+    (void)state;
+    snprintf(url, sizeof(url), "redis://127.0.0.1:%d", test_free_port());
+    assert_int_equal(cli_run(&p, url, args, 10000), 69);
+    assert_non_null(strstr(p.out, "error   UNREACHABLE (127.0.0.1:"));
+    assert_non_null(strstr(p.out, "        fix: "));
+}
+
+/* ---- list ---- */
+
+static void test_list_finds_locks_among_many_keys_without_keys(void **state)
+{
+    const char *args[] = {"list", "--json", NULL};
+    test_redis *server = *state;
+    dlock_client *client = open_client(server->url, 0, 0);
+    redisContext *rc = test_redis_connect(server, NULL);
+    dlock_lock *locks[5];
+    char name[32];
+    cli_proc p;
+    freeReplyObject(run(rc, "EVAL %s 0",
+                        "for i = 1, 100000 do redis.call('SET', 'other:' .. i, 'x') end"));
+    for (int i = 0; i < 5; i++) {
+        snprintf(name, sizeof(name), "job:%d", i);
+        locks[i] = must_acquire(client, name, 60000, NULL);
+    }
+    freeReplyObject(run(rc, "CONFIG RESETSTAT"));
+    assert_int_equal(cli_run(&p, server->url, args, 10000), 0);
+    print_message("list took %lld ms\n", p.took_ms);
+    assert_true(p.took_ms < 2000LL * test_slowdown());
+    for (int i = 0; i < 5; i++) {
+        char expect[128];
+        snprintf(expect, sizeof(expect), "{\"name\":\"job:%d\",\"held\":true,", i);
+        assert_non_null(strstr(p.out, expect));
+        assert_non_null(strstr(p.out, "\"holder\":{\"host\":"));
+    }
+    {
+        char pid[32];
+        int count = 0;
+        snprintf(pid, sizeof(pid), "\"pid\":%d,", (int)getpid());
+        for (const char *at = p.out; (at = strstr(at, "\"name\":")) != NULL; at++)
+            count++;
+        assert_int_equal(count, 5);
+        assert_non_null(strstr(p.out, pid));
+    }
+    assert_int_equal(info_count(rc, "commandstats", "cmdstat_keys:calls="), 0);
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(dlock_lock_release(locks[i]), 0);
+        dlock_lock_free(locks[i]);
+    }
+    freeReplyObject(run(rc, "FLUSHALL"));
+    redisFree(rc);
+    dlock_client_close(client);
+}
+
+static void test_list_pattern_and_text(void **state)
+{
+    const char *args[] = {"list", "build:*", NULL}, *none[] = {"list", "--json", "x*", NULL};
+    test_redis *server = *state;
+    dlock_client *client = open_client(server->url, 0, 0);
+    dlock_lock *a = must_acquire(client, "build:web", 60000, NULL);
+    dlock_lock *b = must_acquire(client, "deploy:web", 60000, NULL);
+    cli_proc p;
+    assert_int_equal(cli_run(&p, server->url, args, 10000), 0);
+    assert_non_null(strstr(p.out, "build:web: held by "));
+    assert_null(strstr(p.out, "deploy:web"));
+    assert_int_equal(cli_run(&p, server->url, none, 10000), 0);
+    assert_string_equal(p.out, "[]\n");
+    dlock_lock_release(a);
+    dlock_lock_release(b);
+    dlock_lock_free(a);
+    dlock_lock_free(b);
+    dlock_client_close(client);
+}
+
+/* ---- watch ---- */
+
+/* Reads one line of the watcher's output; its length, or -1 after
+ * timeout_ms. */
+static long read_line(cli_proc *p, char *line, size_t cap, long long timeout_ms)
+{
+    long long deadline = test_now_ms() + timeout_ms;
+    size_t used = 0;
+    while (used + 1 < cap) {
+        struct pollfd pfd = {p->out_fd, POLLIN, 0};
+        long long left = deadline - test_now_ms();
+        if (left <= 0 || poll(&pfd, 1, (int)left) <= 0)
+            return -1;
+        if (read(p->out_fd, line + used, 1) != 1)
+            return -1;
+        if (line[used] == '\n')
+            break;
+        used++;
+    }
+    line[used] = '\0';
+    return (long)used;
+}
+
+/* The next line comes within `within_ms` of `since_ms` and says held with
+ * `fence`, or free. */
+static void expect_line(cli_proc *p, long long since_ms, long long within_ms, bool held,
+                        uint64_t fence)
+{
+    char line[1024], want[128];
+    long long took;
+    assert_true(read_line(p, line, sizeof(line), 10000LL * test_slowdown()) > 0);
+    took = test_now_ms() - since_ms;
+    print_message("after %lld ms: %s\n", took, line);
+    assert_true(took <= within_ms * test_slowdown());
+    snprintf(want, sizeof(want), "\"held\":%s,", held ? "true" : "false");
+    assert_non_null(strstr(line, want));
+    snprintf(want, sizeof(want), "\"fence\":%llu,", (unsigned long long)fence);
+    assert_non_null(strstr(line, want));
+}
+
+/* Three holders one after another, then one that expires: every change, in
+ * order; a release within 100 ms, an acquisition or expiry within the check
+ * period (and a little for the round trips). */
+static void test_watch_follows_holders(void **state)
+{
+    const char *args[] = {"status", "--watch", "--json", "leader", NULL};
+    const long long check_ms = DLOCK_WATCH_PERIOD_MS + 100;
+    test_redis *server = *state;
+    dlock_client *client = open_client(server->url, 0, 0);
+    char line[1024];
+    uint64_t fence = 0;
+    cli_proc p;
+    assert_int_equal(cli_start(&p, server->url, args, NULL), 0);
+    assert_true(read_line(&p, line, sizeof(line), 10000LL * test_slowdown()) > 0);
+    assert_non_null(strstr(line, "\"held\":false,"));
+    usleep(100 * 1000); /* let it subscribe */
+    for (int i = 0; i < 3; i++) {
+        dlock_lock *lock = must_acquire(client, "leader", 60000, NULL);
+        long long at = test_now_ms();
+        fence = dlock_lock_fence(lock);
+        expect_line(&p, at, check_ms, true, fence);
+        usleep(50 * 1000);
+        at = test_now_ms();
+        assert_int_equal(dlock_lock_release(lock), 0);
+        expect_line(&p, at, 100, false, fence);
+        dlock_lock_free(lock);
+    }
+    {
+        dlock_lock *lock = must_acquire(client, "leader", 400, NULL);
+        long long at = test_now_ms();
+        fence = dlock_lock_fence(lock);
+        expect_line(&p, at, check_ms, true, fence);
+        expect_line(&p, at, 400 + check_ms, false, fence);
+        dlock_lock_free(lock);
+    }
+    kill(p.pid, SIGINT);
+    assert_int_equal(cli_wait(&p, 5000), 0);
+    dlock_client_close(client);
+}
+
+/* ---- counters ---- */
+
+static atomic_int lost;
+
+static void on_lost(dlock_lock *lock, int reason, void *arg)
+{
+    (void)lock;
+    (void)reason;
+    (void)arg;
+    atomic_store(&lost, 1);
+}
+
+static void test_stats_count_acquisitions_and_a_loss(void **state)
+{
+    test_redis *server = *state;
+    dlock_client *client = open_client(server->url, 0, 0);
+    redisContext *rc = test_redis_connect(server, NULL);
+    dlock_client *other = open_client(server->url, 0, 0);
+    dlock_acquire_options renewed = DLOCK_ACQUIRE_OPTIONS_INIT, waiting = renewed;
+    dlock_stats s = {.version = DLOCK_STATS_VERSION};
+    dlock_lock *lock, *held;
+    long long deadline;
+    for (int i = 0; i < 8; i++) {
+        lock = must_acquire(client, "counted", 10000, NULL);
+        assert_int_equal(dlock_lock_release(lock), 0);
+        dlock_lock_free(lock);
+    }
+    /* Busy once, then a wait until the other holder's 200 ms run out. */
+    held = must_acquire(other, "counted", 200, NULL);
+    assert_int_equal(dlock_lock_acquire(&lock, client, "counted", 10000, NULL), DLOCK_EBUSY);
+    waiting.wait_ms = 10000;
+    lock = must_acquire(client, "counted", 10000, &waiting);
+    assert_int_equal(dlock_lock_release(lock), 0);
+    dlock_lock_free(lock);
+    dlock_lock_free(held);
+    dlock_client_close(other);
+    renewed.auto_renew = 1;
+    renewed.on_lost = on_lost;
+    lock = must_acquire(client, "counted", 300, &renewed);
+    usleep(250 * 1000); /* a renewal or two */
+    freeReplyObject(run(rc, "DEL counted"));
+    deadline = test_now_ms() + 5000LL * test_slowdown();
+    while (!atomic_load(&lost) && test_now_ms() < deadline)
+        usleep(5 * 1000);
+    assert_int_equal(dlock_client_stats(client, &s), 0);
+    print_message("waited %lld ms, %llu renewals, smallest margin %lld ms\n",
+                  (long long)s.wait_ms, (unsigned long long)s.renewals,
+                  (long long)s.min_renewal_margin_ms);
+    assert_int_equal(s.acquisitions, 10);
+    assert_int_equal(s.losses, 1);
+    assert_true(s.renewals >= 1);
+    assert_true(s.min_renewal_margin_ms >= 0);
+    assert_int_equal(s.busy, 1);
+    assert_int_equal(s.waits, 1);
+    assert_true(s.wait_ms >= 100 && s.wait_ms < 10000);
+    assert_int_equal(s.nodes, 1);
+    assert_int_equal(s.node[0].errors, 0);
+    assert_int_equal(s.node[0].timeouts, 0);
+    dlock_lock_free(lock);
+    redisFree(rc);
+    dlock_client_close(client);
+}
+
+/* A watch that nothing changes ends when another thread cancels it. */
+static void *cancel_later(void *arg)
+{
+    usleep(100 * 1000);
+    dlock_client_cancel(arg);
+    return NULL;
+}
+
+static void test_watch_canceled(void **state)
+{
+    test_redis *server = *state;
+    dlock_client *client = open_client(server->url, 0, 0);
+    dlock_status *now = NULL, *next = NULL;
+    pthread_t thread;
+    long long start;
+    assert_int_equal(dlock_status_watch(&now, client, "quiet", NULL, 0), 0);
+    assert_false(dlock_status_held(now));
+    start = test_now_ms();
+    assert_int_equal(pthread_create(&thread, NULL, cancel_later, client), 0);
+    assert_int_equal(dlock_status_watch(&next, client, "quiet", now, 50), DLOCK_ECANCELED);
+    assert_null(next);
+    assert_true(test_now_ms() - start >= 100);
+    pthread_join(thread, NULL);
+    dlock_status_free(now);
+    dlock_client_close(client);
+}
+
+static void test_run_writes_stats_json(void **state)
+{
+    test_redis *server = *state;
+    char path[256], text[1024] = "";
+    const char *args[] = {"run", "--stats-json", path, "counted-run", "--", "true", NULL};
+    FILE *f;
+    cli_proc p;
+    scratch_path(path, sizeof(path), server->dir, "stats.json");
+    assert_int_equal(cli_run(&p, server->url, args, 10000), 0);
+    f = fopen(path, "r");
+    assert_non_null(f);
+    assert_true(fread(text, 1, sizeof(text) - 1, f) > 0);
+    fclose(f);
+    assert_non_null(strstr(text, "{\"acquisitions\":1,\"busy\":0,"));
+    assert_non_null(strstr(text, "\"losses\":0,"));
+    assert_non_null(strstr(text, "\"errors\":0,\"timeouts\":0}"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest doctor_tests[] = {
+        cmocka_unit_test(test_doctor_evictable_is_an_error),
+        cmocka_unit_test(test_doctor_durable_server_is_fine),
+        cmocka_unit_test(test_doctor_no_persistence),
+        cmocka_unit_test(test_doctor_everysec),
+        cmocka_unit_test(test_doctor_acl_missing_names_publish),
+        cmocka_unit_test(test_doctor_same_node),
+        cmocka_unit_test(test_doctor_clock_skew),
+        cmocka_unit_test(test_doctor_unreachable),
+    };
+    const struct CMUnitTest server_tests[] = {
+        cmocka_unit_test_setup_teardown(test_list_finds_locks_among_many_keys_without_keys,
+                                        setup_server, teardown_server),
+        cmocka_unit_test_setup_teardown(test_list_pattern_and_text, setup_server,
+                                        teardown_server),
+        cmocka_unit_test_setup_teardown(test_watch_follows_holders, setup_server,
+                                        teardown_server),
+        cmocka_unit_test_setup_teardown(test_stats_count_acquisitions_and_a_loss, setup_server,
+                                        teardown_server),
+        cmocka_unit_test_setup_teardown(test_watch_canceled, setup_server, teardown_server),
+        cmocka_unit_test_setup_teardown(test_run_writes_stats_json, setup_server,
+                                        teardown_server),
+    };
+    signal(SIGPIPE, SIG_IGN);
+    return cmocka_run_group_tests(doctor_tests, NULL, NULL) |
+           cmocka_run_group_tests(server_tests, NULL, NULL);
+}
