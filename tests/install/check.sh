@@ -19,8 +19,19 @@ if nm -D --defined-only "$libdir/libdlock.so.1" | awk '$2 ~ /[TDB]/ {print $3}' 
   exit 1
 fi
 
+# The installed command finds the installed library by itself (a RUNPATH
+# relative to it: the prefix is not a system directory), without
+# LD_LIBRARY_PATH or ldconfig.
+env -u LD_LIBRARY_PATH "$prefix/bin/dlock" --version | grep -q dlock
+env -u LD_LIBRARY_PATH ldd "$prefix/bin/dlock" | grep -q "libdlock.so.1 => $prefix/"
+# shellcheck disable=SC2016 # the RUNPATH's own $ORIGIN
+readelf -d "$prefix/bin/dlock" | grep -q 'RUNPATH.*\$ORIGIN/'
+test -f "$prefix/share/man/man3/libdlock.3"
+test -f "$prefix/share/bash-completion/completions/dlock"
+
 export PKG_CONFIG_PATH="$libdir/pkgconfig"
-cc -o "$prefix/consumer-pc" "$src/examples/contend.c" $(pkg-config --cflags --libs dlock)
+# shellcheck disable=SC2046 # pkg-config prints several words
+cc -o "$prefix/consumer-pc" "$src/examples/mutex.c" $(pkg-config --cflags --libs dlock)
 # It runs against the installed library (and, without arguments, says how to use it).
 out=$(LD_LIBRARY_PATH="$libdir" "$prefix/consumer-pc" 2>&1) && exit 1
 grep -q usage <<<"$out"
@@ -30,10 +41,10 @@ cat > "$prefix/consumer/CMakeLists.txt" <<CMAKE
 cmake_minimum_required(VERSION 3.18)
 project(consumer C)
 find_package(dlock REQUIRED)
-add_executable(consumer $src/examples/contend.c)
+add_executable(consumer $src/examples/mutex.c)
 target_link_libraries(consumer PRIVATE dlock::dlock)
 CMAKE
 "$CMAKE" -S "$prefix/consumer" -B "$prefix/consumer/build" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
 "$CMAKE" --build "$prefix/consumer/build" >/dev/null
 test -x "$prefix/consumer/build/consumer"
-echo "install ok: pkg-config and find_package(dlock) consumers built"
+echo "install ok: the installed dlock runs; pkg-config and find_package(dlock) consumers built"
