@@ -99,10 +99,11 @@ int main(int argc, char **argv)
 {
     dlock_client_options opts = DLOCK_CLIENT_OPTIONS_INIT;
     dlock_client *client;
-    char why[256];
+    char why[256], *end = NULL;
+    long work_ms = argc == 4 ? strtol(argv[3], &end, 10) : -1;
     int rc;
 
-    if (argc != 4) {
+    if (work_ms < 0 || end == argv[3] || *end) {
         fprintf(stderr, "usage: mutex URL NAME WORK_MS\n");
         return 64;
     }
@@ -112,7 +113,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "mutex: %s\n", why);
         return 1;
     }
-    rc = hold(client, argv[2], atol(argv[3]));
+    rc = hold(client, argv[2], work_ms);
     dlock_client_close(client);
     return rc;
 }
