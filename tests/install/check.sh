@@ -2,6 +2,8 @@
 # Installs the build into a temporary prefix and builds a consumer against it,
 # once with pkg-config and once with find_package(dlock).
 set -euo pipefail
+# (grep without -q after a pipe: an early exit would kill the writer with
+# SIGPIPE, and pipefail would report that as a failure.)
 build=$1 src=$2
 prefix=$(mktemp -d /tmp/dlock-install-XXXXXX)
 trap 'rm -rf "$prefix"' EXIT
@@ -11,7 +13,7 @@ test -f "$prefix/include/dlock.h"
 libdir=$(dirname "$(find "$prefix" -name 'libdlock.so.1' | head -1)")
 test -L "$libdir/libdlock.so"
 test -f "$libdir/libdlock.a"
-objdump -p "$libdir/libdlock.so.1" | grep -q 'SONAME *libdlock.so.1'
+objdump -p "$libdir/libdlock.so.1" | grep 'SONAME *libdlock.so.1' >/dev/null
 
 # Only dlock_* symbols are exported.
 if nm -D --defined-only "$libdir/libdlock.so.1" | awk '$2 ~ /[TDB]/ {print $3}' | grep -v '^dlock_'; then
@@ -22,10 +24,10 @@ fi
 # The installed command finds the installed library by itself (a RUNPATH
 # relative to it: the prefix is not a system directory), without
 # LD_LIBRARY_PATH or ldconfig.
-env -u LD_LIBRARY_PATH "$prefix/bin/dlock" --version | grep -q dlock
-env -u LD_LIBRARY_PATH ldd "$prefix/bin/dlock" | grep -q "libdlock.so.1 => $prefix/"
+env -u LD_LIBRARY_PATH "$prefix/bin/dlock" --version | grep dlock >/dev/null
+env -u LD_LIBRARY_PATH ldd "$prefix/bin/dlock" | grep "libdlock.so.1 => $prefix/" >/dev/null
 # shellcheck disable=SC2016 # the RUNPATH's own $ORIGIN
-readelf -d "$prefix/bin/dlock" | grep -q 'RUNPATH.*\$ORIGIN/'
+readelf -d "$prefix/bin/dlock" | grep 'RUNPATH.*\$ORIGIN/' >/dev/null
 test -f "$prefix/share/man/man3/libdlock.3"
 test -f "$prefix/share/bash-completion/completions/dlock"
 

@@ -22,10 +22,10 @@ listed=$("$dlock" --help | awk '/^Commands:/ { on = 1; next } on && !NF { exit }
 [ "$(complete_words "")" = "$listed" ] || fail "subcommands: got $(complete_words "" | xargs)"
 # A subcommand after global options and their values.
 [ "$(complete_words -r redis://127.0.0.1:1 --tls st)" = status ] || fail "status after global options"
-complete_words --ins | grep -qx -- --insecure || fail "global --insecure"
-complete_words run --k | grep -qx -- --kill-after || fail "run --kill-after"
-complete_words status --j | grep -qx -- --json || fail "status --json (from its usage line)"
-complete_words acquire - | grep -qx -- -n || fail "acquire -n"
+complete_words --ins | grep -x -- --insecure >/dev/null || fail "global --insecure"
+complete_words run --k | grep -x -- --kill-after >/dev/null || fail "run --kill-after"
+complete_words status --j | grep -x -- --json >/dev/null || fail "status --json (from its usage line)"
+complete_words acquire - | grep -x -- -n >/dev/null || fail "acquire -n"
 # A name or an option's value is not completed as a subcommand or option.
 [ -z "$(complete_words run -t 5s)" ] || fail "run -t's value"
 [ -z "$(complete_words run myjob "")" ] || fail "after the name"

@@ -24,7 +24,7 @@ if readelf -d "$root/usr/bin/dlock" | grep -E 'RPATH|RUNPATH'; then
   exit 1
 fi
 # What the packages depend on is what the library needs.
-dpkg-deb -f "$debs"/dlock_*.deb Depends | grep -q 'libdlock1 (>= '
+dpkg-deb -f "$debs"/dlock_*.deb Depends | grep 'libdlock1 (>= ' >/dev/null
 
 start_redis "$root"
 url=redis://127.0.0.1:$REDIS_PORT
@@ -47,8 +47,8 @@ export PKG_CONFIG_PATH=$libdir/pkgconfig
 cc -Wall -Werror -o "$root/mutex-pc" "$src/examples/mutex.c" $(pkg-config --cflags --libs dlock)
 # ... from the scratch root, not from anything installed on this machine.
 # shellcheck disable=SC2046
-cc -M "$src/examples/mutex.c" $(pkg-config --cflags dlock) | grep -q "$root/.*/dlock.h"
-ldd "$root/mutex-pc" | grep -q "libdlock.so.1 => $libdir/"
+cc -M "$src/examples/mutex.c" $(pkg-config --cflags dlock) | grep "$root/.*/dlock.h" >/dev/null
+ldd "$root/mutex-pc" | grep "libdlock.so.1 => $libdir/" >/dev/null
 # And with the CMake package.
 mkdir -p "$root/consumer"
 cat >"$root/consumer/CMakeLists.txt" <<CMAKE
