@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -665,6 +666,29 @@ static void test_cli_password_never_shown(void **state)
     test_redis_stop(&secured);
 }
 
+/* The tests' scratch files live in the server's directory, and a stopped
+ * server takes it with it: nothing is left in /tmp, not even what the server
+ * itself wrote (an appendonlydir). */
+static void test_cli_stopped_server_leaves_no_directory(void **state)
+{
+    const char *const aof[] = {"--appendonly", "yes", NULL};
+    test_redis own;
+    char path[256], dir[sizeof(own.dir)];
+    struct stat st;
+    FILE *f;
+    (void)state;
+
+    assert_int_equal(test_redis_start(&own, aof), 0);
+    snprintf(dir, sizeof(dir), "%s", own.dir);
+    scratch_path(path, sizeof(path), own.dir, "cli-scratch");
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fclose(f);
+    test_redis_stop(&own);
+    assert_int_equal(stat(dir, &st), -1);
+    assert_int_equal(errno, ENOENT);
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
@@ -692,6 +716,7 @@ int main(void)
         T(test_cli_waiting_status_line_on_a_terminal),
         T(test_cli_help_and_version),
         T(test_cli_password_never_shown),
+        T(test_cli_stopped_server_leaves_no_directory),
     };
 #undef T
     return cmocka_run_group_tests(tests, group_setup_server, group_teardown_server);

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -196,9 +197,17 @@ void test_redis_kill(test_redis *r)
     r->pid = 0;
 }
 
+static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)st;
+    (void)type;
+    (void)ftw;
+    remove(path);
+    return 0; /* what cannot be removed stays: go on with the rest */
+}
+
 void test_redis_stop(test_redis *r)
 {
-    char path[192];
     if (r->pid > 0) {
         kill(r->pid, SIGCONT);
         kill(r->pid, SIGTERM);
@@ -208,11 +217,10 @@ void test_redis_stop(test_redis *r)
     }
     if (!r->dir[0])
         return;
-    snprintf(path, sizeof(path), "%s/redis.log", r->dir);
-    unlink(path);
-    snprintf(path, sizeof(path), "%s/redis.sock", r->dir);
-    unlink(path);
-    rmdir(r->dir);
+    /* The directory is the test's alone: besides the server's log and
+     * socket, it holds the tests' scratch files and whatever the server
+     * wrote (an appendonlydir). */
+    nftw(r->dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
     r->dir[0] = '\0';
 }
 

@@ -35,7 +35,8 @@ int test_redis_start_all(test_redis *r, size_t n);
 /* test_redis_stop() for each of n servers. */
 void test_redis_stop_all(test_redis *r, size_t n);
 
-/* Stops the server (if running) and removes its directory. */
+/* Stops the server (if running) and removes its directory with everything
+ * in it (scratch files of the tests included). */
 void test_redis_stop(test_redis *r);
 
 void test_redis_pause(test_redis *r);  /* SIGSTOP */
