@@ -154,10 +154,17 @@ typedef struct dlock_client_options {
     const char *tls_key_file;  /* its private key (PEM) */
     const char *tls_sni;       /* name to send and verify; NULL: the URL's host */
     int tls_insecure;          /* nonzero: accept any certificate (testing only) */
+
+    /* Nonzero: a client to look at servers with (dlock_doctor()), which
+     * opens whatever servers it is given: two, or one server given twice,
+     * which a lock client refuses at open. A lock on such a set is refused
+     * instead (DLOCK_EINVAL from dlock_lock_acquire() and dlock_lock_adopt()),
+     * and dlock_doctor() reports why (SAME_NODE, TWO_SERVERS). */
+    int inspect;
 } dlock_client_options;
 
 #define DLOCK_CLIENT_OPTIONS_INIT                                                                  \
-    { DLOCK_CLIENT_OPTIONS_VERSION, NULL, 0, NULL, NULL, 0, 0, 0, 0, 0.0, 0, NULL, NULL, NULL, NULL, NULL, 0 }
+    { DLOCK_CLIENT_OPTIONS_VERSION, NULL, 0, NULL, NULL, 0, 0, 0, 0, 0.0, 0, NULL, NULL, NULL, NULL, NULL, 0, 0 }
 
 /* Fills *opts with defaults. Returns DLOCK_EINVAL for an unknown version. */
 DLOCK_EXTERN int dlock_client_options_init(dlock_client_options *opts, unsigned version);
@@ -547,7 +554,8 @@ typedef struct dlock_report dlock_report;
  * Can these servers keep a lock? Checks every server of the client and
  * returns its findings (none: nothing to say), with the IDs EVICTABLE,
  * NO_PERSISTENCE, FSYNC_EVERYSEC, ASYNC_REPLICAS, ACL_MISSING, SAME_NODE,
- * CLOCK_SKEW, SLOW, VERSION, UNREACHABLE and NOT_CHECKED (the server did
+ * TWO_SERVERS (a client opened with `inspect`), CLOCK_SKEW, SLOW, VERSION,
+ * UNREACHABLE and NOT_CHECKED (the server did
  * not let us look, e.g. CONFIG GET refused). `ttl_ms` is the TTL the locks
  * will use (0: 30 s), for SLOW. The commands and scripts dlock needs are
  * tried on a scratch lock, `name` followed by "-dlock-doctor-" and random

@@ -52,14 +52,16 @@ static int nomem(char *why, size_t why_len)
     return DLOCK_ENOMEM;
 }
 
+static const char two_servers[] =
+    "two servers cannot form a useful majority (it takes both): use 1, or 3 or more "
+    "independent servers";
+
 static int check_options(const dlock_client_options *o, char *why, size_t why_len)
 {
     if (o->version != DLOCK_CLIENT_OPTIONS_VERSION)
         return refuse(why, why_len, "unknown options version");
-    if (o->n_urls == 2)
-        return refuse(why, why_len,
-                      "two servers cannot form a useful majority (it takes both): use 1, or "
-                      "3 or more independent servers");
+    if (o->n_urls == 2 && !o->inspect)
+        return refuse(why, why_len, two_servers);
     if (o->n_urls > DLOCK_NODES_MAX)
         return refuse(why, why_len, "too many servers (at most 15)");
     if (o->n_urls && !o->urls)
@@ -101,20 +103,21 @@ static bool same_address(const struct addrinfo *a, const struct addrinfo *b)
 /* Two endpoints that are one server would be counted as two votes: refuse
  * them by spelling, by database (/0 and /1 are one server) and by any
  * address they resolve to. At connect, servers that share a run_id are
- * caught too (dlock__lane_check_distinct). */
-static int refuse_same_server(const dlock_client *c, size_t k, char *why, size_t why_len)
+ * caught too (dlock__lane_check_distinct). An inspecting client keeps the
+ * first such pair as its refusal of locks, for the doctor to report. */
+static int refuse_same_server(dlock_client *c, size_t k, bool inspect, char *why, size_t why_len)
 {
     const dlock__endpoint *ep = &c->endpoints[k];
-    for (size_t i = 0; i < k; i++) {
+    for (size_t i = 0; i < k && !c->refusal[0]; i++) {
         const dlock__endpoint *other = &c->endpoints[i];
         bool same = strcmp(other->label, ep->label) == 0 ||
                     same_address(c->addrs[i], c->addrs[k]);
         if (!same)
             continue;
-        if (why && why_len)
-            snprintf(why, why_len, "servers %s and %s are one server: each Redlock vote must be "
-                     "an independent server", other->label, ep->label);
-        return DLOCK_EINVAL;
+        snprintf(c->refusal, sizeof(c->refusal), "servers %s and %s are one server: each "
+                 "Redlock vote must be an independent server", other->label, ep->label);
+        c->refusal_id = "SAME_NODE";
+        return inspect ? 0 : refuse(why, why_len, c->refusal);
     }
     return 0;
 }
@@ -141,7 +144,7 @@ static int add_endpoint(dlock_client *c, const char *url, const dlock_client_opt
     rc = dlock__resolve(ep, &c->addrs[c->n - 1], reason, sizeof(reason));
     if (rc < 0 && why && why_len)
         snprintf(why, why_len, "%s", reason);
-    return rc < 0 ? rc : refuse_same_server(c, c->n - 1, why, why_len);
+    return rc < 0 ? rc : refuse_same_server(c, c->n - 1, o->inspect, why, why_len);
 }
 
 /* One OpenSSL context for the client, if any server speaks TLS. */
@@ -211,6 +214,10 @@ int dlock_client_open(dlock_client **out, const dlock_client_options *opts, char
         snprintf(c->host, sizeof(c->host), "unknown");
     for (size_t i = 0; rc == 0 && i < (o->n_urls ? o->n_urls : 1); i++) {
         rc = add_endpoint(c, o->n_urls ? o->urls[i] : DEFAULT_URL, o, why, why_len);
+    }
+    if (rc == 0 && c->n == 2 && !c->refusal[0]) { /* only an inspecting client gets here */
+        snprintf(c->refusal, sizeof(c->refusal), "%s", two_servers);
+        c->refusal_id = "TWO_SERVERS";
     }
     if (rc == 0)
         rc = set_up_tls(c, o, why, why_len);

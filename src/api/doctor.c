@@ -300,6 +300,9 @@ static void check_clock(const struct node *nd, dlock_report *r)
         (double)err / 1000);
 }
 
+static const char fix_set[] = "give each Redlock vote its own independent server: one "
+                              "server, or three or more";
+
 /* Between servers: the widest spread of their offsets, and servers that
  * are one (the same run_id). */
 static void check_set(const struct node *nds, size_t n, dlock_report *r)
@@ -312,8 +315,7 @@ static void check_set(const struct node *nds, size_t n, dlock_report *r)
         hi = hi == n || nds[i].offset_us > nds[hi].offset_us ? i : hi;
         for (size_t j = i + 1; j < n && nds[i].run_id[0]; j++)
             if (strcmp(nds[i].run_id, nds[j].run_id) == 0)
-                add(r, "SAME_NODE", DLOCK_SEVERITY_ERROR, "", 0,
-                    "give each Redlock vote its own independent server",
+                add(r, "SAME_NODE", DLOCK_SEVERITY_ERROR, "", 0, fix_set,
                     "%s and %s are one server (run_id %s): one crash takes two votes",
                     nds[i].label, nds[j].label, nds[i].run_id);
     }
@@ -483,7 +485,11 @@ int dlock_doctor(dlock_report **out, dlock_client *c, const char *name, int64_t 
     }
     if (r && nds) {
         check_set(nds, c->n, r);
-        if (any && !found(r, "SAME_NODE")) /* the client refuses to lock on it: said */
+        /* What a lock client refuses at open (an inspecting one opened it),
+         * unless the run_ids said it already; a lock on it is refused too */
+        if (c->refusal[0] && !found(r, c->refusal_id))
+            add(r, c->refusal_id, DLOCK_SEVERITY_ERROR, "", 0, fix_set, "%s", c->refusal);
+        if (any && !c->refusal[0] && !found(r, "SAME_NODE"))
             try_lock(c, scratch, r);
         for (size_t i = 0; i < c->n; i++)
             if (nds[i].reached)

@@ -27,6 +27,16 @@ static int new_lock(dlock_lock **out, dlock_client *c, const char *name)
     return 0;
 }
 
+/* A client opened with the `inspect` option may have servers that cannot
+ * hold a lock: it refuses here what a lock client refuses at open. */
+static int check_lockable(dlock_client *c)
+{
+    if (!c->refusal[0])
+        return 0;
+    dlock__set_error(&c->main, "%s", c->refusal);
+    return DLOCK_EINVAL;
+}
+
 int dlock_acquire_options_init(dlock_acquire_options *opts, unsigned version)
 {
     if (!opts || version != DLOCK_ACQUIRE_OPTIONS_VERSION)
@@ -117,6 +127,8 @@ int dlock_lock_acquire(dlock_lock **out, dlock_client *c, const char *name, int6
     int64_t start = dlock__now_ns();
     int rc = dlock__call_start(c, out);
     if (rc == 0)
+        rc = check_lockable(c);
+    if (rc == 0)
         rc = dlock__check_ttl(&c->main, ttl_ms);
     if (rc == 0)
         rc = check_acquire_options(&c->main, o, ttl_ms);
@@ -148,6 +160,8 @@ int dlock_lock_adopt(dlock_lock **out, dlock_client *c, const char *name, const 
     dlock_lock *lock;
     int rc;
     rc = dlock__call_start(c, out);
+    if (rc == 0)
+        rc = check_lockable(c);
     if (rc < 0)
         return rc;
     if (!dlock__token_valid(token)) {

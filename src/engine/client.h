@@ -48,6 +48,11 @@ struct dlock_client {
     char *tls_name;                       /* tls_sni option, or NULL */
     dlock__stats stats;                   /* dlock_client_stats() */
     dlock__node_counters node_counters[DLOCK__NODES_MAX]; /* each lane's connections count here */
+    /* Why these servers cannot hold a lock ("" when they can), and the
+     * doctor's ID for it: set only with the `inspect` option, which opens
+     * what a lock client refuses. */
+    char refusal[DLOCK__ERRMSG_MAX / 4];
+    const char *refusal_id;
 };
 
 /* Prepares a lane with one closed connection per node. Returns 0 or

@@ -188,6 +188,51 @@ static void test_doctor_same_node(void **state)
     test_redis_stop_all(servers, 2);
 }
 
+/* One server spelt two ways (127.0.0.1 and localhost): a lock client
+ * refuses the pair at open, and so do run and acquire; doctor looks at both
+ * and names them in a SAME_NODE error. */
+static void test_doctor_same_node_two_spellings(void **state)
+{
+    const char *doctor_args[] = {"doctor", NULL};
+    const char *acquire_args[] = {"acquire", "-n", "lock:same", NULL};
+    dlock_client_options opts = DLOCK_CLIENT_OPTIONS_INIT;
+    test_redis server;
+    char other[96], both[200];
+    const char *urls[2];
+    dlock_client *client;
+    dlock_lock *lock;
+    dlock_report *r;
+    const dlock_finding *f;
+    cli_proc p;
+    (void)state;
+    assert_int_equal(test_redis_start(&server, NULL), 0);
+    snprintf(other, sizeof(other), "redis://localhost:%d", server.port);
+    snprintf(both, sizeof(both), "%s,%s", server.url, other);
+    urls[0] = server.url;
+    urls[1] = other;
+    opts.urls = urls;
+    opts.n_urls = 2;
+    assert_int_equal(dlock_client_open(&client, &opts, NULL, 0), DLOCK_EINVAL);
+    opts.inspect = 1;
+    assert_int_equal(dlock_client_open(&client, &opts, NULL, 0), 0);
+    assert_int_equal(dlock_lock_acquire(&lock, client, "lock:same", 10000, NULL), DLOCK_EINVAL);
+    r = doctor(client, NULL);
+    f = finding(r, "SAME_NODE");
+    assert_non_null(f);
+    assert_int_equal(f->severity, DLOCK_SEVERITY_ERROR);
+    assert_non_null(strstr(f->evidence, server.url + strlen("redis://")));
+    assert_non_null(strstr(f->evidence, other + strlen("redis://")));
+    dlock_report_free(r);
+    dlock_client_close(client);
+
+    assert_int_equal(cli_run(&p, both, doctor_args, 10000), 78);
+    assert_non_null(strstr(p.out, "error   SAME_NODE: "));
+    assert_non_null(strstr(p.out, other + strlen("redis://")));
+    assert_int_equal(cli_run(&p, both, acquire_args, 10000), 64);
+    assert_empty(&server);
+    test_redis_stop(&server);
+}
+
 /* A server whose clock runs 2 s ahead (the clock shim preloaded into it). */
 static void test_doctor_clock_skew(void **state)
 {
@@ -499,6 +544,7 @@ int main(void)
         cmocka_unit_test(test_doctor_everysec),
         cmocka_unit_test(test_doctor_acl_missing_names_publish),
         cmocka_unit_test(test_doctor_same_node),
+        cmocka_unit_test(test_doctor_same_node_two_spellings),
         cmocka_unit_test(test_doctor_clock_skew),
         cmocka_unit_test(test_doctor_unreachable),
     };

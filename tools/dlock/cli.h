@@ -73,6 +73,10 @@ int cli_parse_exit_code(const char *s, int *code);
  * an exit code (after printing why). */
 int cli_open_client(const struct cli *cli, dlock_client **out);
 
+/* The same, for looking at the servers (doctor): it opens two of them, or
+ * one given twice, which cli_open_client() refuses. */
+int cli_open_inspector(const struct cli *cli, dlock_client **out);
+
 struct cli_wait {
     int64_t ttl_ms;
     int64_t wait_ms; /* DLOCK_WAIT_FOREVER, 0 or a deadline */

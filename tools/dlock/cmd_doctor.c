@@ -47,7 +47,8 @@ int cmd_doctor(struct cli *cli, int argc, char **argv)
     int rc = cli_parse_command(&cli_command_doctor, argc, argv, &o);
     if (rc)
         return rc == CLI_HELP ? EXIT_DONE : rc;
-    if ((rc = cli_open_client(cli, &client)))
+    /* Every server given, even those a lock client refuses: that is a finding */
+    if ((rc = cli_open_inspector(cli, &client)))
         return rc;
     rc = dlock_doctor(&report, client, o.name, o.wait.ttl_ms);
     if (rc < 0) {

@@ -136,11 +136,12 @@ int cli_parse_exit_code(const char *s, int *code)
     return 0;
 }
 
-int cli_open_client(const struct cli *cli, dlock_client **out)
+static int open_client(const struct cli *cli, int inspect, dlock_client **out)
 {
     dlock_client_options opts = DLOCK_CLIENT_OPTIONS_INIT;
     char why[512];
     int rc;
+    opts.inspect = inspect;
     opts.urls = cli->urls;
     opts.n_urls = cli->n_urls;
     opts.user = cli->user;
@@ -160,6 +161,16 @@ int cli_open_client(const struct cli *cli, dlock_client **out)
         return cli_exit_code(rc);
     }
     return 0;
+}
+
+int cli_open_client(const struct cli *cli, dlock_client **out)
+{
+    return open_client(cli, 0, out);
+}
+
+int cli_open_inspector(const struct cli *cli, dlock_client **out)
+{
+    return open_client(cli, 1, out);
 }
 
 int64_t cli_now_ms(void)
