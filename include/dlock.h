@@ -117,7 +117,8 @@ typedef struct dlock_client_options {
      * Percent-escapes (%40 for '@') are decoded in user and password.
      * One URL: a lock on one server. Three or more (up to DLOCK_NODES_MAX)
      * independent masters: Redlock, a lock held on a majority of them.
-     * Two, or the same server twice, are refused. 0: redis://127.0.0.1:6379. */
+     * Two, or the same server twice, are refused (unless `inspect` is set).
+     * 0: redis://127.0.0.1:6379. */
     const char *const *urls;
     size_t n_urls;
 
