@@ -3,6 +3,7 @@
 #include "client.h"
 
 #include "clock.h"
+#include "route.h"
 #include "scripts.h"
 
 #include <errno.h>
@@ -32,14 +33,18 @@ int dlock__lane_init(dlock_client *c, dlock__lane *lane)
         lane->conns[i].ask_identity = c->n > 1;
         lane->conns[i].back_off_reconnects = c->n > 1;
         use_tls(c, &lane->conns[i]);
+        if (c->endpoints[i].service && dlock__route_attach_sentinel(&lane->conns[i]) < 0)
+            return DLOCK_ENOMEM;
     }
     return 0;
 }
 
 void dlock__lane_destroy(dlock_client *c, dlock__lane *lane)
 {
-    for (size_t i = 0; i < c->n; i++)
+    for (size_t i = 0; i < c->n; i++) {
+        dlock__route_free(&lane->conns[i]);
         dlock__conn_destroy(&lane->conns[i]);
+    }
 }
 
 int dlock__subscribers_init(dlock_client *c)
@@ -50,6 +55,8 @@ int dlock__subscribers_init(dlock_client *c)
             return DLOCK_ENOMEM;
         c->subs[i].push_mode = true;
         use_tls(c, &c->subs[i]);
+        if (c->endpoints[i].service && dlock__route_attach_sentinel(&c->subs[i]) < 0)
+            return DLOCK_ENOMEM;
     }
     return 0;
 }

@@ -5,6 +5,7 @@
 
 #include "dlock.h"
 #include "resp.h"
+#include "slot.h"
 
 #include <openssl/evp.h>
 #include <pthread.h>
@@ -193,6 +194,8 @@ int dlock__script_encode(dlock__script_call *sc, enum dlock__script_id id, int n
     if (len < 0)
         return (int)len;
     sc->call.len = (size_t)len;
+    /* All keys of a name share its slot: the first one tells. */
+    sc->call.slot = nkeys > 0 ? (int)dlock__key_slot(keys[0], strlen(keys[0])) : -1;
     /* The EVAL form, script text and all, is only encoded after a NOSCRIPT. */
     sc->call.encode_fallback = encode_eval;
     sc->id = id;

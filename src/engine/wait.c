@@ -7,6 +7,7 @@
 #include "wait.h"
 
 #include "clock.h"
+#include "route.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -145,6 +146,11 @@ static void send_to_subscribers(struct waiter *w, const char *verb, bool only_id
     for (size_t i = 0; i < w->c->n; i++) {
         bool active = w->subscribed[i] || w->pending[i];
         if (only_idle ? active : !active)
+            continue;
+        /* A sentinel-named primary: where is it now? (A cluster's nodes all
+         * hear a PUBLISH: the seed will do.) */
+        if (only_idle && dlock__route_prepare(&w->c->subs[i], -1,
+                                              now + w->c->command_timeout_ms * DLOCK__NS_PER_MS) < 0)
             continue;
         if (dlock__conn_begin(&w->c->subs[i], cmd, (size_t)len, now) == 0 &&
             dlock__conn_send(&w->c->subs[i]) == 0)

@@ -23,6 +23,7 @@ enum dlock__conn_state {
 
 struct ssl_st;
 struct ssl_ctx_st;
+struct dlock__router;
 
 typedef struct dlock__conn {
     const dlock__endpoint *ep; /* borrowed from the client */
@@ -55,6 +56,7 @@ typedef struct dlock__conn {
     struct ssl_st *ssl;         /* the TLS session while connected */
     short tls_wants;            /* poll() event the handshake waits for */
     bool answered;              /* a reply arrived since the connection was made */
+    struct dlock__router *router; /* route.h: a cluster's or a sentinel-named primary's */
 } dlock__conn;
 
 /* Resolves a TCP endpoint's addresses into *out (free with freeaddrinfo);
