@@ -246,7 +246,8 @@ static void follow_redirects(dlock__conn *conns, size_t n, dlock__call *const *c
             for (int hop = 0; hop < HOPS_MAX; hop++) {
                 const dlock__reply *reply = res->status == DLOCK__REPLIED ? res->reply : NULL;
                 enum dlock__reroute how = dlock__route_after(
-                    &conns[i], reply, res->status < 0 ? res->status : 0, res->sent, deadline_ns);
+                    &conns[i], reply, res->status < 0 ? res->status : 0, res->sent,
+                    calls[j]->slot, deadline_ns);
                 if (how == DLOCK__ROUTE_DONE)
                     break;
                 resend(&conns[i], calls[j], how == DLOCK__ROUTE_ASKING, deadline_ns, res);

@@ -17,6 +17,10 @@
 #define REFRESH_MIN_NS (100 * DLOCK__NS_PER_MS) /* CLUSTER SLOTS at most this often */
 #define RETRY_PAUSE_MS 20                       /* after TRYAGAIN or CLUSTERDOWN */
 #define SENTINELS_MAX 8
+/* A sentinel failover leaves the old primary a primary until the sentinels
+ * reconfigure it (they look every 10 s): a connection to it asks the
+ * sentinels again this often, so a lock is not taken on a demoted server. */
+#define SENTINEL_RECHECK_NS (1000 * DLOCK__NS_PER_MS)
 #define HOST_MAX 256
 
 /* A cluster node: the seed (the URL's endpoint) or one learnt from it. */
@@ -47,6 +51,7 @@ struct dlock__router {
     /* Sentinel. */
     dlock__endpoint primary; /* host NULL until the sentinels named one */
     struct addrinfo *primary_addrs;
+    int64_t asked_ns; /* when the sentinels last named it */
     struct sentinel sentinels[SENTINELS_MAX];
     size_t n_sentinels;
     struct ssl_ctx_st *tls_ctx; /* the endpoint's connection's, for the sentinels */
@@ -443,19 +448,21 @@ static int check_role(dlock__conn *conn, struct dlock__router *r, int64_t deadli
     return rc;
 }
 
-/* A connection that is up stays with its server until a failover closes
- * it or READONLY shows the server is a replica now; a new one asks the
- * sentinels first. */
+/* A new connection asks the sentinels first, one that is up at most every
+ * SENTINEL_RECHECK_NS; a primary that ROLE shows is not one is left. */
 static int sentinel_prepare(dlock__conn *conn, struct dlock__router *r, int64_t deadline_ns)
 {
     char host[HOST_MAX], port[8];
+    int64_t now = dlock__now_ns();
     int rc;
-    if (conn->state != DLOCK__CONN_CLOSED)
+    if (conn->state != DLOCK__CONN_CLOSED && now - r->asked_ns < SENTINEL_RECHECK_NS)
         return 0;
     rc = ask_sentinels(conn, r, deadline_ns, host, port);
-    if (rc == 0)
+    if (rc == 0) {
+        r->asked_ns = now;
         rc = set_primary(conn, r, host, port);
-    if (rc == 0 && !conn->push_mode)
+    }
+    if (rc == 0 && conn->state == DLOCK__CONN_CLOSED && !conn->push_mode)
         rc = check_role(conn, r, deadline_ns);
     return rc;
 }
@@ -497,7 +504,16 @@ bool dlock__route_same(const dlock__conn *conn, int a, int b)
     return !r || !r->cluster || a < 0 || b < 0 || r->owner[a] == r->owner[b];
 }
 
-static enum dlock__reroute after_error_reply(dlock__conn *conn, const char *text,
+/* The slot's master, if known, else the seed: after TRYAGAIN from a node an
+ * ASK led to, the call starts again where the map says. */
+static void back_to_owner(dlock__conn *conn, int slot)
+{
+    struct dlock__router *r = conn->router;
+    if (r && r->cluster && slot >= 0)
+        switch_to(conn, r, r->owner[slot] ? r->owner[slot] - 1u : 0);
+}
+
+static enum dlock__reroute after_error_reply(dlock__conn *conn, const char *text, int slot,
                                              int64_t deadline_ns)
 {
     struct dlock__router *r = conn->router;
@@ -510,6 +526,7 @@ static enum dlock__reroute after_error_reply(dlock__conn *conn, const char *text
         if (left_ms <= RETRY_PAUSE_MS)
             return DLOCK__ROUTE_DONE;
         pause_ms(RETRY_PAUSE_MS);
+        back_to_owner(conn, slot);
         return DLOCK__ROUTE_AGAIN;
     }
     /* A write inside a script on a replica fails with READONLY, before the
@@ -520,11 +537,11 @@ static enum dlock__reroute after_error_reply(dlock__conn *conn, const char *text
 }
 
 enum dlock__reroute dlock__route_after(dlock__conn *conn, const dlock__reply *reply, int error,
-                                       bool sent, int64_t deadline_ns)
+                                       bool sent, int slot, int64_t deadline_ns)
 {
     struct dlock__router *r = conn->router;
     if (reply && reply->type == DLOCK__REPLY_ERROR)
-        return after_error_reply(conn, reply->str, deadline_ns);
+        return after_error_reply(conn, reply->str, slot, deadline_ns);
     if (!r || error != DLOCK_ECONN || sent)
         return DLOCK__ROUTE_DONE;
     if (!r->cluster)
@@ -532,6 +549,8 @@ enum dlock__reroute dlock__route_after(dlock__conn *conn, const dlock__reply *re
     /* A master that is gone: the seed says who took its slots over. */
     if (r->active == 0)
         return DLOCK__ROUTE_DONE;
+    if (slot >= 0)
+        r->owner[slot] = 0;
     switch_to(conn, r, 0);
     return DLOCK__ROUTE_AGAIN;
 }

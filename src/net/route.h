@@ -45,14 +45,14 @@ int dlock__route_prepare(dlock__conn *conn, int slot, int64_t deadline_ns);
 /* Do calls about slots `a` and `b` go to the same server now? */
 bool dlock__route_same(const dlock__conn *conn, int a, int b);
 
-/* After a call got `reply` (NULL if none) or failed with
+/* After a call about `slot` got `reply` (NULL if none) or failed with
  * `error` (0 if not), having reached the socket or not (`sent`): should it
  * go again? MOVED updates the slot map, ASK points at the importing node,
  * TRYAGAIN and CLUSTERDOWN pause briefly (never past `deadline_ns`),
  * READONLY or a refused connect to a primary asks the sentinels again.
  * None of them means the call ran, so sending it again is safe. */
 enum dlock__reroute dlock__route_after(dlock__conn *conn, const dlock__reply *reply, int error,
-                                       bool sent, int64_t deadline_ns);
+                                       bool sent, int slot, int64_t deadline_ns);
 
 /* Closes what the router opened and puts the endpoint's own address back
  * in *conn; nothing when it has no router. Before dlock__conn_destroy(). */

@@ -1,0 +1,398 @@
+/* Topologies: a Redis Cluster (3 masters, 3 replicas), a primary and a
+ * replica behind 3 sentinels, and a Redlock over a cluster, a sentinel
+ * primary and a standalone server. Every server is started once, by the
+ * group; the tests that fail a cluster or a primary over come last. */
+#include "cli_runner.h"
+#include "helpers.h"
+#include "topology.h"
+
+#include <dlock.h>
+
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#define NAMES 500
+
+static test_cluster cluster;
+static test_sentinels sentinels;
+static test_redis standalone;
+
+static int group_setup(void **state)
+{
+    (void)state;
+    srand((unsigned)getpid());
+    if (test_cluster_start(&cluster) < 0 || test_sentinels_start(&sentinels, "dlockprimary") < 0)
+        return -1;
+    return test_redis_start(&standalone, NULL);
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    test_redis_stop(&standalone);
+    test_sentinels_stop(&sentinels);
+    test_cluster_stop(&cluster);
+    return 0;
+}
+
+/* A name of its own for each use: plain, or with a hash tag. */
+static const char *fresh_name(char *buf, size_t len, const char *what, int tagged)
+{
+    int r = rand();
+    if (tagged)
+        snprintf(buf, len, "{%s%d}:%d", what, r % 1000, r);
+    else
+        snprintf(buf, len, "%s-%d", what, r);
+    return buf;
+}
+
+static int exists_on(int port, const char *key)
+{
+    redisReply *r = test_command(port, "EXISTS %s", key);
+    int yes = r && r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+    freeReplyObject(r);
+    return yes;
+}
+
+static int is_master(int port)
+{
+    redisReply *r = test_command(port, "ROLE");
+    int yes = r && r->type == REDIS_REPLY_ARRAY && strcmp(r->element[0]->str, "master") == 0;
+    freeReplyObject(r);
+    return yes;
+}
+
+/* What a node's CLUSTER MYID says, into id[41]. */
+static void node_id(int port, char *id)
+{
+    redisReply *r = test_command(port, "CLUSTER MYID");
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_STRING);
+    snprintf(id, 41, "%s", r->str);
+    freeReplyObject(r);
+}
+
+static void must_succeed(int port, const char *what, redisReply *r)
+{
+    if (!r || r->type == REDIS_REPLY_ERROR)
+        fail_msg("%d: %s: %s", port, what, r ? r->str : "no reply");
+    freeReplyObject(r);
+}
+
+/* The replica of the master at node index `master`. */
+static int replica_of(int master)
+{
+    for (int i = 0; i < TEST_CLUSTER_NODES; i++) {
+        redisReply *r = test_command(cluster.nodes[i].port, "ROLE");
+        int yes = r && r->type == REDIS_REPLY_ARRAY && r->elements >= 3 &&
+                  strcmp(r->element[0]->str, "slave") == 0 &&
+                  r->element[2]->integer == cluster.nodes[master].port;
+        freeReplyObject(r);
+        if (yes)
+            return i;
+    }
+    return -1;
+}
+
+/* 500 names, half of them hash-tagged, each through `dlock run` on a
+ * replica, which owns no slot at all: every one is redirected, runs, and
+ * leaves only its fencing token, on the master of its slot. */
+static void test_cluster_run_names_through_a_replica(void **state)
+{
+    static char names[NAMES][48];
+    int seed = test_cluster_node_with_role(&cluster, "slave", 0);
+    long long start = test_now_ms();
+    (void)state;
+    assert_true(seed >= 0);
+    for (int i = 0; i < NAMES; i++) {
+        const char *args[] = {"-r", cluster.nodes[seed].url, "run", "-t", "5s",
+                              fresh_name(names[i], sizeof(names[i]), "many", i % 2), "--",
+                              "true", NULL};
+        cli_proc p;
+        int rc = cli_run(&p, NULL, args, 10000 * test_slowdown());
+        if (rc != 0)
+            fail_msg("%s: exit %d: %s", names[i], rc, p.err);
+    }
+    for (int i = 0; i < NAMES; i++) {
+        int owner = test_cluster_owner(&cluster, names[i]);
+        assert_true(owner >= 0);
+        assert_true(is_master(cluster.nodes[owner].port));
+        assert_true(exists_on(cluster.nodes[owner].port, aux_key(names[i], "fence")));
+        assert_false(exists_on(cluster.nodes[owner].port, names[i]));
+        assert_false(exists_on(cluster.nodes[owner].port, aux_key(names[i], "owner")));
+    }
+    printf("# %d names through a replica: %lld ms\n", NAMES, test_now_ms() - start);
+}
+
+struct waiter {
+    dlock_client *client;
+    const char *name;
+    int rc;
+    pthread_t thread;
+};
+
+static void *wait_for(void *arg)
+{
+    struct waiter *w = arg;
+    dlock_acquire_options opts = DLOCK_ACQUIRE_OPTIONS_INIT;
+    dlock_lock *lock = NULL;
+    opts.wait_ms = 20000LL * test_slowdown();
+    w->rc = dlock_lock_acquire(&lock, w->client, w->name, 5000, &opts);
+    if (w->rc == 0)
+        w->rc = dlock_lock_release(lock);
+    dlock_lock_free(lock);
+    return NULL;
+}
+
+/* Moves the keys of `name`'s slot from master `from` to master `to`, and
+ * leaves the slot MIGRATING/IMPORTING: the source answers ASK for it. */
+static void migrate_keys(const char *name, int slot, int from, int to)
+{
+    int src = cluster.nodes[from].port, dst = cluster.nodes[to].port;
+    char src_id[41], dst_id[41];
+    node_id(src, src_id);
+    node_id(dst, dst_id);
+    must_succeed(dst, "IMPORTING", test_command(dst, "CLUSTER SETSLOT %d IMPORTING %s", slot, src_id));
+    must_succeed(src, "MIGRATING", test_command(src, "CLUSTER SETSLOT %d MIGRATING %s", slot, dst_id));
+    must_succeed(src, "MIGRATE",
+                 test_command(src, "MIGRATE 127.0.0.1 %d %s 0 5000 KEYS %s %s %s", dst, "", name,
+                              aux_key(name, "fence"), aux_key(name, "owner")));
+}
+
+/* Ends a migration: every node learns that `to` owns the slot now. */
+static void finish_migration(int slot, int to)
+{
+    char dst_id[41];
+    node_id(cluster.nodes[to].port, dst_id);
+    for (int i = 0; i < TEST_CLUSTER_NODES; i++) {
+        if (!is_master(cluster.nodes[i].port))
+            continue;
+        must_succeed(cluster.nodes[i].port, "SETSLOT NODE",
+                     test_command(cluster.nodes[i].port, "CLUSTER SETSLOT %d NODE %s", slot, dst_id));
+    }
+}
+
+static int slot_of(const char *name)
+{
+    redisReply *r = test_command(cluster.nodes[0].port, "CLUSTER KEYSLOT %s", name);
+    int slot = r && r->type == REDIS_REPLY_INTEGER ? (int)r->integer : -1;
+    freeReplyObject(r);
+    return slot;
+}
+
+static int keys_in_slot(int port, int slot)
+{
+    redisReply *r = test_command(port, "CLUSTER COUNTKEYSINSLOT %d", slot);
+    int n = r && r->type == REDIS_REPLY_INTEGER ? (int)r->integer : -1;
+    freeReplyObject(r);
+    return n;
+}
+
+/* A held name's slot migrates to another master: extend, status, release
+ * and a waiter work through ASK while it migrates and through MOVED after;
+ * no key stays behind on the source. */
+static void test_cluster_slot_migration(void **state)
+{
+    char name[48];
+    int seed = test_cluster_node_with_role(&cluster, "slave", 0);
+    dlock_client *holder = open_client(cluster.nodes[seed].url, 0, 0);
+    dlock_client *other = open_client(cluster.nodes[seed].url, 0, 0);
+    struct waiter w = {.client = other, .name = name};
+    dlock_lock *lock;
+    dlock_status *st = NULL;
+    int from, to, slot;
+    (void)state;
+
+    fresh_name(name, sizeof(name), "migrating", 0);
+    slot = slot_of(name);
+    lock = must_acquire(holder, name, 10000, NULL);
+    from = test_cluster_owner(&cluster, name);
+    to = test_cluster_node_with_role(&cluster, "master", 0);
+    to = to == from ? test_cluster_node_with_role(&cluster, "master", 1) : to;
+    migrate_keys(name, slot, from, to);
+    assert_int_equal(keys_in_slot(cluster.nodes[from].port, slot), 0);
+
+    assert_int_equal(dlock_lock_extend(lock, 10000), 0); /* ASK */
+    assert_int_equal(dlock_status_query(&st, holder, name), 0);
+    assert_true(dlock_status_held(st));
+    dlock_status_free(st);
+    assert_int_equal(pthread_create(&w.thread, NULL, wait_for, &w), 0);
+    usleep(300000);
+    assert_int_equal(dlock_lock_release(lock), 0); /* ASK; its PUBLISH wakes the waiter */
+    /* Until the slot is whole again on one node, a script whose keys are
+     * partly there gets TRYAGAIN: the waiter keeps trying. */
+    usleep(300000);
+    finish_migration(slot, to);
+    assert_int_equal(pthread_join(w.thread, NULL), 0);
+    if (w.rc != 0)
+        fail_msg("the waiter: %s", dlock_client_errmsg(other));
+    dlock_lock_free(lock);
+    lock = must_acquire(holder, name, 10000, NULL); /* MOVED */
+    assert_int_equal(dlock_lock_extend(lock, 10000), 0);
+    assert_true(exists_on(cluster.nodes[to].port, name));
+    assert_int_equal(dlock_lock_release(lock), 0);
+    assert_int_equal(keys_in_slot(cluster.nodes[from].port, slot), 0);
+    assert_false(exists_on(cluster.nodes[to].port, name));
+    assert_false(exists_on(cluster.nodes[to].port, aux_key(name, "owner")));
+    dlock_lock_free(lock);
+    dlock_client_close(other);
+    dlock_client_close(holder);
+}
+
+/* Two -r URLs naming nodes of one cluster would count the slot's master
+ * twice: refused, and nothing is left behind. */
+static void test_cluster_counted_twice_refused(void **state)
+{
+    char name[48];
+    int a = test_cluster_node_with_role(&cluster, "master", 0);
+    int b = test_cluster_node_with_role(&cluster, "master", 1);
+    const char *urls[] = {cluster.nodes[a].url, cluster.nodes[b].url, standalone.url};
+    dlock_client *c = open_nodes(urls, 3, 0, 0);
+    dlock_lock *lock = NULL;
+    int owner;
+    (void)state;
+    fresh_name(name, sizeof(name), "twice", 1);
+    assert_int_equal(dlock_lock_acquire(&lock, c, name, 10000, NULL), DLOCK_EINVAL);
+    assert_non_null(strstr(dlock_client_errmsg(c), "one server"));
+    owner = test_cluster_owner(&cluster, name);
+    assert_false(exists_on(cluster.nodes[owner].port, name));
+    assert_false(exists_on(standalone.port, name));
+    dlock_client_close(c);
+}
+
+static void assert_held_everywhere(const char *name, int owner, int yes)
+{
+    assert_int_equal(exists_on(cluster.nodes[owner].port, name), yes);
+    assert_int_equal(exists_on(test_sentinels_primary_port(&sentinels), name), yes);
+}
+
+/* A Redlock of three endpoints: a cluster (through a replica), a
+ * sentinel-named primary and a standalone server; then with the standalone
+ * server down. */
+static void test_redlock_of_three_topologies(void **state)
+{
+    char name[48];
+    int seed = test_cluster_node_with_role(&cluster, "slave", 0);
+    const char *urls[] = {cluster.nodes[seed].url, sentinels.url, standalone.url};
+    dlock_client *c = open_nodes(urls, 3, 0, 0);
+    dlock_lock *lock;
+    int owner;
+    (void)state;
+
+    fresh_name(name, sizeof(name), "mixed", 0);
+    lock = must_acquire(c, name, 10000, NULL);
+    owner = test_cluster_owner(&cluster, name);
+    assert_held_everywhere(name, owner, 1);
+    assert_true(exists_on(standalone.port, name));
+    assert_int_equal(dlock_lock_extend(lock, 10000), 0);
+    assert_int_equal(dlock_lock_release(lock), 0);
+    assert_held_everywhere(name, owner, 0);
+    dlock_lock_free(lock);
+
+    test_redis_kill(&standalone);
+    lock = must_acquire(c, name, 10000, NULL);
+    assert_held_everywhere(name, owner, 1);
+    assert_int_equal(dlock_lock_extend(lock, 10000), 0);
+    assert_int_equal(dlock_lock_release(lock), 0);
+    assert_held_everywhere(name, owner, 0);
+    dlock_lock_free(lock);
+    dlock_client_close(c);
+    assert_int_equal(test_redis_restart(&standalone), 0);
+}
+
+/* Takes `name` for ttl_ms through `url` with `dlock acquire` (no renewal). */
+static void hold_for(const char *url, const char *name, const char *ttl)
+{
+    const char *args[] = {"-r", url, "acquire", "-t", ttl, name, NULL};
+    cli_proc p;
+    if (cli_run(&p, NULL, args, 10000 * test_slowdown()) != 0)
+        fail_msg("acquire %s: %s", name, p.err);
+}
+
+/* `dlock run -w 30` waits for a name held for 3 s while its master fails
+ * over to its replica (CLUSTER FAILOVER): it acquires, on the new master,
+ * not before the holder's key expired. */
+static void test_cluster_failover_while_run_waits(void **state)
+{
+    char name[48];
+    int seed = test_cluster_node_with_role(&cluster, "slave", 0), master, replica;
+    const char *args[] = {"-r", cluster.nodes[seed].url, "run", "-w", "30", name, "--", "true",
+                          NULL};
+    long long t0 = test_now_ms();
+    cli_proc p;
+    (void)state;
+
+    fresh_name(name, sizeof(name), "failover", 1);
+    hold_for(cluster.nodes[seed].url, name, "3s");
+    master = test_cluster_owner(&cluster, name);
+    replica = replica_of(master);
+    assert_true(replica >= 0);
+    assert_int_equal(cli_start(&p, NULL, args, NULL), 0);
+    usleep(300000);
+    must_succeed(cluster.nodes[replica].port, "FAILOVER",
+                 test_command(cluster.nodes[replica].port, "CLUSTER FAILOVER"));
+    assert_int_equal(cli_wait(&p, 40000 * test_slowdown()), 0);
+    assert_true(p.started_ms + p.took_ms >= t0 + 3000 - 5);
+    assert_int_equal(test_cluster_owner(&cluster, name), replica);
+    assert_true(is_master(cluster.nodes[replica].port));
+    assert_true(exists_on(cluster.nodes[replica].port, aux_key(name, "fence")));
+    assert_int_equal(test_cluster_wait_ok(&cluster, 20000), 0);
+}
+
+/* The same with SENTINEL FAILOVER: the waiter acquires on the new primary,
+ * and `dlock status` follows the sentinels there. */
+static void test_sentinel_failover_while_run_waits(void **state)
+{
+    char name[48], out[64];
+    const char *args[] = {"-r", sentinels.url, "run", "-w", "30", name, "--", "true", NULL};
+    const char *status[] = {"-r", sentinels.url, "status", name, NULL};
+    int before = test_sentinels_primary_port(&sentinels), after;
+    long long t0 = test_now_ms();
+    dlock_client *c;
+    dlock_lock *lock;
+    cli_proc p;
+    (void)state;
+
+    fresh_name(name, sizeof(name), "sentinel", 0);
+    hold_for(sentinels.url, name, "3s");
+    assert_int_equal(cli_start(&p, NULL, args, NULL), 0);
+    usleep(300000);
+    must_succeed(sentinels.sentinels[0].port, "SENTINEL FAILOVER",
+                 test_command(sentinels.sentinels[0].port, "SENTINEL FAILOVER %s", sentinels.name));
+    assert_int_equal(cli_wait(&p, 40000 * test_slowdown()), 0);
+    assert_true(p.started_ms + p.took_ms >= t0 + 3000 - 5);
+    after = test_sentinels_primary_port(&sentinels);
+    assert_int_not_equal(after, before);
+    assert_true(exists_on(after, aux_key(name, "fence")));
+
+    c = open_client(sentinels.url, 0, 0);
+    lock = must_acquire(c, name, 10000, NULL);
+    assert_true(exists_on(after, name));
+    assert_int_equal(cli_run(&p, NULL, status, 10000 * test_slowdown()), 0);
+    snprintf(out, sizeof(out), "%s: held", name);
+    assert_non_null(strstr(p.out, out));
+    assert_int_equal(dlock_lock_release(lock), 0);
+    dlock_lock_free(lock);
+    dlock_client_close(c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cluster_run_names_through_a_replica),
+        cmocka_unit_test(test_cluster_slot_migration),
+        cmocka_unit_test(test_cluster_counted_twice_refused),
+        cmocka_unit_test(test_redlock_of_three_topologies),
+        cmocka_unit_test(test_cluster_failover_while_run_waits),
+        cmocka_unit_test(test_sentinel_failover_while_run_waits),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
