@@ -8,7 +8,7 @@
  * scripts/model compares these pins with the sha1sum of each file; a
  * change to either file fails it until this model was reviewed against the
  * change and its pin updated:
- * pin src/engine/scripts.c c37c2b2914f768a5a8051c6c7c938571d1bf89a9
+ * pin src/engine/scripts.c 77f504777c192011a83a22c17d64caa19db5cd6c
  * pin src/engine/attempt.c 4aac690706a61d6e62739d31b18511382b50cd05
  *
  * Time. There is no absolute clock: every time in the model is kept

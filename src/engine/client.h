@@ -38,6 +38,7 @@ struct dlock_client {
 
     dlock__lane main;                     /* the caller's thread */
     dlock__conn subs[DLOCK__NODES_MAX];   /* subscribers, for waiting */
+    bool subs_probed[DLOCK__NODES_MAX];   /* subs[i] asked whether it is a cluster */
     struct dlock__renewer *renewer;       /* started with the first auto-renewed lock */
     int cancel_fd;                        /* eventfd that dlock_client_cancel() writes */
     atomic_bool cancel_requested;

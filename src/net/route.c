@@ -146,11 +146,14 @@ static void swap_conns(dlock__conn *a, dlock__conn *b)
     *b = t;
 }
 
-/* Makes node m's connection the caller's, parking the active one. */
+/* Makes node m's connection the caller's, parking the active one. A
+ * subscriber's is closed instead: what it listened to is no longer there. */
 static void switch_to(dlock__conn *conn, struct dlock__router *r, size_t m)
 {
     if (m == r->active)
         return;
+    if (conn->push_mode)
+        dlock__conn_close(conn);
     swap_conns(conn, &r->nodes[r->active].conn);
     swap_conns(conn, &r->nodes[m].conn);
     r->active = m;
@@ -496,6 +499,32 @@ int dlock__route_prepare(dlock__conn *conn, int slot, int64_t deadline_ns)
     if (slot >= 0 && r->owner[slot])
         switch_to(conn, r, r->owner[slot] - 1u);
     return 0;
+}
+
+int dlock__route_probe_cluster(dlock__conn *conn, const char *key, int64_t deadline_ns)
+{
+    const char *argv[] = {"CLUSTER", "KEYSLOT", key};
+    dlock__reply *a = NULL;
+    struct dlock__router *r;
+    int rc;
+    if (conn->router)
+        return conn->router->cluster;
+    rc = roundtrip(conn, 3, argv, deadline_ns, &a);
+    if (rc < 0 || a->type != DLOCK__REPLY_INTEGER) {
+        dlock__reply_free(a);
+        return rc < 0 ? rc : 0;
+    }
+    dlock__reply_free(a);
+    r = cluster_router(conn);
+    if (!r)
+        return DLOCK_ENOMEM;
+    refresh(conn, r, deadline_ns);
+    return 1;
+}
+
+bool dlock__route_is_cluster(const dlock__conn *conn)
+{
+    return conn->router && conn->router->cluster;
 }
 
 bool dlock__route_same(const dlock__conn *conn, int a, int b)

@@ -42,6 +42,16 @@ int dlock__route_attach_sentinel(dlock__conn *conn);
  * not to be sent. A plain server: 0 at once. */
 int dlock__route_prepare(dlock__conn *conn, int slot, int64_t deadline_ns);
 
+/* Is the server behind *conn a cluster node? Asks CLUSTER KEYSLOT of
+ * `key` once (what the release script asks too): a server without cluster
+ * support, or a user not allowed to ask, answers an error. On a cluster a
+ * router is attached and the slot map loaded. Returns 1, 0 or the failure
+ * to ask (then ask again later). */
+int dlock__route_probe_cluster(dlock__conn *conn, const char *key, int64_t deadline_ns);
+
+/* Does *conn stand for a cluster (as far as it learnt)? */
+bool dlock__route_is_cluster(const dlock__conn *conn);
+
 /* Do calls about slots `a` and `b` go to the same server now? */
 bool dlock__route_same(const dlock__conn *conn, int a, int b);
 

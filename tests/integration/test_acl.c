@@ -18,7 +18,8 @@
 
 /* The rule of docs/security.md for lock names "lock:*". */
 #define RULE "-@all", "+evalsha", "+eval", "+script|load", "+subscribe", "+unsubscribe", \
-             "+type", "+get", "+set", "+del", "+pttl", "+pexpire", "+time", "+publish"
+             "+type", "+get", "+set", "+del", "+pttl", "+pexpire", "+time", "+publish", \
+             "+cluster|keyslot", "+spublish", "+ssubscribe", "+sunsubscribe"
 #define KEYS "~lock:*", "~{lock:*", "&{lock:*"
 
 static test_redis server;

@@ -136,20 +136,35 @@ struct waiter {
     dlock_client *client;
     const char *name;
     int rc;
+    long long acquired_ms;
     pthread_t thread;
 };
 
+/* Waits 20 s at most, with polls 10 s apart: waking sooner takes the
+ * release message. */
 static void *wait_for(void *arg)
 {
     struct waiter *w = arg;
     dlock_acquire_options opts = DLOCK_ACQUIRE_OPTIONS_INIT;
     dlock_lock *lock = NULL;
     opts.wait_ms = 20000LL * test_slowdown();
+    opts.backoff_max_ms = 10000;
     w->rc = dlock_lock_acquire(&lock, w->client, w->name, 5000, &opts);
+    w->acquired_ms = test_now_ms();
     if (w->rc == 0)
         w->rc = dlock_lock_release(lock);
     dlock_lock_free(lock);
     return NULL;
+}
+
+/* Subscribers of `channel` at the server at `port`: sharded or plain. */
+static long long subscribers(int port, const char *kind, const char *channel)
+{
+    redisReply *r = test_command(port, "PUBSUB %s %s", kind, channel);
+    long long n = r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 ? r->element[1]->integer
+                                                                       : -1;
+    freeReplyObject(r);
+    return n;
 }
 
 /* Moves the keys of `name`'s slot from master `from` to master `to`, and
@@ -196,46 +211,55 @@ static int keys_in_slot(int port, int slot)
     return n;
 }
 
-/* A held name's slot migrates to another master: extend, status, release
- * and a waiter work through ASK while it migrates and through MOVED after;
- * no key stays behind on the source. */
+/* A held name's slot migrates to another master while a waiter listens:
+ * extend and status work through ASK while it migrates, release through
+ * MOVED after; the waiter, subscribed (sharded) on the old master, is told
+ * the slot moved, subscribes on the new one and hears the release there.
+ * No key stays behind on the source. */
 static void test_cluster_slot_migration(void **state)
 {
-    char name[48];
+    char name[48], channel[96];
     int seed = test_cluster_node_with_role(&cluster, "slave", 0);
     dlock_client *holder = open_client(cluster.nodes[seed].url, 0, 0);
     dlock_client *other = open_client(cluster.nodes[seed].url, 0, 0);
     struct waiter w = {.client = other, .name = name};
     dlock_lock *lock;
     dlock_status *st = NULL;
+    long long released;
     int from, to, slot;
     (void)state;
 
     fresh_name(name, sizeof(name), "migrating", 0);
+    snprintf(channel, sizeof(channel), "%s", aux_key(name, "released"));
     slot = slot_of(name);
-    lock = must_acquire(holder, name, 10000, NULL);
+    lock = must_acquire(holder, name, 30000, NULL);
     from = test_cluster_owner(&cluster, name);
     to = test_cluster_node_with_role(&cluster, "master", 0);
     to = to == from ? test_cluster_node_with_role(&cluster, "master", 1) : to;
+    assert_int_equal(pthread_create(&w.thread, NULL, wait_for, &w), 0);
+    usleep(500000);
+    assert_int_equal(subscribers(cluster.nodes[from].port, "SHARDNUMSUB", channel), 1);
+    assert_int_equal(subscribers(cluster.nodes[seed].port, "NUMSUB", channel), 0);
+
     migrate_keys(name, slot, from, to);
     assert_int_equal(keys_in_slot(cluster.nodes[from].port, slot), 0);
-
-    assert_int_equal(dlock_lock_extend(lock, 10000), 0); /* ASK */
+    assert_int_equal(dlock_lock_extend(lock, 30000), 0); /* ASK */
     assert_int_equal(dlock_status_query(&st, holder, name), 0);
     assert_true(dlock_status_held(st));
     dlock_status_free(st);
-    assert_int_equal(pthread_create(&w.thread, NULL, wait_for, &w), 0);
-    usleep(300000);
-    assert_int_equal(dlock_lock_release(lock), 0); /* ASK; its PUBLISH wakes the waiter */
-    /* Until the slot is whole again on one node, a script whose keys are
-     * partly there gets TRYAGAIN: the waiter keeps trying. */
-    usleep(300000);
+
     finish_migration(slot, to);
+    usleep(500000);
+    assert_int_equal(subscribers(cluster.nodes[to].port, "SHARDNUMSUB", channel), 1);
+    released = test_now_ms();
+    assert_int_equal(dlock_lock_release(lock), 0); /* MOVED */
     assert_int_equal(pthread_join(w.thread, NULL), 0);
     if (w.rc != 0)
         fail_msg("the waiter: %s", dlock_client_errmsg(other));
+    assert_true(w.acquired_ms - released < 2000LL * test_slowdown());
     dlock_lock_free(lock);
-    lock = must_acquire(holder, name, 10000, NULL); /* MOVED */
+
+    lock = must_acquire(holder, name, 10000, NULL);
     assert_int_equal(dlock_lock_extend(lock, 10000), 0);
     assert_true(exists_on(cluster.nodes[to].port, name));
     assert_int_equal(dlock_lock_release(lock), 0);
