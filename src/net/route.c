@@ -192,9 +192,12 @@ static int node_at(dlock__conn *conn, struct dlock__router *r, const char *host,
     char why[256];
     struct node *nd;
     size_t i;
+    if (!host)
+        return -1; /* "" from a node reached over a Unix socket: no address to go to */
     for (i = 0; i < DLOCK__ROUTE_NODES_MAX; i++) {
         nd = &r->nodes[i];
-        if (nd->in_use && strcmp(nd->ep->host, host) == 0 && strcmp(nd->ep->port, port) == 0)
+        if (nd->in_use && nd->ep->host && strcmp(nd->ep->host, host) == 0 &&
+            strcmp(nd->ep->port, port) == 0)
             return (int)i;
     }
     i = make_room(r);
