@@ -50,8 +50,9 @@ static int wait_until(int (*check)(void *), void *arg, int ms)
     return -1;
 }
 
-/* The directory's files, then the directory: what test_redis_stop() does
- * not know of. */
+/* Stops the server and removes its directory with the files that
+ * test_redis_stop() does not know of: a cluster's nodes.conf, the snapshot
+ * a full resync writes (replication), a sentinel's configuration. */
 static void remove_dir(test_redis *r, const char *const *files)
 {
     char dir[sizeof(r->dir)], path[256];
@@ -118,7 +119,7 @@ int test_cluster_start(test_cluster *c)
 
 void test_cluster_stop(test_cluster *c)
 {
-    static const char *const files[] = {"nodes.conf", NULL};
+    static const char *const files[] = {"nodes.conf", "dump.rdb", NULL};
     for (int i = 0; i < TEST_CLUSTER_NODES; i++)
         remove_dir(&c->nodes[i], files);
 }
@@ -247,11 +248,11 @@ int test_sentinels_start(test_sentinels *s, const char *name)
 
 void test_sentinels_stop(test_sentinels *s)
 {
-    static const char *const files[] = {"sentinel.conf", NULL};
+    static const char *const files[] = {"sentinel.conf", "dump.rdb", NULL};
     for (int i = 0; i < TEST_SENTINELS; i++)
         remove_dir(&s->sentinels[i], files);
-    test_redis_stop(&s->replica);
-    test_redis_stop(&s->primary);
+    remove_dir(&s->replica, files);
+    remove_dir(&s->primary, files);
 }
 
 int test_sentinels_primary_port(test_sentinels *s)
