@@ -76,7 +76,8 @@ void dlock__append_node_errors(dlock__lane *lane, const dlock__conn *conns,
                                const dlock__node_result *results, size_t n);
 
 /* DLOCK_EINVAL (with the message set) if two of the lane's connections
- * reached one server (the same run_id), else 0. Connections whose run_id
+ * reached one server (the same address after routing, or the same run_id),
+ * else 0. Connections whose run_id
  * is still to come are given `grace_ns` for it: a server that answers at
  * all answers that soon. Servers that do not allow INFO are not compared:
  * the check at open, by address, is all there is. */

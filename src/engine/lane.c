@@ -131,8 +131,29 @@ static void await_identities(const dlock_client *c, dlock__lane *lane, int64_t u
     }
 }
 
+/* Two endpoints whose calls went to one address: two nodes of one cluster
+ * routed to the slot's master, or two sentinel URLs naming one primary.
+ * Caught without INFO. */
+static int check_routed_apart(const dlock_client *c, dlock__lane *lane)
+{
+    for (size_t i = 0; i < c->n; i++) {
+        for (size_t j = i + 1; j < c->n; j++) {
+            const char *label = lane->conns[i].ep->label;
+            if (strcmp(label, lane->conns[j].ep->label) != 0)
+                continue;
+            dlock__set_error(lane, "servers %s and %s both reached %s: each Redlock vote must be "
+                             "an independent server", c->endpoints[i].label,
+                             c->endpoints[j].label, label);
+            return DLOCK_EINVAL;
+        }
+    }
+    return 0;
+}
+
 int dlock__lane_check_distinct(const dlock_client *c, dlock__lane *lane, int64_t grace_ns)
 {
+    if (check_routed_apart(c, lane) < 0)
+        return DLOCK_EINVAL;
     if (c->n > 1)
         await_identities(c, lane, dlock__now_ns() + grace_ns);
     for (size_t i = 0; i < c->n; i++) {

@@ -285,7 +285,7 @@ static void test_cluster_counted_twice_refused(void **state)
     (void)state;
     fresh_name(name, sizeof(name), "twice", 1);
     assert_int_equal(dlock_lock_acquire(&lock, c, name, 10000, NULL), DLOCK_EINVAL);
-    assert_non_null(strstr(dlock_client_errmsg(c), "one server"));
+    assert_non_null(strstr(dlock_client_errmsg(c), "both reached"));
     owner = test_cluster_owner(&cluster, name);
     assert_false(exists_on(cluster.nodes[owner].port, name));
     assert_false(exists_on(standalone.port, name));
