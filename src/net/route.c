@@ -236,8 +236,8 @@ static void load_range(dlock__conn *conn, struct dlock__router *r, const dlock__
         return;
     /* A node that does not know its own address says "" or "?": it is the
      * one we asked. */
-    host = m->element[0]->len && strcmp(m->element[0]->str, "?") ? m->element[0]->str
-                                                                  : conn->ep->host;
+    host = m->element[0]->len && strcmp(m->element[0]->str, "?") != 0 ? m->element[0]->str
+                                                                       : conn->ep->host;
     snprintf(port, sizeof(port), "%lld", m->element[1]->integer);
     node = node_at(conn, r, host, port);
     if (node >= 0)
@@ -256,7 +256,8 @@ static void refresh(dlock__conn *conn, struct dlock__router *r, int64_t deadline
     if (r->refreshed_ns && now - r->refreshed_ns < REFRESH_MIN_NS)
         return;
     r->refreshed_ns = now;
-    if (roundtrip(conn, 2, argv, deadline_ns, &map) == 0 && map->type == DLOCK__REPLY_ARRAY) {
+    roundtrip(conn, 2, argv, deadline_ns, &map); /* set only on success */
+    if (map && map->type == DLOCK__REPLY_ARRAY) {
         memset(r->owner, 0, sizeof(r->owner));
         for (size_t i = 0; i < map->elements; i++)
             load_range(conn, r, map->element[i]);
@@ -391,7 +392,7 @@ static int ask_sentinels(dlock__conn *conn, struct dlock__router *r, int64_t dea
         dlock__conn *sc = sentinel_conn(r, s);
         dlock__reply *a = NULL;
         int rc = sc ? roundtrip(sc, 3, argv, deadline_ns, &a) : DLOCK_ECONN;
-        bool named = rc == 0 && a->type == DLOCK__REPLY_ARRAY && a->elements == 2 &&
+        bool named = a && a->type == DLOCK__REPLY_ARRAY && a->elements == 2 &&
                      a->element[0]->type == DLOCK__REPLY_STRING && a->element[0]->len < HOST_MAX &&
                      a->element[1]->type == DLOCK__REPLY_STRING && a->element[1]->len <= 5;
         if (named) {
@@ -443,8 +444,8 @@ static int check_role(dlock__conn *conn, struct dlock__router *r, int64_t deadli
     const char *argv[] = {"ROLE"};
     dlock__reply *a = NULL;
     int rc = roundtrip(conn, 1, argv, deadline_ns, &a);
-    if (rc == 0 && a->type == DLOCK__REPLY_ARRAY && a->elements > 0 &&
-        a->element[0]->type == DLOCK__REPLY_STRING && strcmp(a->element[0]->str, "master")) {
+    if (a && a->type == DLOCK__REPLY_ARRAY && a->elements > 0 &&
+        a->element[0]->type == DLOCK__REPLY_STRING && strcmp(a->element[0]->str, "master") != 0) {
         snprintf(conn->err, sizeof(conn->err), "%s: the sentinels' primary for %s is a %s now",
                  conn->ep->label, r->seed->service, a->element[0]->str);
         dlock__conn_close(conn); /* the next call asks the sentinels again */
@@ -483,7 +484,8 @@ static enum dlock__reroute sentinel_after(dlock__conn *conn, struct dlock__route
     dlock__conn_close(conn);
     if (ask_sentinels(conn, r, deadline_ns, host, port) < 0)
         return DLOCK__ROUTE_DONE;
-    moved = !r->primary.host || strcmp(r->primary.host, host) || strcmp(r->primary.port, port);
+    moved = !r->primary.host || strcmp(r->primary.host, host) != 0 ||
+            strcmp(r->primary.port, port) != 0;
     if (!moved || set_primary(conn, r, host, port) < 0 ||
         (!conn->push_mode && check_role(conn, r, deadline_ns) < 0))
         return DLOCK__ROUTE_DONE;
@@ -513,7 +515,7 @@ int dlock__route_probe_cluster(dlock__conn *conn, const char *key, int64_t deadl
     if (conn->router)
         return conn->router->cluster;
     rc = roundtrip(conn, 3, argv, deadline_ns, &a);
-    if (rc < 0 || a->type != DLOCK__REPLY_INTEGER) {
+    if (!a || a->type != DLOCK__REPLY_INTEGER) {
         dlock__reply_free(a);
         return rc < 0 ? rc : 0;
     }

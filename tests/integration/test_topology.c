@@ -24,11 +24,12 @@
 static test_cluster cluster;
 static test_sentinels sentinels;
 static test_redis standalone;
+static unsigned names_seed;
 
 static int group_setup(void **state)
 {
     (void)state;
-    srand((unsigned)getpid());
+    names_seed = (unsigned)getpid();
     if (test_cluster_start(&cluster) < 0 || test_sentinels_start(&sentinels, "dlockprimary") < 0)
         return -1;
     return test_redis_start(&standalone, NULL);
@@ -46,7 +47,7 @@ static int group_teardown(void **state)
 /* A name of its own for each use: plain, or with a hash tag. */
 static const char *fresh_name(char *buf, size_t len, const char *what, int tagged)
 {
-    int r = rand();
+    int r = rand_r(&names_seed);
     if (tagged)
         snprintf(buf, len, "{%s%d}:%d", what, r % 1000, r);
     else

@@ -18,8 +18,8 @@ redisReply *test_command(int port, const char *fmt, ...)
     struct timeval tv = {5, 0};
     redisContext *c = redisConnectWithTimeout("127.0.0.1", port, tv);
     redisReply *reply = NULL;
-    va_list ap;
     if (c && !c->err) {
+        va_list ap;
         redisSetTimeout(c, tv);
         va_start(ap, fmt);
         reply = redisvCommand(c, fmt, ap);
@@ -94,24 +94,48 @@ int test_cluster_wait_ok(test_cluster *c, int ms)
     return wait_until(cluster_ready, c, ms);
 }
 
+/* redis-cli --cluster create over the six nodes, a replica per master. */
+static int create_cluster(test_cluster *c)
+{
+    char addrs[TEST_CLUSTER_NODES][32];
+    const char *argv[TEST_CLUSTER_NODES + 8];
+    int n = 0, status = -1;
+    pid_t pid;
+    argv[n++] = "redis-cli";
+    argv[n++] = "--cluster";
+    argv[n++] = "create";
+    for (int i = 0; i < TEST_CLUSTER_NODES; i++) {
+        snprintf(addrs[i], sizeof(addrs[i]), "127.0.0.1:%d", c->nodes[i].port);
+        argv[n++] = addrs[i];
+    }
+    argv[n++] = "--cluster-replicas";
+    argv[n++] = "1";
+    argv[n++] = "--cluster-yes";
+    argv[n] = NULL;
+    pid = fork();
+    if (pid == 0) {
+        int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+        dup2(devnull, STDOUT_FILENO);
+        dup2(devnull, STDERR_FILENO);
+        execvp("redis-cli", (char *const *)argv);
+        _exit(127);
+    }
+    if (pid < 0 || waitpid(pid, &status, 0) != pid)
+        return -1;
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
 int test_cluster_start(test_cluster *c)
 {
     static const char *const extra[] = {"--cluster-enabled", "yes", "--cluster-config-file",
                                         "nodes.conf", "--cluster-node-timeout", "3000",
                                         "--repl-diskless-sync-delay", "0", NULL};
-    char cmd[512];
-    size_t used;
     memset(c, 0, sizeof(*c));
-    used = (size_t)snprintf(cmd, sizeof(cmd), "redis-cli --cluster create");
-    for (int i = 0; i < TEST_CLUSTER_NODES; i++) {
+    for (int i = 0; i < TEST_CLUSTER_NODES; i++)
         if (test_redis_start(&c->nodes[i], extra) < 0)
             return -1;
-        used += (size_t)snprintf(cmd + used, sizeof(cmd) - used, " 127.0.0.1:%d",
-                                 c->nodes[i].port);
-    }
-    snprintf(cmd + used, sizeof(cmd) - used, " --cluster-replicas 1 --cluster-yes >/dev/null 2>&1");
-    if (system(cmd) != 0 || test_cluster_wait_ok(c, READY_WAIT_MS) < 0) {
-        fprintf(stderr, "cannot make a cluster: %s\n", cmd);
+    if (create_cluster(c) < 0 || test_cluster_wait_ok(c, READY_WAIT_MS) < 0) {
+        fprintf(stderr, "cannot make a cluster of the nodes on ports %d...\n", c->nodes[0].port);
         return -1;
     }
     return 0;
@@ -261,7 +285,7 @@ int test_sentinels_primary_port(test_sentinels *s)
         redisReply *r = test_command(s->sentinels[i].port, "SENTINEL GET-MASTER-ADDR-BY-NAME %s",
                                      s->name);
         int port = r && r->type == REDIS_REPLY_ARRAY && r->elements == 2
-                       ? atoi(r->element[1]->str) : -1;
+                       ? (int)strtol(r->element[1]->str, NULL, 10) : -1;
         freeReplyObject(r);
         if (port > 0)
             return port;
