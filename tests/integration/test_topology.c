@@ -168,19 +168,24 @@ static long long subscribers(int port, const char *kind, const char *channel)
     return n;
 }
 
-/* Moves the keys of `name`'s slot from master `from` to master `to`, and
- * leaves the slot MIGRATING/IMPORTING: the source answers ASK for it. */
-static void migrate_keys(const char *name, int slot, int from, int to)
+/* Moves every key of `slot` (the name's, and the fence keys earlier tests
+ * left there) from master `from` to master `to`, and leaves the slot
+ * MIGRATING/IMPORTING: the source answers ASK for it. */
+static void migrate_keys(int slot, int from, int to)
 {
     int src = cluster.nodes[from].port, dst = cluster.nodes[to].port;
     char src_id[41], dst_id[41];
+    redisReply *keys;
     node_id(src, src_id);
     node_id(dst, dst_id);
     must_succeed(dst, "IMPORTING", test_command(dst, "CLUSTER SETSLOT %d IMPORTING %s", slot, src_id));
     must_succeed(src, "MIGRATING", test_command(src, "CLUSTER SETSLOT %d MIGRATING %s", slot, dst_id));
-    must_succeed(src, "MIGRATE",
-                 test_command(src, "MIGRATE 127.0.0.1 %d %s 0 5000 KEYS %s %s %s", dst, "", name,
-                              aux_key(name, "fence"), aux_key(name, "owner")));
+    keys = test_command(src, "CLUSTER GETKEYSINSLOT %d 100", slot);
+    assert_non_null(keys);
+    for (size_t i = 0; i < keys->elements; i++)
+        must_succeed(src, "MIGRATE",
+                     test_command(src, "MIGRATE 127.0.0.1 %d %s 0 5000", dst, keys->element[i]->str));
+    freeReplyObject(keys);
 }
 
 /* Ends a migration: every node learns that `to` owns the slot now. */
@@ -242,7 +247,7 @@ static void test_cluster_slot_migration(void **state)
     assert_int_equal(subscribers(cluster.nodes[from].port, "SHARDNUMSUB", channel), 1);
     assert_int_equal(subscribers(cluster.nodes[seed].port, "NUMSUB", channel), 0);
 
-    migrate_keys(name, slot, from, to);
+    migrate_keys(slot, from, to);
     assert_int_equal(keys_in_slot(cluster.nodes[from].port, slot), 0);
     assert_int_equal(dlock_lock_extend(lock, 30000), 0); /* ASK */
     assert_int_equal(dlock_status_query(&st, holder, name), 0);
@@ -331,6 +336,37 @@ static void test_redlock_of_three_topologies(void **state)
     dlock_lock_free(lock);
     dlock_client_close(c);
     assert_int_equal(test_redis_restart(&standalone), 0);
+}
+
+/* The user and password of a sentinel URL go to the primary, not to the
+ * sentinels (which have none); a user without ROLE still gets the lock
+ * (READONLY would tell it a replica); a wrong password is an
+ * authentication failure. */
+static void test_sentinel_credentials_reach_the_primary(void **state)
+{
+    char url[300], name[48];
+    const char *rest = sentinels.url + strlen("redis-sentinel://");
+    test_redis *servers[] = {&sentinels.primary, &sentinels.replica};
+    dlock_client *c;
+    dlock_lock *lock = NULL;
+    (void)state;
+    for (size_t i = 0; i < 2; i++) /* ACL users are not replicated */
+        must_succeed(servers[i]->port, "ACL SETUSER",
+                     test_command(servers[i]->port,
+                                  "ACL SETUSER noroler on >s3cret +@all -role ~* &*"));
+    fresh_name(name, sizeof(name), "auth", 0);
+    snprintf(url, sizeof(url), "redis-sentinel://noroler:s3cret@%s", rest);
+    c = open_client(url, 0, 0);
+    lock = must_acquire(c, name, 10000, NULL);
+    assert_int_equal(dlock_lock_release(lock), 0);
+    dlock_lock_free(lock);
+    dlock_client_close(c);
+
+    snprintf(url, sizeof(url), "redis-sentinel://noroler:wrong@%s", rest);
+    c = open_client(url, 0, 0);
+    assert_int_equal(dlock_lock_acquire(&lock, c, name, 10000, NULL), DLOCK_EAUTH);
+    assert_null(strstr(dlock_client_errmsg(c), "wrong"));
+    dlock_client_close(c);
 }
 
 /* Takes `name` for 60 s through `url` with `dlock acquire` (no renewal);
@@ -449,6 +485,7 @@ int main(void)
         cmocka_unit_test(test_cluster_slot_migration),
         cmocka_unit_test(test_cluster_counted_twice_refused),
         cmocka_unit_test(test_redlock_of_three_topologies),
+        cmocka_unit_test(test_sentinel_credentials_reach_the_primary),
         cmocka_unit_test(test_cluster_failover_while_run_waits),
         cmocka_unit_test(test_sentinel_failover_while_run_waits),
     };
