@@ -277,6 +277,35 @@ static void test_cluster_slot_migration(void **state)
     dlock_client_close(holder);
 }
 
+/* The renewal thread extends its locks in one batch: on a cluster, names on
+ * different masters split it by master. All stay held across several
+ * renewals, on the master of each name's slot. */
+static void test_cluster_renews_names_on_every_master(void **state)
+{
+    enum { LOCKS = 12 };
+    char names[LOCKS][48];
+    int seed = test_cluster_node_with_role(&cluster, "slave", 0);
+    dlock_client *c = open_client(cluster.nodes[seed].url, 0, 0);
+    dlock_acquire_options opts = DLOCK_ACQUIRE_OPTIONS_INIT;
+    dlock_lock *locks[LOCKS];
+    int ttl = 300 * test_slowdown();
+    (void)state;
+    opts.auto_renew = 1;
+    for (int i = 0; i < LOCKS; i++)
+        locks[i] = must_acquire(c, fresh_name(names[i], sizeof(names[i]), "renew", i % 2), ttl,
+                                &opts);
+    usleep((useconds_t)ttl * 4 * 1000);
+    for (int i = 0; i < LOCKS; i++) {
+        int owner = test_cluster_owner(&cluster, names[i]);
+        assert_true(dlock_lock_held(locks[i]));
+        assert_true(exists_on(cluster.nodes[owner].port, names[i]));
+        assert_int_equal(dlock_lock_release(locks[i]), 0);
+        assert_false(exists_on(cluster.nodes[owner].port, names[i]));
+        dlock_lock_free(locks[i]);
+    }
+    dlock_client_close(c);
+}
+
 /* Two -r URLs naming nodes of one cluster would count the slot's master
  * twice: refused, and nothing is left behind. */
 static void test_cluster_counted_twice_refused(void **state)
@@ -483,6 +512,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cluster_run_names_through_a_replica),
         cmocka_unit_test(test_cluster_slot_migration),
+        cmocka_unit_test(test_cluster_renews_names_on_every_master),
         cmocka_unit_test(test_cluster_counted_twice_refused),
         cmocka_unit_test(test_redlock_of_three_topologies),
         cmocka_unit_test(test_sentinel_credentials_reach_the_primary),
