@@ -114,11 +114,12 @@ static void test_cluster_run_names_through_a_replica(void **state)
     (void)state;
     assert_true(seed >= 0);
     for (int i = 0; i < NAMES; i++) {
-        const char *args[] = {"-r", cluster.nodes[seed].url, "run", "-t", "5s",
+        /* -w: a busy machine's timeout is tried again, as a user would. */
+        const char *args[] = {"-r", cluster.nodes[seed].url, "run", "-t", "5s", "-w", "10s",
                               fresh_name(names[i], sizeof(names[i]), "many", i % 2), "--",
                               "true", NULL};
         cli_proc p;
-        int rc = cli_run(&p, NULL, args, 10000 * test_slowdown());
+        int rc = cli_run(&p, NULL, args, 20000 * test_slowdown());
         if (rc != 0)
             fail_msg("%s: exit %d: %s", names[i], rc, p.err);
     }
