@@ -391,7 +391,11 @@ static int ask_sentinels(dlock__conn *conn, struct dlock__router *r, int64_t dea
         struct sentinel *s = &r->sentinels[i];
         dlock__conn *sc = sentinel_conn(r, s);
         dlock__reply *a = NULL;
-        int rc = sc ? roundtrip(sc, 3, argv, deadline_ns, &a) : DLOCK_ECONN;
+        /* A quarter of the time left each: a silent sentinel must leave
+         * the others, and the call, time of their own. */
+        int64_t now = dlock__now_ns();
+        int64_t until = deadline_ns > now ? now + (deadline_ns - now) / 4 : now;
+        int rc = sc ? roundtrip(sc, 3, argv, until, &a) : DLOCK_ECONN;
         bool named = a && a->type == DLOCK__REPLY_ARRAY && a->elements == 2 &&
                      a->element[0]->type == DLOCK__REPLY_STRING && a->element[0]->len < HOST_MAX &&
                      a->element[1]->type == DLOCK__REPLY_STRING && a->element[1]->len <= 5;
@@ -456,7 +460,9 @@ static int check_role(dlock__conn *conn, struct dlock__router *r, int64_t deadli
 }
 
 /* A new connection asks the sentinels first, one that is up at most every
- * SENTINEL_RECHECK_NS; a primary that ROLE shows is not one is left. */
+ * SENTINEL_RECHECK_NS; a primary that ROLE shows is not one is left. When
+ * no sentinel answers, the primary they named last stays the one: their
+ * outage does not move it. */
 static int sentinel_prepare(dlock__conn *conn, struct dlock__router *r, int64_t deadline_ns)
 {
     char host[HOST_MAX], port[8];
@@ -465,10 +471,11 @@ static int sentinel_prepare(dlock__conn *conn, struct dlock__router *r, int64_t 
     if (conn->state != DLOCK__CONN_CLOSED && now - r->asked_ns < SENTINEL_RECHECK_NS)
         return 0;
     rc = ask_sentinels(conn, r, deadline_ns, host, port);
-    if (rc == 0) {
-        r->asked_ns = now;
+    r->asked_ns = now;
+    if (rc == 0)
         rc = set_primary(conn, r, host, port);
-    }
+    else if (r->primary.host)
+        rc = 0;
     if (rc == 0 && conn->state == DLOCK__CONN_CLOSED && !conn->push_mode)
         rc = check_role(conn, r, deadline_ns);
     return rc;

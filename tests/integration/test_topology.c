@@ -399,6 +399,33 @@ static void test_sentinel_credentials_reach_the_primary(void **state)
     dlock_client_close(c);
 }
 
+/* With every sentinel silent (paused), a client that knows the primary
+ * keeps using it: their outage does not move the primary. */
+static void test_sentinels_silent_primary_stays(void **state)
+{
+    char name[48];
+    int primary = test_sentinels_primary_port(&sentinels);
+    dlock_client *c = open_client(sentinels.url, 0, 0);
+    dlock_acquire_options opts = DLOCK_ACQUIRE_OPTIONS_INIT;
+    dlock_lock *lock;
+    (void)state;
+    fresh_name(name, sizeof(name), "silent", 0);
+    lock = must_acquire(c, name, 30000, NULL);
+    assert_int_equal(dlock_lock_release(lock), 0);
+    dlock_lock_free(lock);
+    for (int i = 0; i < TEST_SENTINELS; i++)
+        test_redis_pause(&sentinels.sentinels[i]);
+    usleep(1200 * 1000); /* past the once-a-second question to the sentinels */
+    opts.wait_ms = 5000LL * test_slowdown(); /* the call that asks them may run out of time */
+    lock = must_acquire(c, name, 30000, &opts);
+    assert_true(exists_on(primary, name));
+    assert_int_equal(dlock_lock_release(lock), 0);
+    for (int i = 0; i < TEST_SENTINELS; i++)
+        test_redis_resume(&sentinels.sentinels[i]);
+    dlock_lock_free(lock);
+    dlock_client_close(c);
+}
+
 /* Takes `name` for 60 s through `url` with `dlock acquire` (no renewal);
  * its token into token[33]. */
 static void hold(const char *url, const char *name, char *token)
@@ -517,6 +544,7 @@ int main(void)
         cmocka_unit_test(test_cluster_counted_twice_refused),
         cmocka_unit_test(test_redlock_of_three_topologies),
         cmocka_unit_test(test_sentinel_credentials_reach_the_primary),
+        cmocka_unit_test(test_sentinels_silent_primary_stays),
         cmocka_unit_test(test_cluster_failover_while_run_waits),
         cmocka_unit_test(test_sentinel_failover_while_run_waits),
     };
