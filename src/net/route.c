@@ -47,6 +47,7 @@ struct dlock__router {
     struct node nodes[DLOCK__ROUTE_NODES_MAX]; /* [0]: the seed */
     size_t active, evict_next;
     int64_t refreshed_ns;
+    bool refresh_due; /* a MOVED came: load the whole map before the next call */
     uint8_t owner[DLOCK__SLOTS]; /* node index + 1; 0: unknown, ask the active node */
     /* Sentinel. */
     dlock__endpoint primary; /* host NULL until the sentinels named one */
@@ -296,17 +297,18 @@ static struct dlock__router *cluster_router(dlock__conn *conn)
     return router_new(conn, true);
 }
 
-static enum dlock__reroute follow_moved(dlock__conn *conn, const char *text, int64_t deadline_ns)
+/* The call goes again at once, to the node MOVED named; the whole map is
+ * loaded before the next call (the connection is up by then): a first
+ * redirect costs the call one round trip more, not two. */
+static enum dlock__reroute follow_moved(dlock__conn *conn, const char *text)
 {
     struct dlock__router *r = cluster_router(conn);
     int slot, node = r ? redirect_target(conn, r, text, &slot) : -1;
     if (node < 0)
         return DLOCK__ROUTE_DONE;
+    r->owner[slot] = (uint8_t)(node + 1);
+    r->refresh_due = true;
     switch_to(conn, r, (size_t)node);
-    refresh(conn, r, deadline_ns);
-    if (!r->owner[slot])
-        r->owner[slot] = (uint8_t)(node + 1);
-    switch_to(conn, r, r->owner[slot] - 1u);
     return DLOCK__ROUTE_AGAIN;
 }
 
@@ -508,6 +510,10 @@ int dlock__route_prepare(dlock__conn *conn, int slot, int64_t deadline_ns)
         return 0;
     if (!r->cluster)
         return sentinel_prepare(conn, r, deadline_ns);
+    if (r->refresh_due) {
+        r->refresh_due = false;
+        refresh(conn, r, deadline_ns);
+    }
     if (slot >= 0 && r->owner[slot])
         switch_to(conn, r, r->owner[slot] - 1u);
     return 0;
@@ -559,7 +565,7 @@ static enum dlock__reroute after_error_reply(dlock__conn *conn, const char *text
 {
     struct dlock__router *r = conn->router;
     if (starts_with(text, "MOVED "))
-        return follow_moved(conn, text + 6, deadline_ns);
+        return follow_moved(conn, text + 6);
     if (starts_with(text, "ASK "))
         return follow_ask(conn, text + 4);
     if (starts_with(text, "TRYAGAIN") || starts_with(text, "CLUSTERDOWN")) {
