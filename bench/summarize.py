@@ -19,6 +19,7 @@ FIGURES = [
     "requests_per_grant", "commands_per_grant", "client_commands_per_grant",
     "min_grants_per_proc", "max_grants_per_proc", "renewals_per_s", "cpu_s",
     "rss_bytes_per_lock", "lost", "client_commands_per_cycle", "server_us_per_cycle", "failures",
+    "redirects",
 ]
 
 # Targets the project states for some ratios (the ratio must reach it).
@@ -163,6 +164,13 @@ def markdown(by, ratios, m):
     lines += ["", "| many clients, distinct names | cycles/s |", "|---|---|"]
     for label in sorted((l for l in by if l.startswith("many-")), key=lambda l: int(l.split("-")[1])):
         lines.append(f"| {label.split('-')[1]} clients | {fmt(by[label].get('cycles_per_s'))} |")
+    cluster = sorted((l for l in by if l.startswith("cluster-many-")), key=lambda l: int(l.split("-")[2]))
+    if cluster:
+        lines += ["", "| many on a 3-master cluster (one CPU budget) | cycles/s | MOVED replies |",
+                  "|---|---|---|"]
+        for label in cluster:
+            lines.append(f"| {label.split('-')[2]} clients | {fmt(by[label].get('cycles_per_s'))} "
+                         f"| {fmt(by[label].get('redirects'))} |")
     lines += ["", "| ratio (same run) | value | target |", "|---|---|---|"]
     for k, v in ratios.items():
         lines.append(f"| {k} | {fmt_ratio(v)} | {fmt_ratio(TARGETS.get(k))} |")

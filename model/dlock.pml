@@ -8,7 +8,7 @@
  * scripts/model compares these pins with the sha1sum of each file; a
  * change to either file fails it until this model was reviewed against the
  * change and its pin updated:
- * pin src/engine/scripts.c 8270f86fda8ad32c09c57284b92a3bc973091355
+ * pin src/engine/scripts.c 0e17ab878d4cdd493596bf9bb2275facd9eee15c
  * pin src/engine/attempt.c c49f06408a323a43012b58543cbc926f6fccca09
  *
  * Time. There is no absolute clock: every time in the model is kept

@@ -3,6 +3,7 @@
 
 #include "clock.h"
 #include "renew.h"
+#include "route.h"
 #include "tls.h"
 #include "token.h"
 #include "wipe.h"
@@ -110,8 +111,9 @@ static int refuse_same_server(dlock_client *c, size_t k, bool inspect, char *why
     const dlock__endpoint *ep = &c->endpoints[k];
     for (size_t i = 0; i < k && !c->refusal[0]; i++) {
         const dlock__endpoint *other = &c->endpoints[i];
+        /* Sentinels may watch several primaries: their address says nothing. */
         bool same = strcmp(other->label, ep->label) == 0 ||
-                    same_address(c->addrs[i], c->addrs[k]);
+                    (!ep->service && !other->service && same_address(c->addrs[i], c->addrs[k]));
         if (!same)
             continue;
         snprintf(c->refusal, sizeof(c->refusal), "servers %s and %s are one server: each "
@@ -238,6 +240,7 @@ void dlock_client_close(dlock_client *c)
     dlock__renew_stop(c);
     dlock__lane_destroy(c, &c->main);
     for (size_t i = 0; i < c->n; i++) {
+        dlock__route_free(&c->subs[i]);
         dlock__conn_destroy(&c->subs[i]);
         if (c->addrs[i])
             freeaddrinfo(c->addrs[i]);

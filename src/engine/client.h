@@ -39,6 +39,7 @@ struct dlock_client {
 
     dlock__lane main;                     /* the caller's thread */
     dlock__conn subs[DLOCK__NODES_MAX];   /* subscribers, for waiting */
+    bool subs_probed[DLOCK__NODES_MAX];   /* subs[i] asked whether it is a cluster */
     struct dlock__renewer *renewer;       /* started with the first auto-renewed lock */
     int cancel_fd;                        /* eventfd that dlock_client_cancel() writes */
     atomic_bool cancel_requested;
@@ -83,7 +84,8 @@ void dlock__append_node_errors(dlock__lane *lane, const dlock__conn *conns,
                                const dlock__node_result *results, size_t n);
 
 /* DLOCK_EINVAL (with the message set) if two of the lane's connections
- * reached one server (the same run_id), else 0. Connections whose run_id
+ * reached one server (the same address after routing, or the same run_id),
+ * else 0. Connections whose run_id
  * is still to come are given `grace_ns` for it: a server that answers at
  * all answers that soon. Servers that do not allow INFO are not compared:
  * the check at open, by address, is all there is. */

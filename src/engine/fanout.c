@@ -3,6 +3,7 @@
 
 #include "clock.h"
 #include "dlock.h"
+#include "route.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -150,12 +151,17 @@ static void give_up_on_late_nodes(struct batch *b, bool timed_out, int64_t waite
     }
 }
 
-/* Sends every call to node `i`, back to back. */
-static void send_batch(struct batch *b, size_t i, int64_t now)
+/* Sends every call to node `i`, back to back; `rc` < 0: none, the node
+ * cannot be reached (its router says why). */
+static void send_batch(struct batch *b, size_t i, int64_t now, int rc)
 {
     struct owed *o = &b->owed[i];
-    int rc = 0;
     o->head = o->tail = 0;
+    if (rc < 0) {
+        for (size_t j = 0; j < b->k; j++)
+            b->results[j * b->n + i] = (dlock__node_result){NULL, rc, false};
+        return;
+    }
     for (size_t j = 0; j < b->k && rc == 0; j++) {
         dlock__call *call = b->calls[j];
         dlock__node_result *res = &b->results[j * b->n + i];
@@ -175,9 +181,11 @@ static void send_batch(struct batch *b, size_t i, int64_t now)
     }
 }
 
-void dlock__fanout_batch(dlock__conn *conns, size_t n, dlock__call *const *calls, size_t k,
-                         int64_t deadline_ns, dlock__node_result *results,
-                         dlock__enough_fn enough, void *ctx)
+/* The batch as it is, to the servers the connections lead to now;
+ * routed[i] < 0: node i is not sent to. */
+static void fanout_direct(dlock__conn *conns, size_t n, dlock__call *const *calls, size_t k,
+                          int64_t deadline_ns, dlock__node_result *results, const int *routed,
+                          dlock__enough_fn enough, void *ctx)
 {
     struct pollfd fds[DLOCK__NODES_MAX];
     size_t index[DLOCK__NODES_MAX];
@@ -192,7 +200,7 @@ void dlock__fanout_batch(dlock__conn *conns, size_t n, dlock__call *const *calls
     b.calls = calls;
     b.results = results;
     for (size_t i = 0; i < n; i++)
-        send_batch(&b, i, now);
+        send_batch(&b, i, now, routed[i]);
     while ((pending = poll_pending(&b, fds, index)) > 0) {
         int timeout, ready;
         decided = enough && enough(results, n, k, &deadline_ns, ctx);
@@ -213,6 +221,72 @@ void dlock__fanout_batch(dlock__conn *conns, size_t n, dlock__call *const *calls
         dlock__stats_node(conns[r % n].counters, results[r].status,
                           results[r].status == DLOCK__REPLIED &&
                               results[r].reply->type == DLOCK__REPLY_ERROR);
+}
+
+#define HOPS_MAX 5 /* redirects of one call: a slot that moves twice is rare */
+
+/* Sends `call` again to the one connection the router pointed at, behind
+ * ASKING if so told; its answer replaces *res. */
+static void resend(dlock__conn *conn, dlock__call *call, bool asking, int64_t deadline_ns,
+                   dlock__node_result *res)
+{
+    static char asking_cmd[] = "*1\r\n$6\r\nASKING\r\n";
+    dlock__call ask = {.cmd = asking_cmd, .len = sizeof(asking_cmd) - 1, .slot = -1};
+    dlock__call *calls[] = {&ask, call};
+    dlock__node_result again[2];
+    const int routed = 0;
+    dlock__results_clear(res, 1);
+    fanout_direct(conn, 1, calls + !asking, 1 + asking, deadline_ns, again, &routed, NULL, NULL);
+    if (asking)
+        dlock__results_clear(again, 1);
+    *res = again[asking];
+}
+
+/* Follows the redirects of each node's replies, a few hops at most. */
+static void follow_redirects(dlock__conn *conns, size_t n, dlock__call *const *calls, size_t k,
+                             int64_t deadline_ns, dlock__node_result *results)
+{
+    for (size_t j = 0; j < k; j++) {
+        for (size_t i = 0; i < n; i++) {
+            dlock__node_result *res = &results[j * n + i];
+            for (int hop = 0; hop < HOPS_MAX; hop++) {
+                const dlock__reply *reply = res->status == DLOCK__REPLIED ? res->reply : NULL;
+                enum dlock__reroute how = dlock__route_after(
+                    &conns[i], reply, res->status < 0 ? res->status : 0, res->sent,
+                    calls[j]->slot, deadline_ns);
+                if (how == DLOCK__ROUTE_DONE)
+                    break;
+                resend(&conns[i], calls[j], how == DLOCK__ROUTE_ASKING, deadline_ns, res);
+            }
+        }
+    }
+}
+
+/* Do calls a and b go to the same server on every node? */
+static bool same_route(const dlock__conn *conns, size_t n, const dlock__call *a,
+                       const dlock__call *b)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!dlock__route_same(&conns[i], a->slot, b->slot))
+            return false;
+    return true;
+}
+
+void dlock__fanout_batch(dlock__conn *conns, size_t n, dlock__call *const *calls, size_t k,
+                         int64_t deadline_ns, dlock__node_result *results,
+                         dlock__enough_fn enough, void *ctx)
+{
+    size_t next;
+    for (size_t first = 0; first < k; first = next) {
+        int routed[DLOCK__NODES_MAX];
+        for (size_t i = 0; i < n; i++)
+            routed[i] = dlock__route_prepare(&conns[i], calls[first]->slot, deadline_ns);
+        for (next = first + 1; next < k && same_route(conns, n, calls[first], calls[next]); next++)
+            ;
+        fanout_direct(conns, n, calls + first, next - first, deadline_ns, results + first * n,
+                      routed, enough, ctx);
+        follow_redirects(conns, n, calls + first, next - first, deadline_ns, results + first * n);
+    }
 }
 
 void dlock__fanout(dlock__conn *conns, size_t n, dlock__call *call, int64_t deadline_ns,

@@ -25,6 +25,7 @@ typedef struct dlock__call {
     char *fallback;
     size_t fallback_len;
     int (*encode_fallback)(struct dlock__call *call);
+    int slot; /* the cluster hash slot of the call's keys; -1: it has none */
 } dlock__call;
 
 enum { DLOCK__PENDING = 0, DLOCK__REPLIED = 1 };
@@ -42,7 +43,10 @@ typedef struct dlock__node_result {
 typedef bool (*dlock__enough_fn)(const dlock__node_result *results, size_t n, size_t k,
                                  int64_t *deadline_ns, void *ctx);
 
-/* Sends `call` to every connection and fills results[0..n). Nodes that did
+/* Sends `call` to every connection and fills results[0..n). A connection
+ * with a router (route.h) is pointed at the server for the call's slot
+ * first, and a call that was redirected (MOVED, ASK, ...) goes again, within
+ * the deadline. Nodes that did
  * not answer by `deadline_ns` get DLOCK_ETIMEDOUT (their late replies will
  * be discarded). `enough` may be NULL: then every node is waited for.
  * Free the replies with dlock__results_clear(). */
@@ -51,7 +55,9 @@ void dlock__fanout(dlock__conn *conns, size_t n, dlock__call *call, int64_t dead
 
 /* The same for `k` calls (1..DLOCK__BATCH_MAX), written to each connection
  * back to back, each node's replies read as they come: one round trip for
- * all. results[j * n + i] is call j's answer from node i. */
+ * all. results[j * n + i] is call j's answer from node i. On a cluster,
+ * consecutive calls whose slots live on one master share a round trip:
+ * calls for another master start another. */
 void dlock__fanout_batch(dlock__conn *conns, size_t n, dlock__call *const *calls, size_t k,
                          int64_t deadline_ns, dlock__node_result *results,
                          dlock__enough_fn enough, void *ctx);

@@ -3,6 +3,7 @@
 #include "client.h"
 
 #include "clock.h"
+#include "route.h"
 #include "scripts.h"
 
 #include <errno.h>
@@ -33,14 +34,18 @@ int dlock__lane_init(dlock_client *c, dlock__lane *lane)
         lane->conns[i].back_off_reconnects = c->n > 1;
         lane->conns[i].counters = &c->node_counters[i];
         use_tls(c, &lane->conns[i]);
+        if (c->endpoints[i].service && dlock__route_attach_sentinel(&lane->conns[i]) < 0)
+            return DLOCK_ENOMEM;
     }
     return 0;
 }
 
 void dlock__lane_destroy(dlock_client *c, dlock__lane *lane)
 {
-    for (size_t i = 0; i < c->n; i++)
+    for (size_t i = 0; i < c->n; i++) {
+        dlock__route_free(&lane->conns[i]);
         dlock__conn_destroy(&lane->conns[i]);
+    }
 }
 
 int dlock__subscribers_init(dlock_client *c)
@@ -51,6 +56,8 @@ int dlock__subscribers_init(dlock_client *c)
             return DLOCK_ENOMEM;
         c->subs[i].push_mode = true;
         use_tls(c, &c->subs[i]);
+        if (c->endpoints[i].service && dlock__route_attach_sentinel(&c->subs[i]) < 0)
+            return DLOCK_ENOMEM;
     }
     return 0;
 }
@@ -125,8 +132,29 @@ static void await_identities(const dlock_client *c, dlock__lane *lane, int64_t u
     }
 }
 
+/* Two endpoints whose calls went to one address: two nodes of one cluster
+ * routed to the slot's master, or two sentinel URLs naming one primary.
+ * Caught without INFO. */
+static int check_routed_apart(const dlock_client *c, dlock__lane *lane)
+{
+    for (size_t i = 0; i < c->n; i++) {
+        for (size_t j = i + 1; j < c->n; j++) {
+            const char *label = lane->conns[i].ep->label;
+            if (strcmp(label, lane->conns[j].ep->label) != 0)
+                continue;
+            dlock__set_error(lane, "servers %s and %s both reached %s: each Redlock vote must be "
+                             "an independent server", c->endpoints[i].label,
+                             c->endpoints[j].label, label);
+            return DLOCK_EINVAL;
+        }
+    }
+    return 0;
+}
+
 int dlock__lane_check_distinct(const dlock_client *c, dlock__lane *lane, int64_t grace_ns)
 {
+    if (check_routed_apart(c, lane) < 0)
+        return DLOCK_EINVAL;
     if (c->n > 1)
         await_identities(c, lane, dlock__now_ns() + grace_ns);
     for (size_t i = 0; i < c->n; i++) {

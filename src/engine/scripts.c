@@ -1,10 +1,12 @@
 /* The Lua scripts. Redis does not roll back a script's earlier writes when a
  * later command fails, so each script does every read and check (types,
- * TIME) before its first write, and PUBLISH goes through redis.pcall. */
+ * TIME) before its first write, and a release message goes through
+ * redis.pcall. */
 #include "scripts.h"
 
 #include "dlock.h"
 #include "resp.h"
+#include "slot.h"
 
 #include <openssl/evp.h>
 #include <pthread.h>
@@ -61,13 +63,25 @@ static const char acquire_lua[] = FENCE_OF_LUA
     "redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[2])\n"
     "return {1, f}\n";
 
-static const char release_lua[] =
+/* The release message, for waiters: sharded (SPUBLISH, heard on the
+ * channel's slot only) on a cluster, PUBLISH elsewhere. A waiter tells the
+ * two apart as this does, with CLUSTER KEYSLOT: a server without cluster
+ * support, or a user not allowed to ask, answers an error, and both sides
+ * fall back to PUBLISH. Through pcall: a message is not worth failing a
+ * release for. */
+#define PUBLISH_LUA                                                                                \
+    "local function publish(channel, message)\n"                                                  \
+    "  local cluster = type(redis.pcall('CLUSTER', 'KEYSLOT', channel)) == 'number'\n"            \
+    "  redis.pcall(cluster and 'SPUBLISH' or 'PUBLISH', channel, message)\n"                      \
+    "end\n"
+
+static const char release_lua[] = PUBLISH_LUA
     "if redis.call('GET', KEYS[1]) ~= ARGV[1] then\n"
     "  return 0\n"
     "end\n"
     "redis.call('DEL', KEYS[1], KEYS[2])\n"
     "if ARGV[3] == '1' then\n"
-    "  redis.pcall('PUBLISH', ARGV[2], ARGV[1])\n"
+    "  publish(ARGV[2], ARGV[1])\n"
     "end\n"
     "return 1\n";
 
@@ -365,6 +379,8 @@ int dlock__script_encode(dlock__script_call *sc, enum dlock__script_id id, int n
     if (len < 0)
         return (int)len;
     sc->call.len = (size_t)len;
+    /* All keys of a name share its slot: the first one tells. */
+    sc->call.slot = nkeys > 0 ? (int)dlock__key_slot(keys[0], strlen(keys[0])) : -1;
     /* The EVAL form, script text and all, is only encoded after a NOSCRIPT. */
     sc->call.encode_fallback = encode_eval;
     sc->id = id;

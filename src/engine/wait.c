@@ -3,10 +3,19 @@
  * channel (a majority's confirmation is enough), and then it tries once
  * more before it sleeps, so a release between the first try and the
  * subscription is not missed. Between attempts it sleeps until a release
- * message, the holder's PTTL, a jittered backoff or its deadline. */
+ * message, the holder's PTTL, a jittered backoff or its deadline.
+ *
+ * On a cluster the channel is sharded (SSUBSCRIBE, on the master of the
+ * channel's slot, which the release script SPUBLISHes to); elsewhere it is
+ * plain SUBSCRIBE. A subscriber asks once which it is, as the script does
+ * (route.h). A slot that moves ends a sharded subscription (the server
+ * sends sunsubscribe, or MOVED): the waiter subscribes again where the
+ * slot went. */
 #include "wait.h"
 
 #include "clock.h"
+#include "route.h"
+#include "slot.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -22,6 +31,7 @@
 struct waiter {
     dlock_client *c;
     const char *channel;
+    int slot; /* the channel's hash slot */
     bool subscribed[DLOCK__NODES_MAX];
     bool pending[DLOCK__NODES_MAX]; /* SUBSCRIBE sent, not yet confirmed */
     bool woken;
@@ -48,21 +58,34 @@ static bool is_string(const dlock__reply *r, const char *s)
     return r->type == DLOCK__REPLY_STRING && r->len == strlen(s) && memcmp(r->str, s, r->len) == 0;
 }
 
+static void subscribe_node(struct waiter *w, size_t i, int64_t now);
+
 static void on_push(struct waiter *w, size_t i, const dlock__reply *r)
 {
+    dlock__conn *sub = &w->c->subs[i];
     if (r->type == DLOCK__REPLY_ERROR) {
         /* SUBSCRIBE refused (an ACL user without the channel): this node
-         * will not tell us of releases. */
+         * will not tell us of releases. MOVED: the slot's master is
+         * elsewhere now, subscribe there. */
+        int64_t now = dlock__now_ns();
+        int64_t until = now + w->c->command_timeout_ms * DLOCK__NS_PER_MS;
         w->pending[i] = w->subscribed[i] = false;
+        if (dlock__route_after(sub, r, 0, true, w->slot, until) == DLOCK__ROUTE_AGAIN)
+            subscribe_node(w, i, now);
         return;
     }
     if (r->type != DLOCK__REPLY_ARRAY || r->elements != 3 || !is_string(r->element[1], w->channel))
         return; /* another channel's: a leftover of an earlier wait */
-    if (is_string(r->element[0], "subscribe")) {
+    if (is_string(r->element[0], "subscribe") || is_string(r->element[0], "ssubscribe")) {
         w->pending[i] = false;
         w->subscribed[i] = true;
-    } else if (is_string(r->element[0], "message")) {
+    } else if (is_string(r->element[0], "message") || is_string(r->element[0], "smessage")) {
         w->woken = true;
+    } else if (is_string(r->element[0], "sunsubscribe")) {
+        /* The slot moved away: subscribe where it went (the old master
+         * answers MOVED). */
+        w->subscribed[i] = false;
+        subscribe_node(w, i, dlock__now_ns());
     }
 }
 
@@ -133,31 +156,50 @@ static bool woken(const struct waiter *w)
     return w->woken;
 }
 
-static void send_to_subscribers(struct waiter *w, const char *verb, bool only_idle)
+static int send_command(dlock__conn *conn, const char *verb, const char *channel, int64_t now)
 {
-    const char *argv[] = {verb, w->channel};
-    size_t lens[] = {strlen(verb), strlen(w->channel)};
-    int64_t now = dlock__now_ns();
+    const char *argv[] = {verb, channel};
+    size_t lens[] = {strlen(verb), strlen(channel)};
     char *cmd;
     long long len = dlock__command_format(&cmd, 2, argv, lens);
-    if (len < 0)
+    int rc = len < 0 ? (int)len : dlock__conn_begin(conn, cmd, (size_t)len, now);
+    if (rc == 0)
+        rc = dlock__conn_send(conn);
+    if (len >= 0)
+        dlock__command_free(cmd);
+    return rc;
+}
+
+/* Sends node i's SUBSCRIBE or SSUBSCRIBE: first asks, once, whether it is
+ * a cluster, and where a sentinel-named primary or the slot's master is. */
+static void subscribe_node(struct waiter *w, size_t i, int64_t now)
+{
+    dlock__conn *sub = &w->c->subs[i];
+    int64_t until = now + w->c->command_timeout_ms * DLOCK__NS_PER_MS;
+    if (!w->c->subs_probed[i])
+        w->c->subs_probed[i] = dlock__route_probe_cluster(sub, w->channel, until) >= 0;
+    if (!w->c->subs_probed[i] || dlock__route_prepare(sub, w->slot, until) < 0)
         return;
-    for (size_t i = 0; i < w->c->n; i++) {
-        bool active = w->subscribed[i] || w->pending[i];
-        if (only_idle ? active : !active)
-            continue;
-        if (dlock__conn_begin(&w->c->subs[i], cmd, (size_t)len, now) == 0 &&
-            dlock__conn_send(&w->c->subs[i]) == 0)
-            w->pending[i] = only_idle;
-    }
-    dlock__command_free(cmd);
+    if (send_command(sub, dlock__route_is_cluster(sub) ? "SSUBSCRIBE" : "SUBSCRIBE", w->channel,
+                     now) == 0)
+        w->pending[i] = true;
+}
+
+/* SUBSCRIBE where we are not yet (a node whose subscriber connection
+ * broke is asked again). */
+static void subscribe_idle(struct waiter *w)
+{
+    int64_t now = dlock__now_ns();
+    for (size_t i = 0; i < w->c->n; i++)
+        if (!w->subscribed[i] && !w->pending[i])
+            subscribe_node(w, i, now);
 }
 
 /* SUBSCRIBE where we are not yet, and read the confirmations of a
  * majority. */
 static int subscribe(struct waiter *w, int64_t until_ns)
 {
-    send_to_subscribers(w, "SUBSCRIBE", true);
+    subscribe_idle(w);
     return poll_subscribers(w, until_ns, majority_confirmed);
 }
 
@@ -172,11 +214,13 @@ static void unsubscribe(struct waiter *w)
             w->pending[i] = false;
         }
     }
-    send_to_subscribers(w, "UNSUBSCRIBE", false);
     for (size_t i = 0; i < w->c->n; i++) {
+        dlock__conn *sub = &w->c->subs[i];
         dlock__reply *r = NULL;
         if (!w->subscribed[i])
             continue;
+        send_command(sub, dlock__route_is_cluster(sub) ? "SUNSUBSCRIBE" : "UNSUBSCRIBE",
+                     w->channel, dlock__now_ns());
         while (dlock__conn_progress(&w->c->subs[i], POLLOUT, &r) == 1)
             dlock__reply_free(r);
         w->subscribed[i] = false;
@@ -237,7 +281,8 @@ static int listen_after_busy(struct waiter *w, int64_t ttl_ms, int64_t deadline)
 int dlock__wait_acquire(dlock__claim *cl, int64_t ttl_ms, const dlock_acquire_options *opts)
 {
     dlock_client *c = cl->client;
-    struct waiter w = {.c = c, .channel = cl->keys.channel};
+    struct waiter w = {.c = c, .channel = cl->keys.channel,
+                       .slot = (int)dlock__key_slot(cl->keys.channel, strlen(cl->keys.channel))};
     int64_t backoff_max_ms = opts->backoff_max_ms ? opts->backoff_max_ms : DEFAULT_BACKOFF_MAX_MS;
     int64_t deadline = opts->wait_ms == DLOCK_WAIT_FOREVER
                            ? INT64_MAX
@@ -288,7 +333,8 @@ int dlock__wait_acquire(dlock__claim *cl, int64_t ttl_ms, const dlock_acquire_op
 int dlock__listen(dlock_client *c, const char *channel, int64_t period_ms,
                   int (*check)(void *ctx), void *ctx)
 {
-    struct waiter w = {.c = c, .channel = channel};
+    struct waiter w = {.c = c, .channel = channel,
+                       .slot = (int)dlock__key_slot(channel, strlen(channel))};
     int rc = subscribe(&w, dlock__node_deadline(c, 0, dlock__now_ns()));
     while (rc == 0) {
         if (atomic_load(&c->cancel_requested) && take_cancel(c)) {
@@ -298,8 +344,7 @@ int dlock__listen(dlock_client *c, const char *channel, int64_t period_ms,
         w.woken = false;
         if ((rc = check(ctx)) != 0)
             break;
-        /* A server whose subscriber connection broke is asked again. */
-        send_to_subscribers(&w, "SUBSCRIBE", true);
+        subscribe_idle(&w);
         rc = poll_subscribers(&w, dlock__now_ns() + period_ms * DLOCK__NS_PER_MS, woken);
     }
     unsubscribe(&w);

@@ -23,6 +23,7 @@ enum dlock__conn_state {
 
 struct ssl_st;
 struct ssl_ctx_st;
+struct dlock__router;
 
 typedef struct dlock__conn {
     const dlock__endpoint *ep; /* borrowed from the client */
@@ -56,6 +57,7 @@ typedef struct dlock__conn {
     short tls_wants;            /* poll() event the handshake waits for */
     bool answered;              /* a reply arrived since the connection was made */
     struct dlock__node_counters *counters; /* the client's, for its stats; may be NULL */
+    struct dlock__router *router; /* route.h: a cluster's or a sentinel-named primary's */
 } dlock__conn;
 
 /* Resolves a TCP endpoint's addresses into *out (free with freeaddrinfo);

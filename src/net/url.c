@@ -1,5 +1,7 @@
 /* Endpoint URLs: redis://[[user]:password@]host[:port][/db], rediss://...
- * (TLS) and unix:///path[?db=N]. Strict: anything we do not understand is refused,
+ * (TLS), unix:///path[?db=N] and
+ * redis-sentinel://[[user]:password@]host[:port][,host[:port]...][/db]#name
+ * (rediss-sentinel:// with TLS; sentinels listen on 26379 by default). Strict: anything we do not understand is refused,
  * because a silently ignored part of a URL is a lock on the wrong server. */
 #include "url.h"
 
@@ -189,6 +191,15 @@ static int parse_hostport(dlock__endpoint *ep, const char *s, size_t len, char *
     return ep->host ? 0 : DLOCK_ENOMEM;
 }
 
+static int parse_db_path(dlock__endpoint *ep, const char *after, char *why, size_t why_len)
+{
+    if (*after == '\0' || strcmp(after, "/") == 0)
+        return 0;
+    if (*after != '/')
+        return fail(why, why_len, "query strings and fragments are not supported");
+    return parse_db(ep, after + 1, strlen(after + 1), why, why_len);
+}
+
 static int parse_tcp(dlock__endpoint *ep, const char *rest, char *why, size_t why_len)
 {
     size_t auth_len = strcspn(rest, "/?#");
@@ -209,11 +220,63 @@ static int parse_tcp(dlock__endpoint *ep, const char *rest, char *why, size_t wh
     rc = parse_hostport(ep, rest, auth_len, why, why_len);
     if (rc < 0)
         return rc;
-    if (*after == '\0' || strcmp(after, "/") == 0)
-        return 0;
-    if (*after != '/')
-        return fail(why, why_len, "query strings and fragments are not supported");
-    return parse_db(ep, after + 1, strlen(after + 1), why, why_len);
+    return parse_db_path(ep, after, why, why_len);
+}
+
+/* "host[:port],host[:port]...": each one checked, the first kept in *ep,
+ * the list as written in ep->sentinels. */
+static int parse_sentinel_hosts(dlock__endpoint *ep, const char *s, size_t len, char *why,
+                                size_t why_len)
+{
+    for (size_t at = 0; at <= len;) {
+        size_t item = strcspn(s + at, ",");
+        dlock__endpoint check = {.port = "26379"};
+        int rc;
+        item = item < len - at ? item : len - at;
+        rc = parse_hostport(at == 0 ? ep : &check, s + at, item, why, why_len);
+        free(check.host);
+        if (rc < 0)
+            return rc;
+        at += item + 1;
+    }
+    ep->sentinels = dup_range(s, len);
+    return ep->sentinels ? 0 : DLOCK_ENOMEM;
+}
+
+static int parse_sentinel(dlock__endpoint *ep, const char *rest, char *why, size_t why_len)
+{
+    const char *hash = strchr(rest, '#');
+    char *body;
+    size_t auth_len;
+    const char *at;
+    int rc;
+
+    if (!hash || !valid_host_name(hash + 1, strlen(hash + 1)))
+        return fail(why, why_len, "a sentinel URL ends with #name, the primary's name "
+                    "(letters, digits, '-', '.', '_')");
+    ep->service = strdup(hash + 1);
+    body = dup_range(rest, (size_t)(hash - rest));
+    if (!ep->service || !body) {
+        free(body);
+        return DLOCK_ENOMEM;
+    }
+    memcpy(ep->port, "26379", 6);
+    auth_len = strcspn(body, "/?");
+    at = memchr(body, '@', auth_len);
+    rc = at ? parse_userinfo(ep, body, (size_t)(at - body), why, why_len) : 0;
+    if (at) {
+        auth_len -= (size_t)(at + 1 - body);
+        at++;
+    } else {
+        at = body;
+    }
+    if (rc == 0)
+        rc = parse_sentinel_hosts(ep, at, auth_len, why, why_len);
+    if (rc == 0)
+        rc = parse_db_path(ep, at + auth_len, why, why_len);
+    dlock__wipe(body, strlen(body));
+    free(body);
+    return rc;
 }
 
 static int parse_unix(dlock__endpoint *ep, const char *rest, char *why, size_t why_len)
@@ -241,6 +304,13 @@ static int make_label(dlock__endpoint *ep)
     size_t len;
     if (ep->transport == DLOCK__UNIX) {
         ep->label = strdup(ep->path);
+        return ep->label ? 0 : DLOCK_ENOMEM;
+    }
+    if (ep->service) {
+        len = strlen(ep->service) + strlen(ep->sentinels) + 2;
+        ep->label = malloc(len);
+        if (ep->label)
+            snprintf(ep->label, len, "%s@%s", ep->service, ep->sentinels);
         return ep->label ? 0 : DLOCK_ENOMEM;
     }
     len = strlen(ep->host) + sizeof(ep->port) + 4;
@@ -280,8 +350,16 @@ int dlock__url_parse(dlock__endpoint *ep, const char *url, char *why, size_t why
         ep->transport = DLOCK__TCP;
         ep->tls = 1;
         rc = parse_tcp(ep, url + 9, why, why_len);
+    } else if (strncasecmp(url, "redis-sentinel://", 17) == 0) {
+        ep->transport = DLOCK__TCP;
+        rc = parse_sentinel(ep, url + 17, why, why_len);
+    } else if (strncasecmp(url, "rediss-sentinel://", 18) == 0) {
+        ep->transport = DLOCK__TCP;
+        ep->tls = 1;
+        rc = parse_sentinel(ep, url + 18, why, why_len);
     } else {
-        rc = fail(why, why_len, "URL must start with redis://, rediss:// or unix://");
+        rc = fail(why, why_len, "URL must start with redis://, rediss://, unix:// or "
+                  "redis-sentinel://");
     }
     if (rc == 0)
         rc = make_label(ep);
@@ -289,6 +367,36 @@ int dlock__url_parse(dlock__endpoint *ep, const char *url, char *why, size_t why
         snprintf(why, why_len, "out of memory");
     if (rc < 0)
         dlock__endpoint_clear(ep);
+    return rc;
+}
+
+static int copy_secret(char **out, const char *s)
+{
+    if (s && !(*out = strdup(s)))
+        return DLOCK_ENOMEM;
+    return 0;
+}
+
+int dlock__endpoint_derive(dlock__endpoint *out, const dlock__endpoint *from, const char *host,
+                           const char *port, bool credentials)
+{
+    int rc = 0;
+    memset(out, 0, sizeof(*out));
+    out->transport = DLOCK__TCP;
+    out->tls = from->tls;
+    out->db = from->db;
+    snprintf(out->port, sizeof(out->port), "%s", port);
+    out->host = strdup(host);
+    if (!out->host)
+        rc = DLOCK_ENOMEM;
+    if (rc == 0 && credentials)
+        rc = copy_secret(&out->user, from->user);
+    if (rc == 0 && credentials)
+        rc = copy_secret(&out->password, from->password);
+    if (rc == 0)
+        rc = make_label(out);
+    if (rc < 0)
+        dlock__endpoint_clear(out);
     return rc;
 }
 
@@ -305,6 +413,8 @@ void dlock__endpoint_clear(dlock__endpoint *ep)
     free(ep->host);
     free(ep->path);
     free(ep->label);
+    free(ep->service);
+    free(ep->sentinels);
     free_secret(ep->user);
     free_secret(ep->password);
     memset(ep, 0, sizeof(*ep));

@@ -207,7 +207,7 @@ void checker_receive(struct checker *k, int sock)
 
 static const char *const fault_names[] = {"client-pause", "client-resume", "node-pause",
                                           "node-resume",  "node-crash",    "node-restart",
-                                          "net",          "clock-jump"};
+                                          "net",          "clock-jump",    "failover"};
 
 void checker_fault(struct checker *k, const struct fault_event *e)
 {
@@ -240,6 +240,11 @@ long checker_grants(const struct checker *k)
 /* How late a clock jump may take effect: the shim reads its file every
  * 10 ms and Redis caches the time per event loop. */
 #define JUMP_LAG_NS (50 * 1000000LL)
+/* After a Sentinel failover the old primary stays a primary until the
+ * sentinels reconfigure it, and a client keeps its connection there until
+ * it asks them again (at most every second): grants made there up to this
+ * long after the failover may be lost with it. Longer is a bug. */
+#define SPLIT_BRAIN_NS (2000 * 1000000LL)
 
 /* The crash before fault i, on the same node. */
 static const struct fault_event *crash_before(const struct checker *k, size_t i)
@@ -266,7 +271,11 @@ static uint32_t nodes_that_lost_data(const struct checker *k, int64_t set_after,
                        (crash = crash_before(k, i)) && crash->t_ns > set_after;
         bool jump = e->kind == FAULT_CLOCK_JUMP && e->amount > 0 &&
                     e->t_ns > granted - JUMP_LAG_NS && e->t_ns <= to;
-        if (restart || jump)
+        /* Asynchronous replication: a key set before a failover, or on the
+         * old primary shortly after it, may not be on the new one. */
+        bool failover = e->kind == FAULT_FAILOVER && e->data_lost && e->t_ns <= to &&
+                        e->t_ns > set_after - SPLIT_BRAIN_NS;
+        if (restart || jump || failover)
             lost |= 1u << e->target;
     }
     return lost;
@@ -308,6 +317,20 @@ static long long largest_jump(const struct checker *k, int64_t from, int64_t to)
             largest = e->amount;
     }
     return largest;
+}
+
+/* A failover that lost data between a's attempt (less the split-brain
+ * window) and b's start. */
+static bool failover_between(const struct checker *k, const struct grant *a,
+                             const struct grant *b)
+{
+    for (size_t i = 0; i < k->n_faults; i++) {
+        const struct fault_event *e = &k->faults[i];
+        if (e->kind == FAULT_FAILOVER && e->data_lost && e->t_ns > a->attempt - SPLIT_BRAIN_NS &&
+            e->t_ns <= b->start)
+            return true;
+    }
+    return false;
 }
 
 static int by_start(const void *x, const void *y)
@@ -400,10 +423,14 @@ void checker_judge(struct checker *k, struct verdict *v)
     for (size_t i = 0; i < k->n_grants; i++) {
         const struct grant *a = &k->grants[i];
         int64_t a_end = a->end < a->until ? a->end : a->until;
-        uint64_t highest = 0;
+        const struct grant *highest = NULL;
         for (size_t h = i; h-- > 0 && k->grants[h].name == a->name;)
-            highest = k->grants[h].fence > highest ? k->grants[h].fence : highest;
-        v->fence_regressions += highest >= a->fence;
+            if (!highest || k->grants[h].fence > highest->fence)
+                highest = &k->grants[h];
+        if (highest && highest->fence >= a->fence && failover_between(k, highest, a))
+            v->failover_fence_slips++;
+        else if (highest && highest->fence >= a->fence)
+            v->fence_regressions++;
         for (size_t j = i + 1; j < k->n_grants && k->grants[j].name == a->name; j++) {
             const struct grant *b = &k->grants[j];
             if (b->start < a_end) {
@@ -420,7 +447,10 @@ void checker_judge(struct checker *k, struct verdict *v)
                 a->client != b->client)
                 v->section_overlaps++;
             /* The store took a's write after a newer holder had written. */
-            if (a->write_accepted && b->write_accepted && b->write_t < a->write_t)
+            if (a->write_accepted && b->write_accepted && b->write_t < a->write_t &&
+                failover_between(k, a, b))
+                v->failover_fence_slips++;
+            else if (a->write_accepted && b->write_accepted && b->write_t < a->write_t)
                 v->stale_accepted++;
         }
     }

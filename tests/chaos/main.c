@@ -234,6 +234,20 @@ static void clock_jump(struct run *r, int64_t now)
     }
 }
 
+/* A replica takes over every few seconds: SENTINEL FAILOVER (asynchronous:
+ * the last writes may be lost with the old primary) or CLUSTER FAILOVER (the
+ * replica catches up first, clients paused: nothing lost). */
+static void failover(struct run *r, int64_t now)
+{
+    if (now < r->next_fault_ns)
+        return;
+    r->next_fault_ns = now + between(r, 3000, 5000);
+    if (nodes_failover(&r->nodes, &r->rng) == 0) {
+        record(r, FAULT_FAILOVER, 0, 0, r->cfg.topology == TOPO_SENTINEL);
+        r->faults++;
+    }
+}
+
 /* ---- criteria ---- */
 
 static const char *no_overlap(const struct verdict *v)
@@ -351,6 +365,13 @@ static const struct scenario scenarios[] = {
     {"pause-blackhole", "two of five nodes at once: one SIGSTOPped, one black-holed",
      {BASE, .cs_ms = 10, .nodes = 5, .seconds = 60, .min_grants = 500, .stray_check_ms = 1000},
      pause_and_blackhole, no_overlap, bite_slow},
+    {"sentinel-failover", "SENTINEL FAILOVER every 3-5 s: overlaps only in a failover's window",
+     {BASE, .cs_ms = 10, .nodes = 1, .seconds = 40, .min_grants = 200,
+      .topology = TOPO_SENTINEL},
+     failover, no_overlap, bite_faults},
+    {"cluster-failover", "CLUSTER FAILOVER of a master every 3-5 s: no overlap at all",
+     {BASE, .cs_ms = 10, .nodes = 1, .seconds = 40, .min_grants = 200, .topology = TOPO_CLUSTER},
+     failover, no_overlap, bite_faults},
     {"renew-pause", "long renewed sections, holders paused past their TTL",
      {BASE, .nodes = 3, .cs_ms = 3000, .auto_renew = true, .seconds = 60, .min_grants = 20},
      pause_a_holder, no_overlap_loss_on_time, bite_stale_rejected},
@@ -436,7 +457,7 @@ static void heal(struct run *r)
 {
     for (int i = 0; i < r->cfg.clients; i++)
         kill(r->pids[i], SIGCONT);
-    for (int i = 0; i < r->cfg.nodes; i++) {
+    for (int i = 0; r->cfg.topology == TOPO_SERVERS && i < r->cfg.nodes; i++) {
         fault_proxy_set(r->nodes.proxies[i], FAULT_PASS, 0);
         nodes_pause(&r->nodes, i, false);
         if (r->nodes.down[i]) {
@@ -563,8 +584,11 @@ int main(int argc, char **argv)
         return 1;
     }
     signal(SIGPIPE, SIG_IGN);
-    if (nodes_start(&r.nodes, r.cfg.nodes, r.cfg.persistence, shim) != 0)
+    if ((r.cfg.topology == TOPO_SERVERS ? nodes_start(&r.nodes, r.cfg.nodes, r.cfg.persistence, shim)
+                                        : nodes_start_topology(&r.nodes, r.cfg.topology)) != 0) {
+        nodes_stop(&r.nodes);
         return 1;
+    }
     r.checker = checker_new(&r.cfg, history);
     if (!r.checker || start_clients(&r) != 0) {
         perror("dlock-chaos");
@@ -594,7 +618,8 @@ int main(int argc, char **argv)
                "\"failed_acquires\":%ld,\"degraded_grants\":%ld,\"slow_releases\":%ld,"
                "\"validity_overlaps\":%ld,\"permitted_overlaps\":%ld,\"bug_overlaps\":%ld,"
                "\"section_overlaps\":%ld,\"fence_regressions\":%ld,\"stale_rejected\":%ld,"
-               "\"stale_accepted\":%ld,\"held_after_expiry\":%ld,\"lost\":%ld,"
+               "\"stale_accepted\":%ld,\"failover_fence_slips\":%ld,\"held_after_expiry\":%ld,"
+               "\"lost\":%ld,"
                "\"loss_report_max_ms\":%ld,\"max_attempt_ms\":%ld,"
                "\"jumps_under_1s_1to2s_over_2s\":[%ld,%ld,%ld],"
                "\"overlaps_by_jump_size\":[%ld,%ld,%ld],\"stray_keys\":%d,"
@@ -604,7 +629,8 @@ int main(int argc, char **argv)
                r.cfg.nodes, r.cfg.clients, r.cfg.seconds, r.faults, v.grants, v.failed_acquires,
                v.degraded_grants, v.slow_ops, v.validity_overlaps, v.permitted_overlaps,
                v.bug_overlaps, v.section_overlaps, v.fence_regressions, v.stale_rejected,
-               v.stale_accepted, v.held_after_expiry, v.lost, v.loss_report_max_ms,
+               v.stale_accepted, v.failover_fence_slips, v.held_after_expiry, v.lost,
+               v.loss_report_max_ms,
                v.max_attempt_ms, v.jumps[0], v.jumps[1], v.jumps[2], v.jump_overlaps[0],
                v.jump_overlaps[1], v.jump_overlaps[2], stray, r.cfg.permits, v.max_holders,
                v.holders_over_limit);

@@ -2,6 +2,7 @@
  * file), each behind a fault proxy, each with a clock offset file that the
  * clock shim reads. */
 #include "chaos.h"
+#include "topology.h"
 
 #include <hiredis/hiredis.h>
 #include <stdlib.h>
@@ -64,8 +65,61 @@ int nodes_start(struct chaos_nodes *ns, int n, enum persistence p, const char *s
     return 0;
 }
 
+int nodes_start_topology(struct chaos_nodes *ns, enum topology t)
+{
+    memset(ns, 0, sizeof(*ns));
+    ns->n = 1;
+    ns->topology = t;
+    if (t == TOPO_SENTINEL) {
+        ns->sentinels = calloc(1, sizeof(*ns->sentinels));
+        return ns->sentinels ? test_sentinels_start(ns->sentinels, "chaos") : -1;
+    }
+    ns->cluster = calloc(1, sizeof(*ns->cluster));
+    return ns->cluster ? test_cluster_start(ns->cluster) : -1;
+}
+
+static int succeeded(redisReply *r)
+{
+    int ok = r && r->type != REDIS_REPLY_ERROR;
+    freeReplyObject(r);
+    return ok ? 0 : -1;
+}
+
+int nodes_failover(struct chaos_nodes *ns, unsigned *rng)
+{
+    int replica;
+    if (ns->sentinels)
+        return succeeded(test_command(ns->sentinels->sentinels[0].port, "SENTINEL FAILOVER chaos"));
+    replica = test_cluster_node_with_role(ns->cluster, "slave", (int)(rand_r(rng) % 3));
+    return replica < 0 ? -1 : succeeded(test_command(ns->cluster->nodes[replica].port,
+                                                     "CLUSTER FAILOVER"));
+}
+
+/* The servers of a topology, for the check of keys left behind. */
+static int topology_servers(const struct chaos_nodes *ns, const test_redis **out)
+{
+    int n = 0;
+    if (ns->sentinels) {
+        out[n++] = &ns->sentinels->primary;
+        out[n++] = &ns->sentinels->replica;
+    }
+    for (int i = 0; ns->cluster && i < TEST_CLUSTER_NODES; i++)
+        out[n++] = &ns->cluster->nodes[i];
+    return n;
+}
+
 void nodes_stop(struct chaos_nodes *ns)
 {
+    if (ns->sentinels)
+        test_sentinels_stop(ns->sentinels);
+    if (ns->cluster)
+        test_cluster_stop(ns->cluster);
+    free(ns->sentinels);
+    free(ns->cluster);
+    ns->sentinels = NULL;
+    ns->cluster = NULL;
+    if (ns->topology != TOPO_SERVERS)
+        return;
     for (int i = 0; i < ns->n; i++) {
         fault_proxy_stop(ns->proxies[i]);
         ns->proxies[i] = NULL;
@@ -103,9 +157,13 @@ void nodes_shift_clock(struct chaos_nodes *ns, int i, long long ms)
 
 int nodes_stray_keys(struct chaos_nodes *ns, int names)
 {
-    int stray = 0;
-    for (int i = 0; i < ns->n; i++) {
-        redisContext *c = test_redis_connect(&ns->servers[i], NULL);
+    const test_redis *servers[TEST_CLUSTER_NODES + CHAOS_NODES_MAX];
+    int stray = 0, n = ns->topology == TOPO_SERVERS ? ns->n : topology_servers(ns, servers);
+    for (int i = 0; ns->topology == TOPO_SERVERS && i < n; i++)
+        servers[i] = &ns->servers[i];
+    for (int i = 0; i < n; i++) {
+        /* A cluster node that does not own a key answers MOVED: not there. */
+        redisContext *c = test_redis_connect(servers[i], NULL);
         if (!c)
             return -1;
         for (int k = 0; k < names; k++) {
@@ -124,6 +182,11 @@ int nodes_stray_keys(struct chaos_nodes *ns, int names)
 
 void nodes_urls(const struct chaos_nodes *ns, char urls[][64])
 {
-    for (int i = 0; i < ns->n; i++)
+    if (ns->sentinels) /* two of the three sentinels: enough, and it fits */
+        snprintf(urls[0], 64, "redis-sentinel://127.0.0.1:%d,127.0.0.1:%d/#chaos",
+                 ns->sentinels->sentinels[0].port, ns->sentinels->sentinels[1].port);
+    if (ns->cluster)
+        snprintf(urls[0], 64, "redis://127.0.0.1:%d", ns->cluster->nodes[0].port);
+    for (int i = 0; ns->topology == TOPO_SERVERS && i < ns->n; i++)
         snprintf(urls[i], 64, "redis://127.0.0.1:%d", fault_proxy_port(ns->proxies[i]));
 }

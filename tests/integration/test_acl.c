@@ -20,7 +20,8 @@
 #define RULE "-@all", "+evalsha", "+eval", "+script|load", "+subscribe", "+unsubscribe", \
              "+type", "+get", "+set", "+del", "+pttl", "+pexpire", "+time", "+publish", \
              "+zadd", "+zrem", "+zscore", "+zrange", "+zrangebyscore", "+zremrangebyscore", \
-             "+hget", "+hset", "+hdel"
+             "+hget", "+hset", "+hdel", \
+             "+cluster|keyslot", "+spublish", "+ssubscribe", "+sunsubscribe"
 #define KEYS "~lock:*", "~{lock:*", "&{lock:*"
 
 static test_redis server;

@@ -336,7 +336,8 @@ static void test_conn_hostile_replies(void **state)
          DLOCK_EAUTH, "WRONGPASS"},
         {"-NOPERM this user has no permissions to run the 'evalsha' command\r\n", false,
          DLOCK_EAUTH, "NOPERM"},
-        {"-MOVED 3999 127.0.0.1:6381\r\n", false, DLOCK_ESERVER, "MOVED"},
+        /* Followed (a cluster, as far as the client knows), to a port that is closed. */
+        {"-MOVED 3999 127.0.0.1:1\r\n", false, DLOCK_ECONN, "127.0.0.1:1:"},
         {"-WHATEVER something no Redis says\r\n", false, DLOCK_ESERVER, "WHATEVER"},
         {"$99999999999\r\n", false, DLOCK_EPROTO, NULL},
         {"\x01\x02\xff garbage\r\n", false, DLOCK_EPROTO, NULL},

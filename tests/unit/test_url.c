@@ -1,4 +1,6 @@
-/* URL parsing: what is accepted, and a table of what is refused. */
+/* URL parsing: what is accepted, and a table of what is refused; and the
+ * cluster hash slot of a key. */
+#include "slot.h"
 #include "url.h"
 
 #include <dlock.h>
@@ -77,6 +79,55 @@ static const char long_unix_path[] =
     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.sock";
 
+/* redis-sentinel://[user:pw@]h[:p][,h[:p]...][/db]#name: the first
+ * sentinel in host and port, the list as written, the primary's name. */
+static void test_url_sentinel_forms(void **state)
+{
+    static const struct {
+        const char *url, *host, *port, *sentinels, *service, *label, *password;
+        int db, tls;
+    } cases[] = {
+        {"redis-sentinel://h#mymaster", "h", "26379", "h", "mymaster", "mymaster@h", NULL, 0, 0},
+        {"redis-sentinel://a:1,b:2,[::1]:3/4#p-1", "a", "1", "a:1,b:2,[::1]:3", "p-1",
+         "p-1@a:1,b:2,[::1]:3", NULL, 4, 0},
+        {"rediss-sentinel://:pw@a,b#m", "a", "26379", "a,b", "m", "m@a,b", "pw", 0, 1},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        dlock__endpoint ep;
+        char why[128] = "";
+        if (dlock__url_parse(&ep, cases[i].url, why, sizeof(why)) != 0)
+            fail_msg("%s: %s", cases[i].url, why);
+        assert_string_equal(ep.host, cases[i].host);
+        assert_string_equal(ep.port, cases[i].port);
+        assert_string_equal(ep.sentinels, cases[i].sentinels);
+        assert_string_equal(ep.service, cases[i].service);
+        assert_string_equal(ep.label, cases[i].label);
+        assert_int_equal(ep.db, cases[i].db);
+        assert_int_equal(ep.tls, cases[i].tls);
+        if (cases[i].password)
+            assert_string_equal(ep.password, cases[i].password);
+        else
+            assert_null(ep.password);
+        dlock__endpoint_clear(&ep);
+    }
+}
+
+/* Redis Cluster's own examples: CRC16 of "123456789" is 0x31C3; a hash
+ * tag is the text between the first '{' and the next '}', if not empty. */
+static void test_slot_of_keys(void **state)
+{
+    (void)state;
+    assert_int_equal(dlock__key_slot("123456789", 9), 0x31C3 % 16384);
+    assert_int_equal(dlock__key_slot("foo", 3), 12182);
+    assert_int_equal(dlock__key_slot("{user1000}.following", 20),
+                     dlock__key_slot("{user1000}.followers", 20));
+    assert_int_equal(dlock__key_slot("{user1000}.following", 20), dlock__key_slot("user1000", 8));
+    assert_int_equal(dlock__key_slot("foo{}{bar}", 10), 8363); /* empty tag: the whole key */
+    assert_int_equal(dlock__key_slot("foo{{bar}}zap", 13), dlock__key_slot("{bar", 4));
+    assert_int_equal(dlock__key_slot("foo{bar}{zap}", 13), dlock__key_slot("bar", 3));
+}
+
 static void test_url_malformed_refused(void **state)
 {
     static const char *const bad[] = {
@@ -97,6 +148,14 @@ static void test_url_malformed_refused(void **state)
         "redis://host/1234567890",
         "redis://host?timeout=1",
         "redis://host#frag",
+        "redis-sentinel://h",
+        "redis-sentinel://h#",
+        "redis-sentinel://h#a b",
+        "redis-sentinel://h,#m",
+        "redis-sentinel://,h#m",
+        "redis-sentinel://h:0#m",
+        "redis-sentinel://h/x#m",
+        "redis-sentinel://h?x=1#m",
         "redis://ho st",
         "redis://host\n",
         "redis://[::1",
@@ -171,6 +230,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_url_tcp_forms),
         cmocka_unit_test(test_url_unix_forms),
+        cmocka_unit_test(test_url_sentinel_forms),
+        cmocka_unit_test(test_slot_of_keys),
         cmocka_unit_test(test_url_malformed_refused),
         cmocka_unit_test(test_url_tls),
         cmocka_unit_test(test_url_null_refused),

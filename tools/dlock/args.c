@@ -3,6 +3,7 @@
 #include "cli.h"
 
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,19 +66,39 @@ static int add_url(struct cli *cli, const char *url)
     return 0;
 }
 
+/* The length of the first URL of a comma-separated list: up to a comma
+ * that a scheme ("name://") follows. A sentinel URL's own commas separate
+ * its sentinels, and no host:port looks like a scheme. */
+static size_t first_url_length(const char *s)
+{
+    for (size_t i = 0; s[i]; i++) {
+        size_t scheme = s[i] == ',' ? strspn(s + i + 1, "abcdefghijklmnopqrstuvwxyz"
+                                                         "ABCDEFGHIJKLMNOPQRSTUVWXYZ-") : 0;
+        if (scheme && strncmp(s + i + 1 + scheme, "://", 3) == 0)
+            return i;
+    }
+    return strlen(s);
+}
+
 /* $DLOCK_REDIS: comma-separated URLs. */
 static int urls_from_environment(struct cli *cli)
 {
     const char *env = getenv("DLOCK_REDIS");
-    char *list, *save = NULL;
+    char *list;
     int rc = 0;
     if (!env || !*env)
         return 0;
     list = strdup(env);
     if (!list)
         return EXIT_UNAVAILABLE;
-    for (char *url = strtok_r(list, ",", &save); url && rc == 0; url = strtok_r(NULL, ",", &save))
-        rc = add_url(cli, url);
+    for (char *url = list; *url && rc == 0;) {
+        size_t len = first_url_length(url);
+        bool last = url[len] == '\0';
+        url[len] = '\0';
+        if (len > 0)
+            rc = add_url(cli, url);
+        url += len + !last;
+    }
     free(list);
     return rc;
 }
