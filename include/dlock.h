@@ -94,6 +94,9 @@ DLOCK_EXTERN const char *dlock_err_name(int code);
 #define DLOCK_TOKEN_LEN 32             /* hex characters in an owner token */
 #define DLOCK_NODES_MAX 15             /* servers of one client (Redlock) */
 #define DLOCK_PERMITS_MAX 1024         /* permits of a semaphore */
+#define DLOCK_LEASE_DEFAULT_MS 2000    /* a fair waiter's presence lease */
+#define DLOCK_LEASE_MIN_MS 30
+#define DLOCK_LEASE_MAX_MS 3600000
 
 /* ------------------------------------------------------------------ */
 /* Client                                                              */
@@ -265,9 +268,23 @@ typedef struct dlock_acquire_options {
      * cannot bound the holders (docs/redlock.md), so it is DLOCK_EINVAL.
      * The handle is released, extended, renewed and lost as a mutex's. */
     unsigned permits;
+
+    /* Nonzero: a fair lock (a mutex whose waiters queue in arrival order;
+     * docs/fair.md). A waiter keeps its place with a presence lease that it
+     * renews while it waits; one that dies or gives up leaves the queue
+     * within the lease. A release wakes the head of the queue only. A plain
+     * acquire does not pass a queue either: it finds the name busy while
+     * waiters are queued. One server only (queue orders can differ from
+     * server to server), and not with permits > 1: DLOCK_EINVAL. */
+    int fair;
+
+    /* With fair: the presence lease, DLOCK_LEASE_MIN_MS to
+     * DLOCK_LEASE_MAX_MS; 0: DLOCK_LEASE_DEFAULT_MS. Renewed every third of
+     * it while waiting. */
+    int64_t lease_ms;
 } dlock_acquire_options;
 
-#define DLOCK_ACQUIRE_OPTIONS_INIT { DLOCK_ACQUIRE_OPTIONS_VERSION, 0, 0, 0, 0, 0, NULL, NULL, 0 }
+#define DLOCK_ACQUIRE_OPTIONS_INIT { DLOCK_ACQUIRE_OPTIONS_VERSION, 0, 0, 0, 0, 0, NULL, NULL, 0, 0, 0 }
 
 /* Fills *opts with defaults. Returns DLOCK_EINVAL for an unknown version. */
 DLOCK_EXTERN int dlock_acquire_options_init(dlock_acquire_options *opts, unsigned version);

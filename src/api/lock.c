@@ -80,12 +80,53 @@ static int set_kind(dlock_lock *lock, const dlock_acquire_options *o)
     return dlock__claim_set_kind(cl, &c->main, &dlock__kind_semaphore, o->permits);
 }
 
+/* A fair lock: one server only (with several, each could queue the
+ * waiters in another order and the votes split for ever), and a mutex
+ * only. */
+static int set_fair(dlock_lock *lock, const dlock_acquire_options *o)
+{
+    dlock__claim *cl = &lock->claim;
+    dlock_client *c = cl->client;
+    int64_t lease = o->lease_ms ? o->lease_ms : DLOCK_LEASE_DEFAULT_MS;
+    if (lease < DLOCK_LEASE_MIN_MS || lease > DLOCK_LEASE_MAX_MS) {
+        dlock__set_error(&c->main, "the presence lease must be from %d to %d ms, not %lld",
+                         DLOCK_LEASE_MIN_MS, DLOCK_LEASE_MAX_MS, (long long)o->lease_ms);
+        return DLOCK_EINVAL;
+    }
+    if (o->permits > 1) {
+        dlock__set_error(&c->main, "a fair lock has one holder: not with permits > 1");
+        return DLOCK_EINVAL;
+    }
+    if (c->n > 1) {
+        dlock__set_error(&c->main,
+                         "a fair lock takes one server: with %zu, each could queue the waiters "
+                         "in another order, and the votes could split for ever (docs/redlock.md)",
+                         c->n);
+        return DLOCK_EINVAL;
+    }
+    return dlock__claim_set_kind(cl, &c->main, &dlock__kind_fair, (unsigned)lease);
+}
+
+/* A queued waiter that did not get the lock (busy, deadline, cancel, an
+ * error) leaves the queue now rather than when its lease ends; the failure
+ * it reports stays the one that ended its wait. */
+static void leave_queue(dlock_lock *lock)
+{
+    dlock__lane *lane = &lock->claim.client->main;
+    char why[DLOCK__ERRMSG_MAX];
+    if (!lock->claim.kind->queued)
+        return;
+    memcpy(why, lane->errmsg, sizeof(why));
+    dlock__attempt_release(&lock->claim, lane, false);
+    memcpy(lane->errmsg, why, sizeof(why));
+}
+
 /* A mutex acquire that found NAME of another type: say what it may be. */
 static void explain_kind(dlock_lock *lock, int rc)
 {
     dlock__lane *lane = &lock->claim.client->main;
     char detail[DLOCK__ERRMSG_MAX];
-    if (rc != DLOCK_EWRONGTYPE || lock->claim.kind != &dlock__kind_mutex)
+    if (rc != DLOCK_EWRONGTYPE || lock->claim.kind == &dlock__kind_semaphore)
         return;
     snprintf(detail, sizeof(detail), "%s", lane->errmsg);
     dlock__set_error(lane, "%s is not a mutex (a semaphore's name is a sorted set: take it with "
@@ -123,7 +164,7 @@ int dlock_lock_acquire(dlock_lock **out, dlock_client *c, const char *name, int6
         rc = new_lock(&lock, c, name);
     if (rc != 0)
         return rc;
-    rc = set_kind(lock, o);
+    rc = o->fair ? set_fair(lock, o) : set_kind(lock, o);
     if (rc == 0 && (rc = dlock__token_new(c->tokens, lock->claim.token)) < 0)
         dlock__set_error(&c->main, "getrandom() gave no random bytes for the owner token");
     if (rc == 0 && o->wait_ms != 0)
@@ -131,6 +172,8 @@ int dlock_lock_acquire(dlock_lock **out, dlock_client *c, const char *name, int6
     else if (rc == 0)
         rc = dlock__attempt_acquire(&lock->claim, &c->main, ttl_ms);
     explain_kind(lock, rc);
+    if (rc < 0 && rc != DLOCK_EINVAL)
+        leave_queue(lock);
     if (rc == 0 && o->auto_renew)
         rc = start_renewal(lock, o);
     if (rc < 0) {

@@ -9,7 +9,9 @@ const dlock__kind dlock__kind_mutex = {
     .release = DLOCK__SCRIPT_RELEASE,
     .extend = DLOCK__SCRIPT_EXTEND,
     .status = DLOCK__SCRIPT_STATUS,
-    .aux = {NULL},
+    /* The acquire looks the fair queue up (a free lock with waiters is the
+     * head's); release and extend take the key and leave it alone. */
+    .aux = {"queue", NULL},
     .limited = false,
 };
 
@@ -22,4 +24,18 @@ const dlock__kind dlock__kind_semaphore = {
     .status = DLOCK__SCRIPT_SEM_STATUS,
     .aux = {"limit", "slots", "owners", "fences", NULL},
     .limited = true,
+};
+
+/* The fair lock: NAME is the mutex's string, its waiters queue in `queue`
+ * with their presence leases in `presence` (scripts.c). The limit is the
+ * presence lease in ms. A holder extends and is looked at as a mutex. */
+const dlock__kind dlock__kind_fair = {
+    .name = "fair lock",
+    .acquire = DLOCK__SCRIPT_FAIR_ACQUIRE,
+    .release = DLOCK__SCRIPT_FAIR_RELEASE,
+    .extend = DLOCK__SCRIPT_EXTEND,
+    .status = DLOCK__SCRIPT_STATUS,
+    .aux = {"queue", "presence", NULL},
+    .limited = true,
+    .queued = true,
 };

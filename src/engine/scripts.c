@@ -39,7 +39,9 @@
     "end\n"
 
 /* A key of another type under the name makes GET raise WRONGTYPE before
- * anything is written. The token is max(stored + 1, server clock in µs),
+ * anything is written. KEYS[4], the name's fair queue (docs/fair.md), is
+ * only looked up when the lock is free: a free lock with waiters queued is
+ * theirs (the head's), so a plain acquire does not barge past them. The token is max(stored + 1, server clock in µs),
  * also for a retry of our own call (our key already there): the clock
  * covers a counter rolled back by a restart from an older snapshot, not
  * only one that was lost, and +1 makes every grant's token new, so no two
@@ -48,6 +50,9 @@ static const char acquire_lua[] = FENCE_OF_LUA
     "local current = redis.call('GET', KEYS[1])\n"
     "if current and current ~= ARGV[1] then\n"
     "  return {0, redis.call('PTTL', KEYS[1])}\n"
+    "end\n"
+    "if not current and KEYS[4] and redis.call('EXISTS', KEYS[4]) == 1 then\n"
+    "  return {0, redis.call('PTTL', KEYS[4])}\n"
     "end\n"
     "local last, err = fence_of(KEYS[2])\n"
     "if not last then\n"
@@ -287,10 +292,111 @@ static const char sem_status_lua[] = FENCE_PARSE_LUA SEMAPHORE_LUA
     "end\n"
     "return {redis.call('GET', KEYS[2]), out}\n";
 
+/* A fair lock (docs/fair.md): NAME is the mutex's string. Its waiters
+ * queue in the sorted set `queue` (token -> arrival, in server µs), and
+ * each keeps its place with a presence lease in the sorted set `presence`
+ * (token -> end of the lease, in server ms). Both keys live as long as the
+ * longest lease. A free lock with a queue is the head's, for as long as
+ * its lease lasts. The wake-up is targeted: "next:" and the head's token,
+ * on the mutex's channel; a waiter acts only on its own (or on a plain
+ * release's token, which a mutex holder publishes). gone() drops the
+ * waiters whose lease ran out. */
+#define FAIR_LUA                                                                                   \
+    "local function clock()\n"                                                                     \
+    "  local t = redis.call('TIME')\n"                                                             \
+    "  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000),\n"                       \
+    "    tonumber(t[1]) * 1000000 + tonumber(t[2])\n"                                              \
+    "end\n"                                                                                        \
+    "local function gone(queue, presence, dead)\n"                                                 \
+    "  if #dead > 0 then\n"                                                                        \
+    "    redis.call('ZREM', queue, unpack(dead))\n"                                                \
+    "    redis.call('ZREM', presence, unpack(dead))\n"                                             \
+    "  end\n"                                                                                      \
+    "end\n"
+
+/* KEYS as the mutex's acquire, then queue and presence; ARGV as the
+ * mutex's, then the presence lease in ms. Granted ({1, fence}) when the
+ * lock is ours already (a retry) or free with no live waiter ahead of us:
+ * we leave the queue. Else we join it at the tail (or keep our place) and
+ * renew our lease: {0, ms until the next renewal is due}, sooner if the
+ * holder's key or a free lock's reservation for the head ends first. */
+static const char fair_acquire_lua[] = FENCE_OF_LUA FAIR_LUA
+    "local lock, queue, presence = KEYS[1], KEYS[4], KEYS[5]\n"
+    "local token, lease = ARGV[1], tonumber(ARGV[5])\n"
+    "local current = redis.call('GET', lock)\n"
+    "local last, err = fence_of(KEYS[2])\n"
+    "if not last then\n"
+    "  return redis.error_reply(err)\n"
+    "end\n"
+    "local now, now_us = clock()\n"
+    "local dead = redis.call('ZRANGEBYSCORE', presence, '-inf', now)\n"
+    "local tail = redis.call('ZRANGE', queue, -1, -1, 'WITHSCORES')\n"
+    "gone(queue, presence, dead)\n"
+    "local head = redis.call('ZRANGE', queue, 0, 0)[1]\n"
+    "if current == token or (not current and (not head or head == token)) then\n"
+    "  local f = string.format('%d', math.max(last + 1, now_us))\n"
+    "  redis.call('SET', lock, token, current and 'XX' or 'NX', 'PX', ARGV[2])\n"
+    "  redis.call('SET', KEYS[2], f, 'PX', ARGV[3])\n"
+    "  redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[2])\n"
+    "  redis.call('ZREM', queue, token)\n"
+    "  redis.call('ZREM', presence, token)\n"
+    "  return {1, f}\n"
+    "end\n"
+    "if not redis.call('ZSCORE', queue, token) then\n"
+    "  local seq = now_us\n"
+    "  if #tail > 0 and tonumber(tail[2]) >= seq then\n"
+    "    seq = tonumber(tail[2]) + 1\n"
+    "  end\n"
+    "  redis.call('ZADD', queue, seq, token)\n"
+    "end\n"
+    "redis.call('ZADD', presence, now + lease, token)\n"
+    "local longest = redis.call('ZRANGE', presence, -1, -1, 'WITHSCORES')\n"
+    "redis.call('PEXPIRE', queue, tonumber(longest[2]) - now)\n"
+    "redis.call('PEXPIRE', presence, tonumber(longest[2]) - now)\n"
+    "local wait = math.max(1, math.floor(lease / 3))\n"
+    "if current then\n"
+    "  local pttl = redis.call('PTTL', lock)\n"
+    "  if pttl >= 0 and pttl < wait then\n"
+    "    wait = pttl\n"
+    "  end\n"
+    "elseif head then\n"
+    "  wait = math.min(wait, math.max(0, tonumber(redis.call('ZSCORE', presence, head)) - now))\n"
+    "end\n"
+    "return {0, wait}\n";
+
+/* KEYS as the mutex's release, then queue and presence; ARGV as the
+ * mutex's. Releases the lock if it is ours, and takes us out of the queue
+ * either way (a waiter that gives up leaves by it). When that frees the
+ * lock or the head's place, the head (only) is told: also after a cleanup,
+ * which must not stall the queue for a lease. With no queue, a release
+ * publishes as the mutex's does (plain acquirers wait on it). 1 or 0. */
+static const char fair_release_lua[] = FAIR_LUA
+    "local lock, queue, presence = KEYS[1], KEYS[3], KEYS[4]\n"
+    "local token = ARGV[1]\n"
+    "local current = redis.call('GET', lock)\n"
+    "local now = clock()\n"
+    "local dead = redis.call('ZRANGEBYSCORE', presence, '-inf', now)\n"
+    "local was_head = redis.call('ZRANGE', queue, 0, 0)[1] == token\n"
+    "local mine = current == token\n"
+    "if mine then\n"
+    "  redis.call('DEL', lock, KEYS[2])\n"
+    "end\n"
+    "redis.call('ZREM', queue, token)\n"
+    "redis.call('ZREM', presence, token)\n"
+    "gone(queue, presence, dead)\n"
+    "local head = redis.call('ZRANGE', queue, 0, 0)[1]\n"
+    "if head and (mine or (was_head and not current)) then\n"
+    "  redis.pcall('PUBLISH', ARGV[2], 'next:' .. head)\n"
+    "elseif mine and ARGV[3] == '1' then\n"
+    "  redis.pcall('PUBLISH', ARGV[2], token)\n"
+    "end\n"
+    "return mine and 1 or 0\n";
+
 /* NULL-terminated: also the list a fresh connection loads. */
 static const char *const sources[DLOCK__SCRIPT_COUNT + 1] = {
     acquire_lua,     release_lua,     extend_lua,     status_lua,     fence_max_lua,
-    sem_acquire_lua, sem_release_lua, sem_extend_lua, sem_status_lua, NULL};
+    sem_acquire_lua, sem_release_lua, sem_extend_lua, sem_status_lua, fair_acquire_lua,
+    fair_release_lua, NULL};
 
 const char *const *dlock__script_sources(void)
 {

@@ -19,9 +19,12 @@
 #define FIRST_BACKOFF_MS 10
 #define WAKE_JITTER_MS 5 /* Redlock: keep waiters from splitting the vote in step */
 
+#define NEXT_PREFIX "next:" /* a fair release's wake-up: "next:" + the head's token */
+
 struct waiter {
     dlock_client *c;
     const char *channel;
+    const char *token; /* a queued waiter's: it wakes for its own "next:" only */
     bool subscribed[DLOCK__NODES_MAX];
     bool pending[DLOCK__NODES_MAX]; /* SUBSCRIBE sent, not yet confirmed */
     bool woken;
@@ -48,6 +51,19 @@ static bool is_string(const dlock__reply *r, const char *s)
     return r->type == DLOCK__REPLY_STRING && r->len == strlen(s) && memcmp(r->str, s, r->len) == 0;
 }
 
+/* A queued waiter acts on the wake-up of its own turn, and on a plain
+ * release (a token: a mutex holder's on a queued name); the others' turns
+ * are not its business. Everyone else acts on every message. */
+static bool wakes(const struct waiter *w, const dlock__reply *msg)
+{
+    size_t prefix = strlen(NEXT_PREFIX);
+    if (!w->token || msg->type != DLOCK__REPLY_STRING || msg->len < prefix ||
+        memcmp(msg->str, NEXT_PREFIX, prefix) != 0)
+        return true;
+    return msg->len == prefix + strlen(w->token) &&
+           memcmp(msg->str + prefix, w->token, msg->len - prefix) == 0;
+}
+
 static void on_push(struct waiter *w, size_t i, const dlock__reply *r)
 {
     if (r->type == DLOCK__REPLY_ERROR) {
@@ -62,7 +78,7 @@ static void on_push(struct waiter *w, size_t i, const dlock__reply *r)
         w->pending[i] = false;
         w->subscribed[i] = true;
     } else if (is_string(r->element[0], "message")) {
-        w->woken = true;
+        w->woken |= wakes(w, r->element[2]);
     }
 }
 
@@ -237,7 +253,8 @@ static int listen_after_busy(struct waiter *w, int64_t ttl_ms, int64_t deadline)
 int dlock__wait_acquire(dlock__claim *cl, int64_t ttl_ms, const dlock_acquire_options *opts)
 {
     dlock_client *c = cl->client;
-    struct waiter w = {.c = c, .channel = cl->keys.channel};
+    struct waiter w = {.c = c, .channel = cl->keys.channel,
+                       .token = cl->kind->queued ? cl->token : NULL};
     int64_t backoff_max_ms = opts->backoff_max_ms ? opts->backoff_max_ms : DEFAULT_BACKOFF_MAX_MS;
     int64_t deadline = opts->wait_ms == DLOCK_WAIT_FOREVER
                            ? INT64_MAX

@@ -80,6 +80,8 @@ struct cli_wait {
     dlock_lost_fn on_lost;
     void *on_lost_arg;
     unsigned permits; /* --permits: 0 for a mutex */
+    bool fair;        /* --fair */
+    int64_t lease_ms; /* --lease: 0 for the library's default */
 };
 
 /* Acquires `name`, waiting as asked; on a terminal shows a status line that
@@ -107,6 +109,7 @@ void cli_format_time(int64_t ms, char *out, size_t len);
 #define CLI_OPT_JSON 0x8u      /* --json */
 #define CLI_OPT_RUN 0x10u      /* --kill-after, --max-hold; NAME -- COMMAND or NAME -c CMD */
 #define CLI_OPT_PERMITS 0x20u  /* --permits N */
+#define CLI_OPT_FAIR 0x40u     /* --fair, --lease DUR */
 
 struct cli_command {
     const char *name;

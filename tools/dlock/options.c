@@ -30,10 +30,14 @@ const struct cli_command cli_command_run = {
     "  -c CMD                 run CMD with /bin/sh -c\n"
     "      --permits N        take one of N permits of the semaphore NAME (1 to 1024;\n"
     "                         1: the lock alone, the default; one server only)\n"
+    "      --fair             wait in a queue: first come, first served (one server)\n"
+    "      --lease DUR        with --fair: how long a silent waiter keeps its place\n"
+    "                         (30ms to 1h, default 2s)\n"
     "The command sees DLOCK_NAME, DLOCK_TOKEN, DLOCK_FENCE and DLOCK_SLOT (the\n"
     "permit's slot, 0 to N-1; the fence grows per slot); DLOCK_PASSWORD and\n"
     "URLs with credentials are removed from its environment.\n",
-    CLI_OPT_TTL | CLI_OPT_WAIT | CLI_OPT_BUSY_CODE | CLI_OPT_RUN | CLI_OPT_PERMITS,
+    CLI_OPT_TTL | CLI_OPT_WAIT | CLI_OPT_BUSY_CODE | CLI_OPT_RUN | CLI_OPT_PERMITS |
+        CLI_OPT_FAIR,
     "NAME -- COMMAND [ARG...] or NAME -c 'COMMAND'",
     1,
 };
@@ -49,8 +53,12 @@ const struct cli_command cli_command_acquire = {
     "  -E, --conflict-exit-code CODE   exit code when busy (default 75)\n"
     "      --json        print name, token, fence and validity_ms as JSON\n"
     "      --permits N   take one of N permits of the semaphore NAME (1 to 1024;\n"
-    "                    1: the lock alone, the default; one server only)\n",
-    CLI_OPT_TTL | CLI_OPT_WAIT | CLI_OPT_BUSY_CODE | CLI_OPT_JSON | CLI_OPT_PERMITS,
+    "                    1: the lock alone, the default; one server only)\n"
+    "      --fair        wait in a queue: first come, first served (one server)\n"
+    "      --lease DUR   with --fair: how long a silent waiter keeps its place\n"
+    "                    (30ms to 1h, default 2s)\n",
+    CLI_OPT_TTL | CLI_OPT_WAIT | CLI_OPT_BUSY_CODE | CLI_OPT_JSON | CLI_OPT_PERMITS |
+        CLI_OPT_FAIR,
     "NAME",
     1,
 };
@@ -87,7 +95,7 @@ const struct cli_command cli_command_status = {
     1,
 };
 
-enum { OPT_KILL_AFTER = 256, OPT_MAX_HOLD, OPT_JSON, OPT_PERMITS };
+enum { OPT_KILL_AFTER = 256, OPT_MAX_HOLD, OPT_JSON, OPT_PERMITS, OPT_FAIR, OPT_LEASE };
 
 static const struct option long_options[] = {
     {"ttl", required_argument, NULL, 't'},
@@ -98,6 +106,8 @@ static const struct option long_options[] = {
     {"max-hold", required_argument, NULL, OPT_MAX_HOLD},
     {"json", no_argument, NULL, OPT_JSON},
     {"permits", required_argument, NULL, OPT_PERMITS},
+    {"fair", no_argument, NULL, OPT_FAIR},
+    {"lease", required_argument, NULL, OPT_LEASE},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -120,6 +130,9 @@ static unsigned group_of(int opt)
         return CLI_OPT_JSON;
     case OPT_PERMITS:
         return CLI_OPT_PERMITS;
+    case OPT_FAIR:
+    case OPT_LEASE:
+        return CLI_OPT_FAIR;
     default:
         return 0;
     }
@@ -189,6 +202,11 @@ static int take_value(int opt, const char *value, struct cli_command_opts *o)
         /* out of range: check_range() refuses it */
         o->wait.permits = o->permits > 0 && o->permits <= DLOCK_PERMITS_MAX ? (unsigned)o->permits : 0;
         return 0;
+    case OPT_FAIR:
+        o->wait.fair = true;
+        return 0;
+    case OPT_LEASE:
+        return cli_parse_duration_ms(value, &o->wait.lease_ms);
     default: /* OPT_JSON */
         o->json = true;
         return 0;
@@ -233,6 +251,10 @@ static int check_range(const char *usage, int opt, const char *value,
     if (opt == OPT_MAX_HOLD && o->wait.max_hold_ms < DLOCK_TTL_MIN_MS)
         return cli_usage_error(usage, "--max-hold must be at least %lld ms (the shortest TTL), not '%s'",
                                (long long)DLOCK_TTL_MIN_MS, value);
+    if (opt == OPT_LEASE && (o->wait.lease_ms < DLOCK_LEASE_MIN_MS ||
+                             o->wait.lease_ms > DLOCK_LEASE_MAX_MS))
+        return cli_usage_error(usage, "--lease must be from %d ms to %d ms, not '%s'",
+                               DLOCK_LEASE_MIN_MS, DLOCK_LEASE_MAX_MS, value);
     if (opt == OPT_PERMITS && (o->permits < 1 || o->permits > DLOCK_PERMITS_MAX))
         return cli_usage_error(usage, "--permits must be from 1 to %d, not '%s'",
                                DLOCK_PERMITS_MAX, value);
