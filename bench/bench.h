@@ -22,6 +22,7 @@ struct bench_args {
     int64_t ttl_ms;
     int node_timeout_ms; /* the client's per-node deadline; 0: its default */
     long max_cycles;
+    int fair; /* contended: fair locks (a queue) instead of notify-all */
 };
 
 /* Time and statistics. */

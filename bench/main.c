@@ -42,6 +42,7 @@ int main(int argc, char **argv)
         {"procs", required_argument, NULL, 'P'},   {"locks", required_argument, NULL, 'k'},
         {"clients", required_argument, NULL, 'c'}, {"ttl", required_argument, NULL, 't'},
         {"max-cycles", required_argument, NULL, 'm'}, {"node-timeout", required_argument, NULL, 'n'},
+        {"fair", no_argument, NULL, 'f'},
         {NULL, 0, NULL, 0},
     };
     struct bench_args a = {.seconds = 5, .procs = 8, .locks = 1000, .clients = 4,
@@ -49,6 +50,10 @@ int main(int argc, char **argv)
     double v;
     int opt;
     while ((opt = getopt_long(argc, argv, "", options, NULL)) != -1) {
+        if (opt == 'f') {
+            a.fair = 1;
+            continue;
+        }
         if (opt == '?' || number(optarg, &v) < 0 || v < 0 || v > 1e9) {
             fprintf(stderr, "dlock-bench: bad option or value\n");
             return 64;
@@ -77,7 +82,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: dlock-bench floor|floor-minimal|uncontended|redlock|"
                         "redlock-minority|contended|renew|many --port P [--port P2 ...] "
                         "[--seconds S] [--procs N] [--locks K] [--clients M] [--ttl MS] "
-                        "[--max-cycles N] [--node-timeout MS]\n");
+                        "[--max-cycles N] [--node-timeout MS] [--fair]\n");
         return 64;
     }
     a.workload = argv[optind];

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -199,6 +200,64 @@ static void unsubscribe(struct waiter *w)
     }
 }
 
+/* Reads and drops what the subscribers got since the last wait: releases
+ * seen while the lock was held or free are no news to a new wait. */
+static void drain(struct waiter *w)
+{
+    struct pollfd fds[DLOCK__NODES_MAX];
+    size_t index[DLOCK__NODES_MAX], k = 0;
+    for (size_t i = 0; i < w->c->n; i++) {
+        if (!w->subscribed[i])
+            continue;
+        fds[k] = (struct pollfd){.fd = w->c->subs[i].fd, .events = POLLIN};
+        index[k++] = i;
+    }
+    if (k > 0 && poll(fds, k, 0) > 0)
+        for (size_t j = 0; j < k; j++)
+            if (fds[j].revents)
+                read_pushes(w, index[j], fds[j].revents);
+    w->woken = false;
+}
+
+/* A queued waiter's client stays subscribed after a grant (kept_channel):
+ * the holder of a queued name often queues again, and a SUBSCRIBE and an
+ * UNSUBSCRIBE per grant would be two requests of three. A wait on that
+ * channel starts from there; a wait on another first leaves it. */
+static void take_kept(struct waiter *w)
+{
+    dlock_client *c = w->c;
+    if (!c->kept_channel)
+        return;
+    if (strcmp(c->kept_channel, w->channel) == 0) {
+        memcpy(w->subscribed, c->kept, sizeof(w->subscribed));
+        drain(w);
+    } else {
+        struct waiter old = {.c = c, .channel = c->kept_channel};
+        memcpy(old.subscribed, c->kept, sizeof(old.subscribed));
+        unsubscribe(&old);
+    }
+    free(c->kept_channel);
+    c->kept_channel = NULL;
+}
+
+/* After a wait: a queued waiter that got the lock keeps listening (see
+ * take_kept()); every other wait ends its subscriptions. */
+static void end_wait(struct waiter *w, int rc)
+{
+    dlock_client *c = w->c;
+    if (rc == 0 && w->token && (c->kept_channel = strdup(w->channel)) != NULL) {
+        for (size_t i = 0; i < c->n; i++) {
+            if (w->pending[i]) { /* its confirmation would be taken for a later one's */
+                dlock__conn_close(&c->subs[i]);
+                w->pending[i] = false;
+            }
+            c->kept[i] = w->subscribed[i];
+        }
+        return;
+    }
+    unsubscribe(w);
+}
+
 static bool retryable(int rc, bool io_retry)
 {
     if (rc == DLOCK_EBUSY)
@@ -263,6 +322,7 @@ int dlock__wait_acquire(dlock__claim *cl, int64_t ttl_ms, const dlock_acquire_op
     int64_t step_ms = first_step;
     int rc;
 
+    take_kept(&w);
     for (;;) {
         int64_t now, until;
         if (atomic_load(&c->cancel_requested) && take_cancel(c)) {
@@ -298,6 +358,6 @@ int dlock__wait_acquire(dlock__claim *cl, int64_t ttl_ms, const dlock_acquire_op
     }
     if (rc == DLOCK_ECANCELED)
         dlock__set_error(&c->main, "the wait was canceled");
-    unsubscribe(&w);
+    end_wait(&w, rc);
     return rc;
 }
