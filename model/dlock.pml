@@ -8,7 +8,7 @@
  * scripts/model compares these pins with the sha1sum of each file; a
  * change to either file fails it until this model was reviewed against the
  * change and its pin updated:
- * pin src/engine/scripts.c fa3652489021213995148fbaf4e2cd05fb77db4f
+ * pin src/engine/scripts.c ce7fe6e8ae296944225e9c177f1f8ed601597a7e
  * pin src/engine/attempt.c 520335dde7defdad48c4403ffa8d8c9467440f63
  *
  * Time. There is no absolute clock: every time in the model is kept

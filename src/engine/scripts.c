@@ -40,7 +40,8 @@
 
 /* A key of another type under the name makes GET raise WRONGTYPE before
  * anything is written. KEYS[4], the name's fair queue (docs/fair.md), is
- * only looked up when the lock is free: a free lock with waiters queued is
+ * only looked up when the lock is free (PTTL -2: no queue; PTTL rather than
+ * EXISTS keeps the ACL rule's commands): a free lock with waiters queued is
  * theirs (the head's), so a plain acquire does not barge past them. The token is max(stored + 1, server clock in µs),
  * also for a retry of our own call (our key already there): the clock
  * covers a counter rolled back by a restart from an older snapshot, not
@@ -51,8 +52,9 @@ static const char acquire_lua[] = FENCE_OF_LUA
     "if current and current ~= ARGV[1] then\n"
     "  return {0, redis.call('PTTL', KEYS[1])}\n"
     "end\n"
-    "if not current and KEYS[4] and redis.call('EXISTS', KEYS[4]) == 1 then\n"
-    "  return {0, redis.call('PTTL', KEYS[4])}\n"
+    "local queue = not current and KEYS[4] and redis.call('PTTL', KEYS[4]) or -2\n"
+    "if queue ~= -2 then\n"
+    "  return {0, queue}\n"
     "end\n"
     "local last, err = fence_of(KEYS[2])\n"
     "if not last then\n"

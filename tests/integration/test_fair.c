@@ -308,6 +308,44 @@ static void test_fair_plain_acquire_does_not_barge(void **state)
     dlock_client_close(c);
 }
 
+/* The command: -n on a name with waiters queued is busy (75), plain or
+ * fair, while the lock itself is free; a bad lease is a usage error. */
+static void test_fair_cli_nowait_on_a_queued_name_is_busy(void **state)
+{
+    redisContext *redis = *state;
+    dlock_client *c = open_client(server.url, 0, 0);
+    dlock_acquire_options o = fair(5000, 0);
+    dlock_lock *holder = must_acquire(c, "fair:cli", 30000, &o);
+    cli_proc head, p;
+
+    assert_int_equal(cli_start(&head, server.url,
+                               (const char *const[]){"run", "--fair", "fair:cli", "--", "true",
+                                                     NULL},
+                               NULL),
+                     0);
+    wait_queued(redis, "fair:cli", 1);
+    kill(head.pid, SIGSTOP);
+    assert_int_equal(dlock_lock_release(holder), 0);
+    assert_int_equal(cli_run(&p, server.url, (const char *const[]){"acquire", "-n", "fair:cli", NULL},
+                             10000),
+                     75);
+    assert_int_equal(cli_run(&p, server.url,
+                             (const char *const[]){"acquire", "--fair", "-n", "fair:cli", NULL},
+                             10000),
+                     75);
+    assert_int_equal(queued(redis, "fair:cli"), 1);
+    kill(head.pid, SIGCONT);
+    assert_int_equal(cli_wait(&head, 30000), 0);
+    assert_int_equal(cli_run(&p, server.url,
+                             (const char *const[]){"acquire", "--fair", "--lease", "5ms",
+                                                   "fair:cli", NULL},
+                             10000),
+                     64);
+    assert_non_null(strstr(p.err, "--lease"));
+    dlock_lock_free(holder);
+    dlock_client_close(c);
+}
+
 static void test_fair_several_servers_refused(void **state)
 {
     test_redis r[3];
@@ -340,6 +378,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_fair_slow_head_keeps_its_place, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fair_release_wakes_only_the_head, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fair_plain_acquire_does_not_barge, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fair_cli_nowait_on_a_queued_name_is_busy, setup,
+                                        teardown),
         cmocka_unit_test(test_fair_several_servers_refused),
     };
     return cmocka_run_group_tests(tests, group_setup_server, group_teardown_server);
