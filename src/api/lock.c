@@ -107,6 +107,18 @@ static int set_fair(dlock_lock *lock, const dlock_acquire_options *o)
     return dlock__claim_set_kind(cl, &c->main, &dlock__kind_fair, (unsigned)lease);
 }
 
+/* A shared hold: a mutex otherwise, so not with permits or fair. */
+static int set_shared(dlock_lock *lock, const dlock_acquire_options *o)
+{
+    dlock__claim *cl = &lock->claim;
+    dlock_client *c = cl->client;
+    if (o->permits > 1 || o->fair) {
+        dlock__set_error(&c->main, "a shared hold goes with neither permits > 1 nor fair");
+        return DLOCK_EINVAL;
+    }
+    return dlock__claim_set_kind(cl, &c->main, &dlock__kind_shared, 0);
+}
+
 /* A queued waiter that did not get the lock (busy, deadline, cancel, an
  * error) leaves the queue now rather than when its lease ends; the failure
  * it reports stays the one that ended its wait. */
@@ -164,7 +176,7 @@ int dlock_lock_acquire(dlock_lock **out, dlock_client *c, const char *name, int6
         rc = new_lock(&lock, c, name);
     if (rc != 0)
         return rc;
-    rc = o->fair ? set_fair(lock, o) : set_kind(lock, o);
+    rc = o->shared ? set_shared(lock, o) : o->fair ? set_fair(lock, o) : set_kind(lock, o);
     if (rc == 0 && (rc = dlock__token_new(c->tokens, lock->claim.token)) < 0)
         dlock__set_error(&c->main, "getrandom() gave no random bytes for the owner token");
     if (rc == 0 && o->wait_ms != 0)
@@ -205,14 +217,19 @@ int dlock_lock_adopt(dlock_lock **out, dlock_client *c, const char *name, const 
 }
 
 /* An adopted handle tries as a mutex; a name that is a sorted set is a
- * semaphore's, and the handle becomes one of its permits. Returns true when
+ * semaphore's, and the handle becomes one of its permits; a name whose
+ * string is not our token may be held shared, and the handle tries as a
+ * shared holder (a refusal then costs one more request). Returns true when
  * the call is worth repeating as such. */
 static bool adopt_kind(dlock_lock *lock, int rc)
 {
     dlock__claim *cl = &lock->claim;
-    if (rc != DLOCK_EWRONGTYPE || !lock->adopted || cl->kind != &dlock__kind_mutex)
+    const dlock__kind *other = rc == DLOCK_EWRONGTYPE   ? &dlock__kind_semaphore
+                               : rc == DLOCK_ENOTOWNER ? &dlock__kind_shared
+                                                       : NULL;
+    if (!other || !lock->adopted || cl->kind != &dlock__kind_mutex)
         return false;
-    return dlock__claim_set_kind(cl, &cl->client->main, &dlock__kind_semaphore, 0) == 0;
+    return dlock__claim_set_kind(cl, &cl->client->main, other, 0) == 0;
 }
 
 static void stop_renewal(dlock_lock *lock)

@@ -42,6 +42,8 @@ extern const dlock__kind dlock__kind_semaphore;
 /* The fair lock: a mutex whose waiters queue, each with a presence lease
  * of `limit` ms; the release wakes the head only. */
 extern const dlock__kind dlock__kind_fair;
+/* A shared holder: any number together, never with an exclusive one. */
+extern const dlock__kind dlock__kind_shared;
 
 typedef struct dlock__claim {
     dlock_client *client;

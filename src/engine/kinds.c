@@ -10,8 +10,9 @@ const dlock__kind dlock__kind_mutex = {
     .extend = DLOCK__SCRIPT_EXTEND,
     .status = DLOCK__SCRIPT_STATUS,
     /* The acquire looks the fair queue up (a free lock with waiters is the
-     * head's); release and extend take the key and leave it alone. */
-    .aux = {"queue", NULL},
+     * head's) and, finding NAME held shared, marks its wait in `writer`,
+     * which the release deletes (scripts.c). */
+    .aux = {"queue", "writer", NULL},
     .limited = false,
 };
 
@@ -38,4 +39,18 @@ const dlock__kind dlock__kind_fair = {
     .aux = {"queue", "presence", NULL},
     .limited = true,
     .queued = true,
+};
+
+/* Shared holders: NAME holds a marker, the holders are the sorted set
+ * `readers` with their owner records in `rowners`; `queue` and `writer`
+ * are the exclusive acquirers waiting, which keep new shared holders out
+ * (scripts.c). */
+const dlock__kind dlock__kind_shared = {
+    .name = "shared lock",
+    .acquire = DLOCK__SCRIPT_SHARED_ACQUIRE,
+    .release = DLOCK__SCRIPT_SHARED_RELEASE,
+    .extend = DLOCK__SCRIPT_SHARED_EXTEND,
+    .status = DLOCK__SCRIPT_SHARED_STATUS,
+    .aux = {"queue", "writer", "readers", "rowners", NULL},
+    .limited = false,
 };

@@ -38,6 +38,16 @@
     "  return fence_parse(redis.call('GET', key), key)\n"                                          \
     "end\n"
 
+/* A name held shared (docs/shared.md) holds this marker, never a token
+ * (tokens are 32 lower-case hex characters): an exclusive acquire finds it
+ * busy as it finds any other holder. An exclusive acquirer that finds it
+ * marks its wait in the key `writer` (KEYS[5]) for WRITER_LEASE_MS and
+ * tries again within WRITER_RETRY_MS, which renews the mark: while it is
+ * there no new shared holder enters. The exclusive release deletes it. */
+#define SHARED_MARKER "dlock:shared"
+#define WRITER_LEASE_MS "2000"
+#define WRITER_RETRY_MS "600"
+
 /* A key of another type under the name makes GET raise WRONGTYPE before
  * anything is written. KEYS[4], the name's fair queue (docs/fair.md), is
  * only looked up when the lock is free (PTTL -2: no queue; PTTL rather than
@@ -50,6 +60,10 @@
 static const char acquire_lua[] = FENCE_OF_LUA
     "local current = redis.call('GET', KEYS[1])\n"
     "if current and current ~= ARGV[1] then\n"
+    "  if current == '" SHARED_MARKER "' and KEYS[5] then\n"
+    "    redis.call('SET', KEYS[5], ARGV[1], 'PX', " WRITER_LEASE_MS ")\n"
+    "    return {0, math.min(redis.call('PTTL', KEYS[1]), " WRITER_RETRY_MS ")}\n"
+    "  end\n"
     "  return {0, redis.call('PTTL', KEYS[1])}\n"
     "end\n"
     "local queue = not current and KEYS[4] and redis.call('PTTL', KEYS[4]) or -2\n"
@@ -68,11 +82,13 @@ static const char acquire_lua[] = FENCE_OF_LUA
     "redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[2])\n"
     "return {1, f}\n";
 
+/* KEYS[4], when given, is the writer mark (see SHARED_MARKER): deleted in
+ * the same DEL, a writer in is a writer no longer waiting. */
 static const char release_lua[] =
     "if redis.call('GET', KEYS[1]) ~= ARGV[1] then\n"
     "  return 0\n"
     "end\n"
-    "redis.call('DEL', KEYS[1], KEYS[2])\n"
+    "redis.call('DEL', KEYS[1], KEYS[2], KEYS[4] or KEYS[2])\n"
     "if ARGV[3] == '1' then\n"
     "  redis.pcall('PUBLISH', ARGV[2], ARGV[1])\n"
     "end\n"
@@ -394,11 +410,149 @@ static const char fair_release_lua[] = FAIR_LUA
     "end\n"
     "return mine and 1 or 0\n";
 
+/* Shared holders (docs/shared.md): NAME holds SHARED_MARKER with the PX
+ * of the last holder's expiry; the holders are the sorted set `readers`
+ * (token -> expiry in server ms) with their owner records in the hash
+ * `rowners`, both living as long as NAME. Their fence is the stored fence
+ * of the name (the last exclusive holder's): every shared holder between
+ * two exclusive ones has the same. live() drops the expired holders and
+ * gives NAME and the keys the last expiry left, or deletes them. */
+#define SHARED_LUA                                                                                 \
+    "local function clock()\n"                                                                     \
+    "  local t = redis.call('TIME')\n"                                                             \
+    "  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000),\n"                       \
+    "    tonumber(t[1]) * 1000000 + tonumber(t[2])\n"                                              \
+    "end\n"                                                                                        \
+    "local function live(name, readers, rowners, now)\n"                                           \
+    "  local dead = redis.call('ZRANGEBYSCORE', readers, '-inf', now)\n"                           \
+    "  if #dead > 0 then\n"                                                                        \
+    "    redis.call('ZREM', readers, unpack(dead))\n"                                              \
+    "    redis.call('HDEL', rowners, unpack(dead))\n"                                              \
+    "  end\n"                                                                                      \
+    "  local last = redis.call('ZRANGE', readers, -1, -1, 'WITHSCORES')\n"                         \
+    "  if #last == 0 then\n"                                                                       \
+    "    redis.call('DEL', name, readers, rowners)\n"                                              \
+    "    return false\n"                                                                           \
+    "  end\n"                                                                                      \
+    "  local left = tonumber(last[2]) - now\n"                                                     \
+    "  redis.call('SET', name, '" SHARED_MARKER "', 'PX', left)\n"                                  \
+    "  redis.call('PEXPIRE', readers, left)\n"                                                     \
+    "  redis.call('PEXPIRE', rowners, left)\n"                                                     \
+    "  return true\n"                                                                              \
+    "end\n"
+
+/* KEYS as the mutex's acquire (queue and writer included), then readers
+ * and rowners; ARGV as the mutex's. Busy ({0, ms}) while an exclusive
+ * holder has NAME, and, for a new shared holder, while an exclusive
+ * acquirer waits (the writer mark, or a fair queue). Granted: {1, fence}. */
+static const char shared_acquire_lua[] = FENCE_OF_LUA SHARED_LUA
+    "local name, queue, writer, readers, rowners = KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[7]\n"
+    "local token = ARGV[1]\n"
+    "local current = redis.call('GET', name)\n"
+    "if current and current ~= '" SHARED_MARKER "' then\n"
+    "  return {0, redis.call('PTTL', name)}\n"
+    "end\n"
+    "local last, err = fence_of(KEYS[2])\n"
+    "if not last then\n"
+    "  return redis.error_reply(err)\n"
+    "end\n"
+    "local now, now_us = clock()\n"
+    "local score = current and redis.call('ZSCORE', readers, token)\n"
+    "if not (score and tonumber(score) > now) then\n"
+    "  for _, waiting in ipairs({writer, queue}) do\n"
+    "    local pttl = redis.call('PTTL', waiting)\n"
+    "    if pttl ~= -2 then\n"
+    "      return {0, pttl}\n"
+    "    end\n"
+    "  end\n"
+    "end\n"
+    "local f = last\n"
+    "if f == 0 then\n"
+    "  f = now_us\n"
+    "  redis.call('SET', KEYS[2], string.format('%d', f), 'PX', ARGV[3])\n"
+    "end\n"
+    "redis.call('ZADD', readers, now + tonumber(ARGV[2]), token)\n"
+    "redis.call('HSET', rowners, token, ARGV[4])\n"
+    "live(name, readers, rowners, now)\n"
+    "return {1, string.format('%d', f)}\n";
+
+/* KEYS as the mutex's release (queue and writer included), then readers
+ * and rowners; ARGV as the mutex's. The last holder out publishes (an
+ * exclusive acquirer waits for that). 1 (released) or 0. */
+static const char shared_release_lua[] = SHARED_LUA
+    "local name, readers, rowners = KEYS[1], KEYS[5], KEYS[6]\n"
+    "local token = ARGV[1]\n"
+    "if redis.call('GET', name) ~= '" SHARED_MARKER "' then\n"
+    "  return 0\n"
+    "end\n"
+    "local now = clock()\n"
+    "local score = redis.call('ZSCORE', readers, token)\n"
+    "if not (score and tonumber(score) > now) then\n"
+    "  return 0\n"
+    "end\n"
+    "redis.call('ZREM', readers, token)\n"
+    "redis.call('HDEL', rowners, token)\n"
+    "if not live(name, readers, rowners, now) and ARGV[3] == '1' then\n"
+    "  redis.pcall('PUBLISH', ARGV[2], token)\n"
+    "end\n"
+    "return 1\n";
+
+/* KEYS as the mutex's extend (queue and writer included), then readers
+ * and rowners; ARGV as the mutex's. Extends only an entry that is there
+ * (1). Repair (Redlock, ARGV[3] = "1"): a server that lost NAME, or our
+ * entry under a marker, gets it back unless an exclusive holder has NAME
+ * there, with at least our fence; 2, never a vote. Else 0. */
+static const char shared_extend_lua[] = FENCE_OF_LUA SHARED_LUA
+    "local name, readers, rowners = KEYS[1], KEYS[6], KEYS[7]\n"
+    "local token = ARGV[1]\n"
+    "local current = redis.call('GET', name)\n"
+    "if current and current ~= '" SHARED_MARKER "' then\n"
+    "  return 0\n"
+    "end\n"
+    "local stored, err = fence_of(KEYS[3])\n"
+    "if not stored then\n"
+    "  return redis.error_reply(err)\n"
+    "end\n"
+    "local now = clock()\n"
+    "local score = current and redis.call('ZSCORE', readers, token)\n"
+    "local held = score and tonumber(score) > now\n"
+    "if not held and ARGV[3] ~= '1' then\n"
+    "  return 0\n"
+    "end\n"
+    "redis.call('ZADD', readers, now + tonumber(ARGV[2]), token)\n"
+    "if not held then\n"
+    "  redis.call('HSET', rowners, token, '')\n"
+    "  if stored < tonumber(ARGV[4]) then\n"
+    "    redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[5])\n"
+    "  end\n"
+    "end\n"
+    "live(name, readers, rowners, now)\n"
+    "return held and 1 or 2\n";
+
+/* KEYS NAME, queue, writer, readers, rowners. Read-only. Returns {owner record or false,
+ * PTTL, ...} for each live shared holder (none unless NAME holds the
+ * marker). */
+static const char shared_status_lua[] =
+    "if redis.call('GET', KEYS[1]) ~= '" SHARED_MARKER "' then\n"
+    "  return {}\n"
+    "end\n"
+    "local t = redis.call('TIME')\n"
+    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    "local live = redis.call('ZRANGEBYSCORE', KEYS[4], '(' .. now, '+inf', 'WITHSCORES')\n"
+    "local out = {}\n"
+    "for i = 1, #live, 2 do\n"
+    "  local record = redis.call('HGET', KEYS[5], live[i])\n"
+    "  out[#out + 1] = record ~= '' and record or false\n"
+    "  out[#out + 1] = tonumber(live[i + 1]) - now\n"
+    "end\n"
+    "return out\n";
+
 /* NULL-terminated: also the list a fresh connection loads. */
 static const char *const sources[DLOCK__SCRIPT_COUNT + 1] = {
     acquire_lua,     release_lua,     extend_lua,     status_lua,     fence_max_lua,
     sem_acquire_lua, sem_release_lua, sem_extend_lua, sem_status_lua, fair_acquire_lua,
-    fair_release_lua, NULL};
+    fair_release_lua, shared_acquire_lua, shared_release_lua, shared_extend_lua,
+    shared_status_lua, NULL};
 
 const char *const *dlock__script_sources(void)
 {

@@ -38,6 +38,14 @@ enum dlock__script_id {
      * mutex's. */
     DLOCK__SCRIPT_FAIR_ACQUIRE,
     DLOCK__SCRIPT_FAIR_RELEASE,
+    /* Shared holders' (see scripts.c and docs/shared.md): the mutex's KEYS
+     * (its queue and writer mark included) and ARGV, then the auxiliary
+     * keys readers and rowners. The status takes KEYS NAME, then the
+     * kind's four auxiliary keys. */
+    DLOCK__SCRIPT_SHARED_ACQUIRE,
+    DLOCK__SCRIPT_SHARED_RELEASE,
+    DLOCK__SCRIPT_SHARED_EXTEND,
+    DLOCK__SCRIPT_SHARED_STATUS,
     DLOCK__SCRIPT_COUNT
 };
 

@@ -82,6 +82,7 @@ struct cli_wait {
     unsigned permits; /* --permits: 0 for a mutex */
     bool fair;        /* --fair */
     int64_t lease_ms; /* --lease: 0 for the library's default */
+    bool shared;      /* -s, --shared */
 };
 
 /* Acquires `name`, waiting as asked; on a terminal shows a status line that
@@ -110,6 +111,7 @@ void cli_format_time(int64_t ms, char *out, size_t len);
 #define CLI_OPT_RUN 0x10u      /* --kill-after, --max-hold; NAME -- COMMAND or NAME -c CMD */
 #define CLI_OPT_PERMITS 0x20u  /* --permits N */
 #define CLI_OPT_FAIR 0x40u     /* --fair, --lease DUR */
+#define CLI_OPT_SHARED 0x80u   /* -s, --shared */
 
 struct cli_command {
     const char *name;

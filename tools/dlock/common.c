@@ -272,6 +272,7 @@ int cli_acquire(const struct cli *cli, dlock_client *client, const char *name,
     opts.permits = how->permits;
     opts.fair = how->fair;
     opts.lease_ms = how->lease_ms;
+    opts.shared = how->shared;
     /* A fair waiter's place is its token's: one call, one place. */
     if (how->fair) {
         opts.wait_ms = how->wait_ms;

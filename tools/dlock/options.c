@@ -33,11 +33,13 @@ const struct cli_command cli_command_run = {
     "      --fair             wait in a queue: first come, first served (one server)\n"
     "      --lease DUR        with --fair: how long a silent waiter keeps its place\n"
     "                         (30ms to 1h, default 2s)\n"
+    "  -s, --shared           hold the lock shared: with other shared holders, never\n"
+    "                         with an exclusive one (a waiting one keeps new ones out)\n"
     "The command sees DLOCK_NAME, DLOCK_TOKEN, DLOCK_FENCE and DLOCK_SLOT (the\n"
     "permit's slot, 0 to N-1; the fence grows per slot); DLOCK_PASSWORD and\n"
     "URLs with credentials are removed from its environment.\n",
     CLI_OPT_TTL | CLI_OPT_WAIT | CLI_OPT_BUSY_CODE | CLI_OPT_RUN | CLI_OPT_PERMITS |
-        CLI_OPT_FAIR,
+        CLI_OPT_FAIR | CLI_OPT_SHARED,
     "NAME -- COMMAND [ARG...] or NAME -c 'COMMAND'",
     1,
 };
@@ -56,9 +58,11 @@ const struct cli_command cli_command_acquire = {
     "                    1: the lock alone, the default; one server only)\n"
     "      --fair        wait in a queue: first come, first served (one server)\n"
     "      --lease DUR   with --fair: how long a silent waiter keeps its place\n"
-    "                    (30ms to 1h, default 2s)\n",
+    "                    (30ms to 1h, default 2s)\n"
+    "  -s, --shared      hold the lock shared: with other shared holders, never\n"
+    "                    with an exclusive one (a waiting one keeps new ones out)\n",
     CLI_OPT_TTL | CLI_OPT_WAIT | CLI_OPT_BUSY_CODE | CLI_OPT_JSON | CLI_OPT_PERMITS |
-        CLI_OPT_FAIR,
+        CLI_OPT_FAIR | CLI_OPT_SHARED,
     "NAME",
     1,
 };
@@ -108,6 +112,7 @@ static const struct option long_options[] = {
     {"permits", required_argument, NULL, OPT_PERMITS},
     {"fair", no_argument, NULL, OPT_FAIR},
     {"lease", required_argument, NULL, OPT_LEASE},
+    {"shared", no_argument, NULL, 's'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -133,6 +138,8 @@ static unsigned group_of(int opt)
     case OPT_FAIR:
     case OPT_LEASE:
         return CLI_OPT_FAIR;
+    case 's':
+        return CLI_OPT_SHARED;
     default:
         return 0;
     }
@@ -142,9 +149,9 @@ static unsigned group_of(int opt)
  * for run '+' to stop at NAME, since what follows is the command's. */
 static void short_options(unsigned accepts, char *out, size_t len)
 {
-    snprintf(out, len, "%s%s%s%sh", accepts & CLI_OPT_RUN ? "+:" : ":",
+    snprintf(out, len, "%s%s%s%s%sh", accepts & CLI_OPT_RUN ? "+:" : ":",
              accepts & CLI_OPT_TTL ? "t:" : "", accepts & CLI_OPT_WAIT ? "w:n" : "",
-             accepts & CLI_OPT_BUSY_CODE ? "E:" : "");
+             accepts & CLI_OPT_BUSY_CODE ? "E:" : "", accepts & CLI_OPT_SHARED ? "s" : "");
 }
 
 void cli_offending_option(char **argv, const struct option *longopts, char *out, size_t len)
@@ -207,6 +214,9 @@ static int take_value(int opt, const char *value, struct cli_command_opts *o)
         return 0;
     case OPT_LEASE:
         return cli_parse_duration_ms(value, &o->wait.lease_ms);
+    case 's':
+        o->wait.shared = true;
+        return 0;
     default: /* OPT_JSON */
         o->json = true;
         return 0;
