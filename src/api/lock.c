@@ -129,7 +129,7 @@ static void leave_queue(dlock_lock *lock)
     if (!lock->claim.kind->queued)
         return;
     memcpy(why, lane->errmsg, sizeof(why));
-    dlock__attempt_release(&lock->claim, lane, false);
+    dlock__attempt_release(&lock->claim, lane, true);
     memcpy(lane->errmsg, why, sizeof(why));
 }
 

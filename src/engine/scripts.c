@@ -384,10 +384,12 @@ static const char fair_acquire_lua[] = FENCE_OF_LUA FAIR_LUA
 
 /* KEYS as the mutex's release, then queue and presence; ARGV as the
  * mutex's. Releases the lock if it is ours, and takes us out of the queue
- * either way (a waiter that gives up leaves by it). When that frees the
- * lock or the head's place, the head (only) is told: also after a cleanup,
- * which must not stall the queue for a lease. With no queue, a release
- * publishes as the mutex's does (plain acquirers wait on it). 1 or 0. */
+ * (a waiter that gives up leaves by it), but not in a cleanup (ARGV[3]
+ * "0"): a reply that came too late must not cost a waiter its place. When
+ * that frees the lock or the head's place, the head (only) is told: also
+ * after a cleanup, which must not stall the queue for a lease. With no
+ * queue, a release publishes as the mutex's does (plain acquirers wait on
+ * it). 1 or 0. */
 static const char fair_release_lua[] = FAIR_LUA
     "local lock, queue, presence = KEYS[1], KEYS[3], KEYS[4]\n"
     "local token = ARGV[1]\n"
@@ -399,11 +401,13 @@ static const char fair_release_lua[] = FAIR_LUA
     "if mine then\n"
     "  redis.call('DEL', lock, KEYS[2])\n"
     "end\n"
-    "redis.call('ZREM', queue, token)\n"
-    "redis.call('ZREM', presence, token)\n"
+    "if ARGV[3] == '1' then\n"
+    "  redis.call('ZREM', queue, token)\n"
+    "  redis.call('ZREM', presence, token)\n"
+    "end\n"
     "gone(queue, presence, dead)\n"
     "local head = redis.call('ZRANGE', queue, 0, 0)[1]\n"
-    "if head and (mine or (was_head and not current)) then\n"
+    "if head and (mine or (was_head and not current and ARGV[3] == '1')) then\n"
     "  redis.pcall('PUBLISH', ARGV[2], 'next:' .. head)\n"
     "elseif mine and ARGV[3] == '1' then\n"
     "  redis.pcall('PUBLISH', ARGV[2], token)\n"
