@@ -270,11 +270,11 @@ static int query_kind(dlock_status *out, dlock_client *c, const dlock__keys *key
         dlock__fanout(c->main.conns + node, 1, &call.call,
                       dlock__node_deadline(c, 0, dlock__now_ns()), &result, NULL, NULL);
         rc = result.status == DLOCK__REPLIED ? parse(out, result.reply) : result.status;
-        if (rc < 0)
+        if (rc < 0) {
             dlock__set_error(&c->main, "status of %s %s: %s", kind->name, keys->lock,
                              dlock_strerror(rc));
-        if (rc < 0)
             dlock__append_node_errors(&c->main, c->main.conns + node, &result, 1);
+        }
         dlock__results_clear(&result, 1);
         dlock__script_call_free(&call);
     }

@@ -77,10 +77,11 @@ static void start_fair_run(cli_proc *p, const char *name, const char *lease, int
 static int read_ids(const char *log, int *ids, int max)
 {
     FILE *f = fopen(log, "r");
+    char line[32];
     int n = 0;
     assert_non_null(f);
-    while (n < max && fscanf(f, "%d", &ids[n]) == 1)
-        n++;
+    while (n < max && fgets(line, sizeof(line), f))
+        ids[n++] = (int)strtol(line, NULL, 10);
     fclose(f);
     return n;
 }
@@ -95,7 +96,7 @@ static void test_fair_sixteen_granted_in_queue_order(void **state)
     dlock_acquire_options o = fair(5000, 0);
     dlock_lock *holder = must_acquire(c, "fair:fifo", 30000, &o);
     cli_proc procs[RUNS];
-    int ids[RUNS + 1];
+    int ids[RUNS + 1] = {0};
     char log[160];
 
     scratch_path(log, sizeof(log), server.dir, "fair-fifo");
@@ -125,7 +126,7 @@ static void test_fair_dead_head_costs_at_most_its_lease(void **state)
     dlock_lock *holder = must_acquire(c, "fair:dead", 30000, &o);
     cli_proc head, next;
     char log[160];
-    int ids[2];
+    int ids[2] = {0};
     long long released, waited;
 
     scratch_path(log, sizeof(log), server.dir, "fair-dead");
@@ -138,7 +139,7 @@ static void test_fair_dead_head_costs_at_most_its_lease(void **state)
     assert_int_equal(dlock_lock_release(holder), 0);
     assert_int_equal(cli_wait(&next, 30000), 0);
     waited = next.started_ms + next.took_ms - released;
-    assert_true(waited < (1000 + 1000 / 3 + 1500) * test_slowdown());
+    assert_true(waited < (1000LL + 1000 / 3 + 1500) * test_slowdown());
     assert_int_equal(cli_wait(&head, 1000), 128 + SIGKILL);
     assert_int_equal(read_ids(log, ids, 2), 1);
     assert_int_equal(ids[0], 1);
@@ -157,7 +158,7 @@ static void test_fair_slow_head_keeps_its_place(void **state)
     dlock_lock *holder = must_acquire(c, "fair:slow", 30000, &o);
     cli_proc head, next;
     char log[160];
-    int ids[3];
+    int ids[3] = {0};
 
     scratch_path(log, sizeof(log), server.dir, "fair-slow");
     start_fair_run(&head, "fair:slow", "4s", 0, log);
