@@ -8,7 +8,7 @@
  * scripts/model compares these pins with the sha1sum of each file; a
  * change to either file fails it until this model was reviewed against the
  * change and its pin updated:
- * pin src/engine/scripts.c 648cf0cb1e09d4aaae99a8f9952cda4df49cb3c4
+ * pin src/engine/scripts.c 29f16eb238b1edcf909f17b6cc40d5dd52384a39
  * pin src/engine/attempt.c 520335dde7defdad48c4403ffa8d8c9467440f63
  *
  * Time. There is no absolute clock: every time in the model is kept

@@ -28,7 +28,8 @@ const dlock__kind dlock__kind_semaphore = {
 };
 
 /* The fair lock: NAME is the mutex's string, its waiters queue in `queue`
- * with their presence leases in `presence` (scripts.c). The limit is the
+ * with their presence leases in `presence` and the channel suffix of
+ * their process in `wake` (scripts.c). The limit is the
  * presence lease in ms. A holder extends and is looked at as a mutex. */
 const dlock__kind dlock__kind_fair = {
     .name = "fair lock",
@@ -36,7 +37,7 @@ const dlock__kind dlock__kind_fair = {
     .release = DLOCK__SCRIPT_FAIR_RELEASE,
     .extend = DLOCK__SCRIPT_EXTEND,
     .status = DLOCK__SCRIPT_STATUS,
-    .aux = {"queue", "presence", NULL},
+    .aux = {"queue", "presence", "wake", NULL},
     .limited = true,
     .queued = true,
 };

@@ -316,30 +316,42 @@ static const char sem_status_lua[] = FENCE_PARSE_LUA SEMAPHORE_LUA
  * (token -> end of the lease, in server ms). Both keys live as long as the
  * longest lease. A free lock with a queue is the head's, for as long as
  * its lease lasts. The wake-up is targeted: "next:" and the head's token,
- * on the mutex's channel; a waiter acts only on its own (or on a plain
- * release's token, which a mutex holder publishes). gone() drops the
- * waiters whose lease ran out. */
+ * on the channel of the head's process (the mutex's channel, ":", then
+ * the host and pid of its owner record, kept in the hash `wake`), so that
+ * only that process wakes up; it acts only on its own token. leave()
+ * takes waiters out, gone() those whose lease ran out. */
 #define FAIR_LUA                                                                                   \
     "local function clock()\n"                                                                     \
     "  local t = redis.call('TIME')\n"                                                             \
     "  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000),\n"                       \
     "    tonumber(t[1]) * 1000000 + tonumber(t[2])\n"                                              \
     "end\n"                                                                                        \
-    "local function gone(queue, presence, dead)\n"                                                 \
+    "local function leave(queue, presence, wake, ...)\n"                                           \
+    "  redis.call('ZREM', queue, ...)\n"                                                           \
+    "  redis.call('ZREM', presence, ...)\n"                                                        \
+    "  redis.call('HDEL', wake, ...)\n"                                                            \
+    "end\n"                                                                                        \
+    "local function gone(queue, presence, wake, dead)\n"                                           \
     "  if #dead > 0 then\n"                                                                        \
-    "    redis.call('ZREM', queue, unpack(dead))\n"                                                \
-    "    redis.call('ZREM', presence, unpack(dead))\n"                                             \
+    "    leave(queue, presence, wake, unpack(dead))\n"                                             \
     "  end\n"                                                                                      \
+    "end\n"                                                                                        \
+    "local function process_of(record)\n"                                                          \
+    "  local ok, o = pcall(cjson.decode, record)\n"                                                \
+    "  if ok and type(o) == 'table' and type(o.host) == 'string' and type(o.pid) == 'number' then\n"\
+    "    return o.host .. ':' .. string.format('%d', o.pid)\n"                                    \
+    "  end\n"                                                                                      \
+    "  return ''\n"                                                                                \
     "end\n"
 
-/* KEYS as the mutex's acquire, then queue and presence; ARGV as the
+/* KEYS as the mutex's acquire, then queue, presence and wake; ARGV as the
  * mutex's, then the presence lease in ms. Granted ({1, fence}) when the
  * lock is ours already (a retry) or free with no live waiter ahead of us:
  * we leave the queue. Else we join it at the tail (or keep our place) and
  * renew our lease: {0, ms until the next renewal is due}, sooner if the
  * holder's key or a free lock's reservation for the head ends first. */
 static const char fair_acquire_lua[] = FENCE_OF_LUA FAIR_LUA
-    "local lock, queue, presence = KEYS[1], KEYS[4], KEYS[5]\n"
+    "local lock, queue, presence, wake = KEYS[1], KEYS[4], KEYS[5], KEYS[6]\n"
     "local token, lease = ARGV[1], tonumber(ARGV[5])\n"
     "local current = redis.call('GET', lock)\n"
     "local last, err = fence_of(KEYS[2])\n"
@@ -349,15 +361,15 @@ static const char fair_acquire_lua[] = FENCE_OF_LUA FAIR_LUA
     "local now, now_us = clock()\n"
     "local dead = redis.call('ZRANGEBYSCORE', presence, '-inf', now)\n"
     "local tail = redis.call('ZRANGE', queue, -1, -1, 'WITHSCORES')\n"
-    "gone(queue, presence, dead)\n"
+    "redis.call('HGET', wake, token)\n"
+    "gone(queue, presence, wake, dead)\n"
     "local head = redis.call('ZRANGE', queue, 0, 0)[1]\n"
     "if current == token or (not current and (not head or head == token)) then\n"
     "  local f = string.format('%d', math.max(last + 1, now_us))\n"
     "  redis.call('SET', lock, token, current and 'XX' or 'NX', 'PX', ARGV[2])\n"
     "  redis.call('SET', KEYS[2], f, 'PX', ARGV[3])\n"
     "  redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[2])\n"
-    "  redis.call('ZREM', queue, token)\n"
-    "  redis.call('ZREM', presence, token)\n"
+    "  leave(queue, presence, wake, token)\n"
     "  return {1, f}\n"
     "end\n"
     "if not redis.call('ZSCORE', queue, token) then\n"
@@ -366,11 +378,13 @@ static const char fair_acquire_lua[] = FENCE_OF_LUA FAIR_LUA
     "    seq = tonumber(tail[2]) + 1\n"
     "  end\n"
     "  redis.call('ZADD', queue, seq, token)\n"
+    "  redis.call('HSET', wake, token, process_of(ARGV[4]))\n"
     "end\n"
     "redis.call('ZADD', presence, now + lease, token)\n"
     "local longest = redis.call('ZRANGE', presence, -1, -1, 'WITHSCORES')\n"
-    "redis.call('PEXPIRE', queue, tonumber(longest[2]) - now)\n"
-    "redis.call('PEXPIRE', presence, tonumber(longest[2]) - now)\n"
+    "for _, key in ipairs({queue, presence, wake}) do\n"
+    "  redis.call('PEXPIRE', key, tonumber(longest[2]) - now)\n"
+    "end\n"
     "local wait = math.max(1, math.floor(lease / 3))\n"
     "if current then\n"
     "  local pttl = redis.call('PTTL', lock)\n"
@@ -382,7 +396,7 @@ static const char fair_acquire_lua[] = FENCE_OF_LUA FAIR_LUA
     "end\n"
     "return {0, wait}\n";
 
-/* KEYS as the mutex's release, then queue and presence; ARGV as the
+/* KEYS as the mutex's release, then queue, presence and wake; ARGV as the
  * mutex's. Releases the lock if it is ours, and takes us out of the queue
  * (a waiter that gives up leaves by it), but not in a cleanup (ARGV[3]
  * "0"): a reply that came too late must not cost a waiter its place. When
@@ -391,24 +405,26 @@ static const char fair_acquire_lua[] = FENCE_OF_LUA FAIR_LUA
  * queue, a release publishes as the mutex's does (plain acquirers wait on
  * it). 1 or 0. */
 static const char fair_release_lua[] = FAIR_LUA
-    "local lock, queue, presence = KEYS[1], KEYS[3], KEYS[4]\n"
+    "local lock, queue, presence, wake = KEYS[1], KEYS[3], KEYS[4], KEYS[5]\n"
     "local token = ARGV[1]\n"
     "local current = redis.call('GET', lock)\n"
     "local now = clock()\n"
     "local dead = redis.call('ZRANGEBYSCORE', presence, '-inf', now)\n"
+    "redis.call('HGET', wake, token)\n"
     "local was_head = redis.call('ZRANGE', queue, 0, 0)[1] == token\n"
     "local mine = current == token\n"
     "if mine then\n"
     "  redis.call('DEL', lock, KEYS[2])\n"
     "end\n"
     "if ARGV[3] == '1' then\n"
-    "  redis.call('ZREM', queue, token)\n"
-    "  redis.call('ZREM', presence, token)\n"
+    "  leave(queue, presence, wake, token)\n"
     "end\n"
-    "gone(queue, presence, dead)\n"
+    "gone(queue, presence, wake, dead)\n"
     "local head = redis.call('ZRANGE', queue, 0, 0)[1]\n"
     "if head and (mine or (was_head and not current and ARGV[3] == '1')) then\n"
-    "  redis.pcall('PUBLISH', ARGV[2], 'next:' .. head)\n"
+    "  local where = redis.call('HGET', wake, head)\n"
+    "  local channel = where and where ~= '' and ARGV[2] .. ':' .. where or ARGV[2]\n"
+    "  redis.pcall('PUBLISH', channel, 'next:' .. head)\n"
     "elseif mine and ARGV[3] == '1' then\n"
     "  redis.pcall('PUBLISH', ARGV[2], token)\n"
     "end\n"

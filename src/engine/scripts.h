@@ -33,7 +33,7 @@ enum dlock__script_id {
     /* KEYS NAME, limit, slots, owners, fences. Read-only. */
     DLOCK__SCRIPT_SEM_STATUS,
     /* The fair lock's (see scripts.c and docs/fair.md): the mutex's KEYS
-     * and ARGV, then the auxiliary keys queue and presence; the acquire's
+     * and ARGV, then the auxiliary keys queue, presence and wake; the acquire's
      * last ARGV is the presence lease in ms. Its extend and status are the
      * mutex's. */
     DLOCK__SCRIPT_FAIR_ACQUIRE,

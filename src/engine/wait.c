@@ -7,6 +7,7 @@
 #include "wait.h"
 
 #include "clock.h"
+#include "token.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -258,6 +259,20 @@ static void end_wait(struct waiter *w, int rc)
     unsubscribe(w);
 }
 
+/* A queued waiter listens on its process's channel: the name's channel,
+ * ":", then the host and pid of its owner record, where a release wakes
+ * the head's process alone (scripts.c). malloc'ed, or NULL. */
+static char *process_channel(const dlock__claim *cl)
+{
+    dlock_client *c = cl->client;
+    size_t len = strlen(cl->keys.channel) + strlen(c->host) + 32;
+    char *channel = malloc(len);
+    if (channel)
+        snprintf(channel, len, "%s:%s:%ld", cl->keys.channel, c->host,
+                 (long)dlock__token_pool_pid(c->tokens));
+    return channel;
+}
+
 static bool retryable(int rc, bool io_retry)
 {
     if (rc == DLOCK_EBUSY)
@@ -312,7 +327,8 @@ static int listen_after_busy(struct waiter *w, int64_t ttl_ms, int64_t deadline)
 int dlock__wait_acquire(dlock__claim *cl, int64_t ttl_ms, const dlock_acquire_options *opts)
 {
     dlock_client *c = cl->client;
-    struct waiter w = {.c = c, .channel = cl->keys.channel,
+    char *own = cl->kind->queued ? process_channel(cl) : NULL;
+    struct waiter w = {.c = c, .channel = own ? own : cl->keys.channel,
                        .token = cl->kind->queued ? cl->token : NULL};
     int64_t backoff_max_ms = opts->backoff_max_ms ? opts->backoff_max_ms : DEFAULT_BACKOFF_MAX_MS;
     int64_t deadline = opts->wait_ms == DLOCK_WAIT_FOREVER
@@ -359,5 +375,6 @@ int dlock__wait_acquire(dlock__claim *cl, int64_t ttl_ms, const dlock_acquire_op
     if (rc == DLOCK_ECANCELED)
         dlock__set_error(&c->main, "the wait was canceled");
     end_wait(&w, rc);
+    free(own);
     return rc;
 }
