@@ -24,6 +24,7 @@ struct bench_args {
     long max_cycles;
     int permits; /* semaphore: its permits */
     int cs_us;   /* semaphore: the critical section */
+    int fair; /* contended: fair locks (a queue) instead of notify-all */
 };
 
 /* Time and statistics. */

@@ -36,6 +36,7 @@ static void worker(const struct bench_args *a, struct shared *sh, int proc)
     long n = 0;
     if (!c)
         _exit(1);
+    opts.fair = a->fair;
     while (sh->start_at == 0)
         usleep(100);
     while (bench_now() < sh->start_at)
@@ -97,6 +98,7 @@ static void report(const struct bench_args *a, struct grant *all, size_t n,
     bench_sort(handoff, handoffs);
     bench_json_begin("contended");
     bench_json_int("procs", a->procs);
+    bench_json_int("fair", a->fair);
     bench_json_num("window_s", a->seconds);
     bench_json_int("grants", (long long)n);
     bench_json_num("grants_per_s", (double)n / a->seconds);

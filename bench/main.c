@@ -45,6 +45,7 @@ int main(int argc, char **argv)
         {"clients", required_argument, NULL, 'c'}, {"ttl", required_argument, NULL, 't'},
         {"max-cycles", required_argument, NULL, 'm'}, {"node-timeout", required_argument, NULL, 'n'},
         {"permits", required_argument, NULL, 'N'}, {"cs-us", required_argument, NULL, 'u'},
+        {"fair", no_argument, NULL, 'f'},
         {NULL, 0, NULL, 0},
     };
     struct bench_args a = {.seconds = 5, .procs = 8, .locks = 1000, .clients = 4,
@@ -52,6 +53,10 @@ int main(int argc, char **argv)
     double v;
     int opt;
     while ((opt = getopt_long(argc, argv, "", options, NULL)) != -1) {
+        if (opt == 'f') {
+            a.fair = 1;
+            continue;
+        }
         if (opt == '?' || number(optarg, &v) < 0 || v < 0 || v > 1e9) {
             fprintf(stderr, "dlock-bench: bad option or value\n");
             return 64;
@@ -82,7 +87,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: dlock-bench floor|floor-minimal|uncontended|redlock|"
                         "redlock-minority|contended|renew|many|semaphore --port P [--port P2 ...] "
                         "[--seconds S] [--procs N] [--locks K] [--clients M] [--ttl MS] "
-                        "[--max-cycles N] [--node-timeout MS] [--permits N] [--cs-us US]\n");
+                        "[--max-cycles N] [--node-timeout MS] [--permits N] [--cs-us US]\n"
+                        "       [--fair]\n");
         return 64;
     }
     a.workload = argv[optind];

@@ -29,6 +29,7 @@ TARGETS = {
     "redlock_vs_node_redlock_5_nodes": 2,
     "redlock_minority_vs_redlock": 0.8,
     "redlock_minority_100ms_vs_redlock": 0.8,
+    "fair_64_vs_notify_all_64": 2,
 }
 
 
@@ -84,6 +85,8 @@ def main():
             get("node-redlock-minority", "cycles_per_s"), get("node-redlock-redlock", "cycles_per_s")),
         "handoffs_vs_redis_py_default": ratio(get("contended", "handoffs_per_s"),
                                               get("redis-py-contended-sleep-0.1", "handoffs_per_s")),
+        "fair_64_vs_notify_all_64": ratio(get("contended-fair-64", "handoffs_per_s"),
+                                          get("contended-64", "handoffs_per_s")),
         "handoffs_vs_best_polling_peer": ratio(
             get("contended", "handoffs_per_s"),
             max(filter(None, [get("redis-py-contended-sleep-0.001", "handoffs_per_s"),
@@ -132,7 +135,7 @@ def markdown(by, ratios, m):
                          f"| {fmt(r.get('us_per_cycle_p99'), 1)} "
                          f"| {fmt_ratio(ratio(r.get('cycles_per_s'), by.get(healthy, {}).get('cycles_per_s')))} "
                          f"| {fmt(r.get('failures'))} | {fmt(r.get('stalled_runs'))} |")
-    lines += ["", "| contended, 8 processes | grants/s | handoffs/s | wait p50 ms | wait p99 ms "
+    lines += ["", "| contended (8 processes; -64: 64) | grants/s | handoffs/s | wait p50 ms | wait p99 ms "
               "| handoff p50 ms | handoff p99 ms | requests/grant | commands/grant | min/max grants per process |",
               "|---|---|---|---|---|---|---|---|---|---|"]
     for label in sorted(l for l in by if "contended" in l and "uncontended" not in l):

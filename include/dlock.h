@@ -94,6 +94,9 @@ DLOCK_EXTERN const char *dlock_err_name(int code);
 #define DLOCK_TOKEN_LEN 32             /* hex characters in an owner token */
 #define DLOCK_NODES_MAX 15             /* servers of one client (Redlock) */
 #define DLOCK_PERMITS_MAX 1024         /* permits of a semaphore */
+#define DLOCK_LEASE_DEFAULT_MS 2000    /* a fair waiter's presence lease */
+#define DLOCK_LEASE_MIN_MS 30
+#define DLOCK_LEASE_MAX_MS 3600000
 
 /* ------------------------------------------------------------------ */
 /* Client                                                              */
@@ -273,9 +276,33 @@ typedef struct dlock_acquire_options {
      * cannot bound the holders (docs/redlock.md), so it is DLOCK_EINVAL.
      * The handle is released, extended, renewed and lost as a mutex's. */
     unsigned permits;
+
+    /* Nonzero: a fair lock (a mutex whose waiters queue in arrival order;
+     * docs/fair.md). A waiter keeps its place with a presence lease that it
+     * renews while it waits; one that dies or gives up leaves the queue
+     * within the lease. A release wakes the head of the queue only. A plain
+     * acquire does not pass a queue either: it finds the name busy while
+     * waiters are queued. One server only (queue orders can differ from
+     * server to server), and not with permits > 1: DLOCK_EINVAL. */
+    int fair;
+
+    /* With fair: the presence lease, DLOCK_LEASE_MIN_MS to
+     * DLOCK_LEASE_MAX_MS; 0: DLOCK_LEASE_DEFAULT_MS. Renewed every third of
+     * it while waiting. */
+    int64_t lease_ms;
+
+    /* Nonzero: a shared hold (docs/shared.md): any number of shared
+     * holders together, never with an exclusive one (every other lock of
+     * the name). An exclusive acquirer that waits keeps new shared holders
+     * out. Renewal, loss and the fence as for a mutex; the fence is the
+     * name's last exclusive holder's, the same for every shared holder
+     * between two exclusive ones. Works with several servers. Not with
+     * permits > 1 or fair: DLOCK_EINVAL. */
+    int shared;
 } dlock_acquire_options;
 
-#define DLOCK_ACQUIRE_OPTIONS_INIT { DLOCK_ACQUIRE_OPTIONS_VERSION, 0, 0, 0, 0, 0, NULL, NULL, 0 }
+#define DLOCK_ACQUIRE_OPTIONS_INIT                                                                 \
+    { DLOCK_ACQUIRE_OPTIONS_VERSION, 0, 0, 0, 0, 0, NULL, NULL, 0, 0, 0, 0 }
 
 /* Fills *opts with defaults. Returns DLOCK_EINVAL for an unknown version. */
 DLOCK_EXTERN int dlock_acquire_options_init(dlock_acquire_options *opts, unsigned version);
@@ -445,6 +472,11 @@ DLOCK_EXTERN const dlock_holder *dlock_status_holder(const dlock_status *st, siz
 /* How many holders the name allows at once: the permits of a semaphore
  * with live permits, else 1. */
 DLOCK_EXTERN unsigned dlock_status_limit(const dlock_status *st);
+
+/* Nonzero when the name is held shared (docs/shared.md): the holders are
+ * then the shared holders, listed from the first server that holds it,
+ * each with the name's fence. */
+DLOCK_EXTERN int dlock_status_shared(const dlock_status *st);
 
 /* Servers that answered, and on how many of them the key exists. */
 DLOCK_EXTERN unsigned dlock_status_nodes_answered(const dlock_status *st);

@@ -8,8 +8,8 @@
  * scripts/model compares these pins with the sha1sum of each file; a
  * change to either file fails it until this model was reviewed against the
  * change and its pin updated:
- * pin src/engine/scripts.c 0e17ab878d4cdd493596bf9bb2275facd9eee15c
- * pin src/engine/attempt.c c49f06408a323a43012b58543cbc926f6fccca09
+ * pin src/engine/scripts.c 1f4ac280d1ec347149e46315fe2c61f5d79b7b04
+ * pin src/engine/attempt.c 520335dde7defdad48c4403ffa8d8c9467440f63
  *
  * Time. There is no absolute clock: every time in the model is kept
  * relative to "now" and moved by the clock process, one tick at a time, so

@@ -251,6 +251,7 @@ void dlock_client_close(dlock_client *c)
     dlock__token_pool_free(c->tokens);
     dlock__tls_context_free(c->tls_ctx);
     free(c->tls_name);
+    free(c->kept_channel);
     free(c);
 }
 

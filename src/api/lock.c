@@ -90,12 +90,65 @@ static int set_kind(dlock_lock *lock, const dlock_acquire_options *o)
     return dlock__claim_set_kind(cl, &c->main, &dlock__kind_semaphore, o->permits);
 }
 
+/* A fair lock: one server only (with several, each could queue the
+ * waiters in another order and the votes split for ever), and a mutex
+ * only. */
+static int set_fair(dlock_lock *lock, const dlock_acquire_options *o)
+{
+    dlock__claim *cl = &lock->claim;
+    dlock_client *c = cl->client;
+    int64_t lease = o->lease_ms ? o->lease_ms : DLOCK_LEASE_DEFAULT_MS;
+    if (lease < DLOCK_LEASE_MIN_MS || lease > DLOCK_LEASE_MAX_MS) {
+        dlock__set_error(&c->main, "the presence lease must be from %d to %d ms, not %lld",
+                         DLOCK_LEASE_MIN_MS, DLOCK_LEASE_MAX_MS, (long long)o->lease_ms);
+        return DLOCK_EINVAL;
+    }
+    if (o->permits > 1) {
+        dlock__set_error(&c->main, "a fair lock has one holder: not with permits > 1");
+        return DLOCK_EINVAL;
+    }
+    if (c->n > 1) {
+        dlock__set_error(&c->main,
+                         "a fair lock takes one server: with %zu, each could queue the waiters "
+                         "in another order, and the votes could split for ever (docs/redlock.md)",
+                         c->n);
+        return DLOCK_EINVAL;
+    }
+    return dlock__claim_set_kind(cl, &c->main, &dlock__kind_fair, (unsigned)lease);
+}
+
+/* A shared hold: a mutex otherwise, so not with permits or fair. */
+static int set_shared(dlock_lock *lock, const dlock_acquire_options *o)
+{
+    dlock__claim *cl = &lock->claim;
+    dlock_client *c = cl->client;
+    if (o->permits > 1 || o->fair) {
+        dlock__set_error(&c->main, "a shared hold goes with neither permits > 1 nor fair");
+        return DLOCK_EINVAL;
+    }
+    return dlock__claim_set_kind(cl, &c->main, &dlock__kind_shared, 0);
+}
+
+/* A queued waiter that did not get the lock (busy, deadline, cancel, an
+ * error) leaves the queue now rather than when its lease ends; the failure
+ * it reports stays the one that ended its wait. */
+static void leave_queue(dlock_lock *lock)
+{
+    dlock__lane *lane = &lock->claim.client->main;
+    char why[DLOCK__ERRMSG_MAX];
+    if (!lock->claim.kind->queued)
+        return;
+    memcpy(why, lane->errmsg, sizeof(why));
+    dlock__attempt_release(&lock->claim, lane, true);
+    memcpy(lane->errmsg, why, sizeof(why));
+}
+
 /* A mutex acquire that found NAME of another type: say what it may be. */
 static void explain_kind(dlock_lock *lock, int rc)
 {
     dlock__lane *lane = &lock->claim.client->main;
     char detail[DLOCK__ERRMSG_MAX];
-    if (rc != DLOCK_EWRONGTYPE || lock->claim.kind != &dlock__kind_mutex)
+    if (rc != DLOCK_EWRONGTYPE || lock->claim.kind == &dlock__kind_semaphore)
         return;
     snprintf(detail, sizeof(detail), "%s", lane->errmsg);
     dlock__set_error(lane, "%s is not a mutex (a semaphore's name is a sorted set: take it with "
@@ -136,7 +189,7 @@ int dlock_lock_acquire(dlock_lock **out, dlock_client *c, const char *name, int6
         rc = new_lock(&lock, c, name);
     if (rc != 0)
         return rc;
-    rc = set_kind(lock, o);
+    rc = o->shared ? set_shared(lock, o) : o->fair ? set_fair(lock, o) : set_kind(lock, o);
     if (rc == 0 && (rc = dlock__token_new(c->tokens, lock->claim.token)) < 0)
         dlock__set_error(&c->main, "getrandom() gave no random bytes for the owner token");
     if (rc == 0 && o->wait_ms != 0)
@@ -144,6 +197,8 @@ int dlock_lock_acquire(dlock_lock **out, dlock_client *c, const char *name, int6
     else if (rc == 0)
         rc = dlock__attempt_acquire(&lock->claim, &c->main, ttl_ms);
     explain_kind(lock, rc);
+    if (rc < 0 && rc != DLOCK_EINVAL)
+        leave_queue(lock);
     if (rc == 0 && o->auto_renew)
         rc = start_renewal(lock, o);
     dlock__stats_acquired(&c->stats, rc, lock->claim.attempts, dlock__now_ns() - start);
@@ -178,14 +233,19 @@ int dlock_lock_adopt(dlock_lock **out, dlock_client *c, const char *name, const 
 }
 
 /* An adopted handle tries as a mutex; a name that is a sorted set is a
- * semaphore's, and the handle becomes one of its permits. Returns true when
+ * semaphore's, and the handle becomes one of its permits; a name whose
+ * string is not our token may be held shared, and the handle tries as a
+ * shared holder (a refusal then costs one more request). Returns true when
  * the call is worth repeating as such. */
 static bool adopt_kind(dlock_lock *lock, int rc)
 {
     dlock__claim *cl = &lock->claim;
-    if (rc != DLOCK_EWRONGTYPE || !lock->adopted || cl->kind != &dlock__kind_mutex)
+    const dlock__kind *other = rc == DLOCK_EWRONGTYPE   ? &dlock__kind_semaphore
+                               : rc == DLOCK_ENOTOWNER ? &dlock__kind_shared
+                                                       : NULL;
+    if (!other || !lock->adopted || cl->kind != &dlock__kind_mutex)
         return false;
-    return dlock__claim_set_kind(cl, &cl->client->main, &dlock__kind_semaphore, 0) == 0;
+    return dlock__claim_set_kind(cl, &cl->client->main, other, 0) == 0;
 }
 
 static void stop_renewal(dlock_lock *lock)

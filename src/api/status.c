@@ -27,6 +27,7 @@ struct dlock_status {
     unsigned limit;                     /* a semaphore's permits, else 1 */
     dlock__owner *permit_owners;        /* a semaphore: one per live permit */
     dlock_holder *permits;              /* points into permit_owners; NULL: a mutex */
+    bool shared;                        /* held shared: permits are the shared holders */
 };
 
 /* One node's view: code 0, or its failure (< 0), or 1 when it was not
@@ -247,12 +248,11 @@ static int parse_semaphore(dlock_status *out, const dlock__reply *r)
     return 0;
 }
 
-/* A name whose key is a sorted set is a semaphore's (one server): its
- * permits, from the semaphore's status script on node `node`. */
-static int query_semaphore(dlock_status *out, dlock_client *c, const dlock__keys *keys,
-                           size_t node)
+/* Runs `kind`'s status script (KEYS: NAME, then the kind's auxiliary keys)
+ * on node `node` and gives its reply to `parse`. */
+static int query_kind(dlock_status *out, dlock_client *c, const dlock__keys *keys, size_t node,
+                      const dlock__kind *kind, int (*parse)(dlock_status *, const dlock__reply *))
 {
-    const dlock__kind *kind = &dlock__kind_semaphore;
     char *aux[DLOCK__KIND_AUX_MAX] = {NULL};
     const char *k[1 + DLOCK__KIND_AUX_MAX] = {keys->lock};
     dlock__node_result result;
@@ -269,9 +269,9 @@ static int query_semaphore(dlock_status *out, dlock_client *c, const dlock__keys
     if (rc == 0) {
         dlock__fanout(c->main.conns + node, 1, &call.call,
                       dlock__node_deadline(c, 0, dlock__now_ns()), &result, NULL, NULL);
-        rc = result.status == DLOCK__REPLIED ? parse_semaphore(out, result.reply) : result.status;
+        rc = result.status == DLOCK__REPLIED ? parse(out, result.reply) : result.status;
         if (rc < 0) {
-            dlock__set_error(&c->main, "status of semaphore %s: %s", keys->lock,
+            dlock__set_error(&c->main, "status of %s %s: %s", kind->name, keys->lock,
                              dlock_strerror(rc));
             dlock__append_node_errors(&c->main, c->main.conns + node, &result, 1);
         }
@@ -280,6 +280,15 @@ static int query_semaphore(dlock_status *out, dlock_client *c, const dlock__keys
     }
     for (size_t i = 0; i < DLOCK__KIND_AUX_MAX; i++)
         free(aux[i]);
+    return rc;
+}
+
+/* A name whose key is a sorted set is a semaphore's (one server): its
+ * permits, from the semaphore's status script on node `node`. */
+static int query_semaphore(dlock_status *out, dlock_client *c, const dlock__keys *keys,
+                           size_t node)
+{
+    int rc = query_kind(out, c, keys, node, &dlock__kind_semaphore, parse_semaphore);
     if (rc == 0) {
         out->nodes_answered = 1;
         out->nodes_held = out->held;
@@ -287,6 +296,50 @@ static int query_semaphore(dlock_status *out, dlock_client *c, const dlock__keys
         out->nodes[0] = (dlock_node_status){0, out->errors[0], out->held, out->ttl_ms, out->fence};
     }
     return rc;
+}
+
+/* The shared holders' status reply: {owner record or false, PTTL, ...}.
+ * Each holder has the name's fence. */
+static int parse_shared(dlock_status *out, const dlock__reply *r)
+{
+    size_t k;
+    if (r->type == DLOCK__REPLY_ERROR)
+        return dlock__server_error_code(r);
+    if (r->type != DLOCK__REPLY_ARRAY || r->elements % 2 != 0)
+        return DLOCK_EPROTO;
+    k = r->elements / 2;
+    if (k == 0)
+        return 0;
+    out->permit_owners = calloc(k, sizeof(*out->permit_owners));
+    out->permits = calloc(k, sizeof(*out->permits));
+    if (!out->permit_owners || !out->permits)
+        return DLOCK_ENOMEM;
+    for (size_t i = 0; i < k; i++) {
+        const dlock__reply *record = r->element[i * 2], *pttl = r->element[i * 2 + 1];
+        dlock__owner *owner = &out->permit_owners[i];
+        if (pttl->type != DLOCK__REPLY_INTEGER)
+            return DLOCK_EPROTO;
+        if (record->type != DLOCK__REPLY_STRING || dlock__owner_parse(owner, record->str) < 0)
+            memset(owner, 0, sizeof(*owner));
+        out->permits[i] = (dlock_holder){.host = owner->host, .pid = owner->pid,
+                                         .since_ms = owner->since_ms, .ttl_ms = pttl->integer,
+                                         .fence = out->fence};
+    }
+    out->holders = k;
+    out->limit = 1;
+    out->shared = true;
+    return 0;
+}
+
+/* A held name without an owner record may be held shared: its holders,
+ * from the first server that holds it. */
+static int query_shared(dlock_status *out, dlock_client *c, const dlock__keys *keys, size_t first,
+                        size_t count)
+{
+    for (size_t i = 0; i < count && out->held && !out->owner.pid; i++)
+        if (out->nodes[i].held)
+            return query_kind(out, c, keys, first + i, &dlock__kind_shared, parse_shared);
+    return 0;
 }
 
 /* Asks nodes [first, first + count) and combines their views into *out. */
@@ -317,6 +370,8 @@ static int query(dlock_status *out, dlock_client *c, const char *name, size_t fi
             rc = query_semaphore(out, c, &keys, first);
         else if (rc == 0)
             keep_node_views(out, views, results, c->main.conns + first, count);
+        if (rc == 0 && !out->permits)
+            rc = query_shared(out, c, &keys, first, count);
         else
             explain(c, name, rc, views, results, first, count);
         dlock__results_clear(results, count);
@@ -411,6 +466,11 @@ const dlock_node_status *dlock_status_node(const dlock_status *st, size_t node)
 unsigned dlock_status_limit(const dlock_status *st)
 {
     return st ? st->limit : 0;
+}
+
+int dlock_status_shared(const dlock_status *st)
+{
+    return st && st->shared;
 }
 
 void dlock_status_free(dlock_status *st)

@@ -180,10 +180,14 @@ int dlock__claim_init(dlock__claim *cl, dlock_client *c, dlock__lane *lane, cons
     int rc;
     memset(cl, 0, sizeof(*cl));
     cl->client = c;
-    cl->kind = &dlock__kind_mutex;
     rc = dlock__keys_make(&cl->keys, name, why, sizeof(why));
-    if (rc < 0)
+    if (rc < 0) {
         dlock__set_error(lane, "%s", why);
+        return rc;
+    }
+    rc = dlock__claim_set_kind(cl, lane, &dlock__kind_mutex, 0);
+    if (rc < 0)
+        dlock__claim_clear(cl);
     return rc;
 }
 

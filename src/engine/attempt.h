@@ -28,15 +28,22 @@
  * and the fence write-back are the same for every kind; a grant may name a
  * slot ({1, fence, slot}). The status script is for the API's status. */
 typedef struct dlock__kind {
+    const char *name; /* "mutex", "semaphore", ...: for messages */
     enum dlock__script_id acquire, release, extend, status;
     const char *aux[DLOCK__KIND_AUX_MAX + 1]; /* NULL-terminated kind-words */
     bool limited;                              /* acquire sends the claim's limit */
+    bool queued; /* waiters queue: a release wakes only "next:" + the head's token */
 } dlock__kind;
 
 /* The exclusive lock: NAME is a string holding the holder's token. */
 extern const dlock__kind dlock__kind_mutex;
 /* The counting semaphore: NAME is a sorted set of up to `limit` permits. */
 extern const dlock__kind dlock__kind_semaphore;
+/* The fair lock: a mutex whose waiters queue, each with a presence lease
+ * of `limit` ms; the release wakes the head only. */
+extern const dlock__kind dlock__kind_fair;
+/* A shared holder: any number together, never with an exclusive one. */
+extern const dlock__kind dlock__kind_shared;
 
 typedef struct dlock__claim {
     dlock_client *client;

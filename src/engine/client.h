@@ -12,6 +12,7 @@
 #include "url.h"
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -40,6 +41,8 @@ struct dlock_client {
     dlock__lane main;                     /* the caller's thread */
     dlock__conn subs[DLOCK__NODES_MAX];   /* subscribers, for waiting */
     bool subs_probed[DLOCK__NODES_MAX];   /* subs[i] asked whether it is a cluster */
+    char *kept_channel; /* a queued waiter's channel, still subscribed where kept[i] */
+    bool kept[DLOCK__NODES_MAX];
     struct dlock__renewer *renewer;       /* started with the first auto-renewed lock */
     int cancel_fd;                        /* eventfd that dlock_client_cancel() writes */
     atomic_bool cancel_requested;

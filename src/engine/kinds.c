@@ -4,20 +4,54 @@
 #include "attempt.h"
 
 const dlock__kind dlock__kind_mutex = {
+    .name = "mutex",
     .acquire = DLOCK__SCRIPT_ACQUIRE,
     .release = DLOCK__SCRIPT_RELEASE,
     .extend = DLOCK__SCRIPT_EXTEND,
     .status = DLOCK__SCRIPT_STATUS,
-    .aux = {NULL},
+    /* The acquire looks the fair queue up (a free lock with waiters is the
+     * head's) and, finding NAME held shared, marks its wait in `writer`,
+     * which the release deletes (scripts.c). */
+    .aux = {"queue", "writer", NULL},
     .limited = false,
 };
 
 /* The counting semaphore: NAME is a sorted set of permits (scripts.c). */
 const dlock__kind dlock__kind_semaphore = {
+    .name = "semaphore",
     .acquire = DLOCK__SCRIPT_SEM_ACQUIRE,
     .release = DLOCK__SCRIPT_SEM_RELEASE,
     .extend = DLOCK__SCRIPT_SEM_EXTEND,
     .status = DLOCK__SCRIPT_SEM_STATUS,
     .aux = {"limit", "slots", "owners", "fences", NULL},
     .limited = true,
+};
+
+/* The fair lock: NAME is the mutex's string, its waiters queue in `queue`
+ * with their presence leases in `presence` and the channel suffix of
+ * their process in `wake` (scripts.c). The limit is the
+ * presence lease in ms. A holder extends and is looked at as a mutex. */
+const dlock__kind dlock__kind_fair = {
+    .name = "fair lock",
+    .acquire = DLOCK__SCRIPT_FAIR_ACQUIRE,
+    .release = DLOCK__SCRIPT_FAIR_RELEASE,
+    .extend = DLOCK__SCRIPT_EXTEND,
+    .status = DLOCK__SCRIPT_STATUS,
+    .aux = {"queue", "presence", "wake", NULL},
+    .limited = true,
+    .queued = true,
+};
+
+/* Shared holders: NAME holds a marker, the holders are the sorted set
+ * `readers` with their owner records in `rowners`; `queue` and `writer`
+ * are the exclusive acquirers waiting, which keep new shared holders out
+ * (scripts.c). */
+const dlock__kind dlock__kind_shared = {
+    .name = "shared lock",
+    .acquire = DLOCK__SCRIPT_SHARED_ACQUIRE,
+    .release = DLOCK__SCRIPT_SHARED_RELEASE,
+    .extend = DLOCK__SCRIPT_SHARED_EXTEND,
+    .status = DLOCK__SCRIPT_SHARED_STATUS,
+    .aux = {"queue", "writer", "readers", "rowners", NULL},
+    .limited = false,
 };

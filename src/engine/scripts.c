@@ -40,16 +40,38 @@
     "  return fence_parse(redis.call('GET', key), key)\n"                                          \
     "end\n"
 
+/* A name held shared (docs/shared.md) holds this marker, never a token
+ * (tokens are 32 lower-case hex characters): an exclusive acquire finds it
+ * busy as it finds any other holder. An exclusive acquirer that finds it
+ * marks its wait in the key `writer` (KEYS[5]) for WRITER_LEASE_MS and
+ * tries again within WRITER_RETRY_MS, which renews the mark: while it is
+ * there no new shared holder enters. The exclusive release deletes it. */
+#define SHARED_MARKER "dlock:shared"
+#define WRITER_LEASE_MS "2000"
+#define WRITER_RETRY_MS "600"
+
 /* A key of another type under the name makes GET raise WRONGTYPE before
- * anything is written. The token is max(stored + 1, server clock in µs),
- * also for a retry of our own call (our key already there): the clock
+ * anything is written. KEYS[4], the name's fair queue (docs/fair.md), is
+ * only looked up when the lock is free (PTTL -2: no queue; PTTL rather than
+ * EXISTS keeps the ACL rule's commands): a free lock with waiters queued is
+ * theirs (the head's), so a plain acquire does not barge past them. The
+ * token is max(stored + 1, server clock in µs), also for a retry of our
+ * own call (our key already there): the clock
  * covers a counter rolled back by a restart from an older snapshot, not
  * only one that was lost, and +1 makes every grant's token new, so no two
  * holders can end up with the same largest token. */
 static const char acquire_lua[] = FENCE_OF_LUA
     "local current = redis.call('GET', KEYS[1])\n"
     "if current and current ~= ARGV[1] then\n"
+    "  if current == '" SHARED_MARKER "' and KEYS[5] then\n"
+    "    redis.call('SET', KEYS[5], ARGV[1], 'PX', " WRITER_LEASE_MS ")\n"
+    "    return {0, math.min(redis.call('PTTL', KEYS[1]), " WRITER_RETRY_MS ")}\n"
+    "  end\n"
     "  return {0, redis.call('PTTL', KEYS[1])}\n"
+    "end\n"
+    "local queue = not current and KEYS[4] and redis.call('PTTL', KEYS[4]) or -2\n"
+    "if queue ~= -2 then\n"
+    "  return {0, queue}\n"
     "end\n"
     "local last, err = fence_of(KEYS[2])\n"
     "if not last then\n"
@@ -75,11 +97,13 @@ static const char acquire_lua[] = FENCE_OF_LUA
     "  redis.pcall(cluster and 'SPUBLISH' or 'PUBLISH', channel, message)\n"                      \
     "end\n"
 
+/* KEYS[4], when given, is the writer mark (see SHARED_MARKER): deleted in
+ * the same DEL, a writer in is a writer no longer waiting. */
 static const char release_lua[] = PUBLISH_LUA
     "if redis.call('GET', KEYS[1]) ~= ARGV[1] then\n"
     "  return 0\n"
     "end\n"
-    "redis.call('DEL', KEYS[1], KEYS[2])\n"
+    "redis.call('DEL', KEYS[1], KEYS[2], KEYS[4] or KEYS[2])\n"
     "if ARGV[3] == '1' then\n"
     "  publish(ARGV[2], ARGV[1])\n"
     "end\n"
@@ -237,7 +261,7 @@ static const char sem_acquire_lua[] = FENCE_PARSE_LUA SEMAPHORE_LUA
 
 /* KEYS as the mutex's release, then limit, slots, owners, fences; ARGV as
  * the mutex's. 1 (released) or 0 (not a live permit of that token). */
-static const char sem_release_lua[] = SEMAPHORE_LUA
+static const char sem_release_lua[] = PUBLISH_LUA SEMAPHORE_LUA
     "local name, limit, slots, owners = KEYS[1], KEYS[3], KEYS[4], KEYS[5]\n"
     "local wrong = kind_error(name)\n"
     "if wrong then\n"
@@ -252,7 +276,7 @@ static const char sem_release_lua[] = SEMAPHORE_LUA
     "end\n"
     "reap(name, limit, slots, owners, now)\n"
     "if mine and ARGV[3] == '1' then\n"
-    "  redis.pcall('PUBLISH', ARGV[2], ARGV[1])\n"
+    "  publish(ARGV[2], ARGV[1])\n"
     "end\n"
     "return mine and 1 or 0\n";
 
@@ -301,10 +325,269 @@ static const char sem_status_lua[] = FENCE_PARSE_LUA SEMAPHORE_LUA
     "end\n"
     "return {redis.call('GET', KEYS[2]), out}\n";
 
+/* A fair lock (docs/fair.md): NAME is the mutex's string. Its waiters
+ * queue in the sorted set `queue` (token -> arrival, in server µs), and
+ * each keeps its place with a presence lease in the sorted set `presence`
+ * (token -> end of the lease, in server ms). Both keys live as long as the
+ * longest lease. A free lock with a queue is the head's, for as long as
+ * its lease lasts. The wake-up is targeted: "next:" and the head's token,
+ * on the channel of the head's process (the mutex's channel, ":", then
+ * the host and pid of its owner record, kept in the hash `wake`), so that
+ * only that process wakes up; it acts only on its own token. leave()
+ * takes waiters out, gone() those whose lease ran out. */
+#define FAIR_LUA                                                                                   \
+    "local function clock()\n"                                                                     \
+    "  local t = redis.call('TIME')\n"                                                             \
+    "  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000),\n"                       \
+    "    tonumber(t[1]) * 1000000 + tonumber(t[2])\n"                                              \
+    "end\n"                                                                                        \
+    "local function leave(queue, presence, wake, ...)\n"                                           \
+    "  redis.call('ZREM', queue, ...)\n"                                                           \
+    "  redis.call('ZREM', presence, ...)\n"                                                        \
+    "  redis.call('HDEL', wake, ...)\n"                                                            \
+    "end\n"                                                                                        \
+    "local function gone(queue, presence, wake, dead)\n"                                           \
+    "  if #dead > 0 then\n"                                                                        \
+    "    leave(queue, presence, wake, unpack(dead))\n"                                             \
+    "  end\n"                                                                                      \
+    "end\n"                                                                                        \
+    "local function process_of(record)\n"                                                          \
+    "  local ok, o = pcall(cjson.decode, record)\n"                                                \
+    "  if ok and type(o) == 'table' and type(o.host) == 'string' and type(o.pid) == 'number' then\n"\
+    "    return o.host .. ':' .. string.format('%d', o.pid)\n"                                    \
+    "  end\n"                                                                                      \
+    "  return ''\n"                                                                                \
+    "end\n"
+
+/* KEYS as the mutex's acquire, then queue, presence and wake; ARGV as the
+ * mutex's, then the presence lease in ms. Granted ({1, fence}) when the
+ * lock is ours already (a retry) or free with no live waiter ahead of us:
+ * we leave the queue. Else we join it at the tail (or keep our place) and
+ * renew our lease: {0, ms until the next renewal is due}, sooner if the
+ * holder's key or a free lock's reservation for the head ends first. */
+static const char fair_acquire_lua[] = FENCE_OF_LUA FAIR_LUA
+    "local lock, queue, presence, wake = KEYS[1], KEYS[4], KEYS[5], KEYS[6]\n"
+    "local token, lease = ARGV[1], tonumber(ARGV[5])\n"
+    "local current = redis.call('GET', lock)\n"
+    "local last, err = fence_of(KEYS[2])\n"
+    "if not last then\n"
+    "  return redis.error_reply(err)\n"
+    "end\n"
+    "local now, now_us = clock()\n"
+    "local dead = redis.call('ZRANGEBYSCORE', presence, '-inf', now)\n"
+    "local tail = redis.call('ZRANGE', queue, -1, -1, 'WITHSCORES')\n"
+    "redis.call('HGET', wake, token)\n"
+    "gone(queue, presence, wake, dead)\n"
+    "local head = redis.call('ZRANGE', queue, 0, 0)[1]\n"
+    "if current == token or (not current and (not head or head == token)) then\n"
+    "  local f = string.format('%d', math.max(last + 1, now_us))\n"
+    "  redis.call('SET', lock, token, current and 'XX' or 'NX', 'PX', ARGV[2])\n"
+    "  redis.call('SET', KEYS[2], f, 'PX', ARGV[3])\n"
+    "  redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[2])\n"
+    "  leave(queue, presence, wake, token)\n"
+    "  return {1, f}\n"
+    "end\n"
+    "if not redis.call('ZSCORE', queue, token) then\n"
+    "  local seq = now_us\n"
+    "  if #tail > 0 and tonumber(tail[2]) >= seq then\n"
+    "    seq = tonumber(tail[2]) + 1\n"
+    "  end\n"
+    "  redis.call('ZADD', queue, seq, token)\n"
+    "  redis.call('HSET', wake, token, process_of(ARGV[4]))\n"
+    "end\n"
+    "redis.call('ZADD', presence, now + lease, token)\n"
+    "local longest = redis.call('ZRANGE', presence, -1, -1, 'WITHSCORES')\n"
+    "for _, key in ipairs({queue, presence, wake}) do\n"
+    "  redis.call('PEXPIRE', key, tonumber(longest[2]) - now)\n"
+    "end\n"
+    "local wait = math.max(1, math.floor(lease / 3))\n"
+    "if current then\n"
+    "  local pttl = redis.call('PTTL', lock)\n"
+    "  if pttl >= 0 and pttl < wait then\n"
+    "    wait = pttl\n"
+    "  end\n"
+    "elseif head then\n"
+    "  wait = math.min(wait, math.max(0, tonumber(redis.call('ZSCORE', presence, head)) - now))\n"
+    "end\n"
+    "return {0, wait}\n";
+
+/* KEYS as the mutex's release, then queue, presence and wake; ARGV as the
+ * mutex's. Releases the lock if it is ours, and takes us out of the queue
+ * (a waiter that gives up leaves by it), but not in a cleanup (ARGV[3]
+ * "0"): a reply that came too late must not cost a waiter its place. When
+ * that frees the lock or the head's place, the head (only) is told: also
+ * after a cleanup, which must not stall the queue for a lease. With no
+ * queue, a release publishes as the mutex's does (plain acquirers wait on
+ * it). 1 or 0. */
+static const char fair_release_lua[] = PUBLISH_LUA FAIR_LUA
+    "local lock, queue, presence, wake = KEYS[1], KEYS[3], KEYS[4], KEYS[5]\n"
+    "local token = ARGV[1]\n"
+    "local current = redis.call('GET', lock)\n"
+    "local now = clock()\n"
+    "local dead = redis.call('ZRANGEBYSCORE', presence, '-inf', now)\n"
+    "redis.call('HGET', wake, token)\n"
+    "local was_head = redis.call('ZRANGE', queue, 0, 0)[1] == token\n"
+    "local mine = current == token\n"
+    "if mine then\n"
+    "  redis.call('DEL', lock, KEYS[2])\n"
+    "end\n"
+    "if ARGV[3] == '1' then\n"
+    "  leave(queue, presence, wake, token)\n"
+    "end\n"
+    "gone(queue, presence, wake, dead)\n"
+    "local head = redis.call('ZRANGE', queue, 0, 0)[1]\n"
+    "if head and (mine or (was_head and not current and ARGV[3] == '1')) then\n"
+    "  local where = redis.call('HGET', wake, head)\n"
+    "  local channel = where and where ~= '' and ARGV[2] .. ':' .. where or ARGV[2]\n"
+    "  publish(channel, 'next:' .. head)\n"
+    "elseif mine and ARGV[3] == '1' then\n"
+    "  publish(ARGV[2], token)\n"
+    "end\n"
+    "return mine and 1 or 0\n";
+
+/* Shared holders (docs/shared.md): NAME holds SHARED_MARKER with the PX
+ * of the last holder's expiry; the holders are the sorted set `readers`
+ * (token -> expiry in server ms) with their owner records in the hash
+ * `rowners`, both living as long as NAME. Their fence is the stored fence
+ * of the name (the last exclusive holder's): every shared holder between
+ * two exclusive ones has the same. live() drops the expired holders and
+ * gives NAME and the keys the last expiry left, or deletes them. */
+#define SHARED_LUA                                                                                 \
+    "local function clock()\n"                                                                     \
+    "  local t = redis.call('TIME')\n"                                                             \
+    "  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000),\n"                       \
+    "    tonumber(t[1]) * 1000000 + tonumber(t[2])\n"                                              \
+    "end\n"                                                                                        \
+    "local function live(name, readers, rowners, now)\n"                                           \
+    "  local dead = redis.call('ZRANGEBYSCORE', readers, '-inf', now)\n"                           \
+    "  if #dead > 0 then\n"                                                                        \
+    "    redis.call('ZREM', readers, unpack(dead))\n"                                              \
+    "    redis.call('HDEL', rowners, unpack(dead))\n"                                              \
+    "  end\n"                                                                                      \
+    "  local last = redis.call('ZRANGE', readers, -1, -1, 'WITHSCORES')\n"                         \
+    "  if #last == 0 then\n"                                                                       \
+    "    redis.call('DEL', name, readers, rowners)\n"                                              \
+    "    return false\n"                                                                           \
+    "  end\n"                                                                                      \
+    "  local left = tonumber(last[2]) - now\n"                                                     \
+    "  redis.call('SET', name, '" SHARED_MARKER "', 'PX', left)\n"                                  \
+    "  redis.call('PEXPIRE', readers, left)\n"                                                     \
+    "  redis.call('PEXPIRE', rowners, left)\n"                                                     \
+    "  return true\n"                                                                              \
+    "end\n"
+
+/* KEYS as the mutex's acquire (queue and writer included), then readers
+ * and rowners; ARGV as the mutex's. Busy ({0, ms}) while an exclusive
+ * holder has NAME, and, for a new shared holder, while an exclusive
+ * acquirer waits (the writer mark, or a fair queue). Granted: {1, fence}. */
+static const char shared_acquire_lua[] = FENCE_OF_LUA SHARED_LUA
+    "local name, queue, writer, readers, rowners = KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[7]\n"
+    "local token = ARGV[1]\n"
+    "local current = redis.call('GET', name)\n"
+    "if current and current ~= '" SHARED_MARKER "' then\n"
+    "  return {0, redis.call('PTTL', name)}\n"
+    "end\n"
+    "local last, err = fence_of(KEYS[2])\n"
+    "if not last then\n"
+    "  return redis.error_reply(err)\n"
+    "end\n"
+    "local now, now_us = clock()\n"
+    "local score = current and redis.call('ZSCORE', readers, token)\n"
+    "if not (score and tonumber(score) > now) then\n"
+    "  for _, waiting in ipairs({writer, queue}) do\n"
+    "    local pttl = redis.call('PTTL', waiting)\n"
+    "    if pttl ~= -2 then\n"
+    "      return {0, pttl}\n"
+    "    end\n"
+    "  end\n"
+    "end\n"
+    "local f = last\n"
+    "if f == 0 then\n"
+    "  f = now_us\n"
+    "  redis.call('SET', KEYS[2], string.format('%d', f), 'PX', ARGV[3])\n"
+    "end\n"
+    "redis.call('ZADD', readers, now + tonumber(ARGV[2]), token)\n"
+    "redis.call('HSET', rowners, token, ARGV[4])\n"
+    "live(name, readers, rowners, now)\n"
+    "return {1, string.format('%d', f)}\n";
+
+/* KEYS as the mutex's release (queue and writer included), then readers
+ * and rowners; ARGV as the mutex's. The last holder out publishes (an
+ * exclusive acquirer waits for that). 1 (released) or 0. */
+static const char shared_release_lua[] = PUBLISH_LUA SHARED_LUA
+    "local name, readers, rowners = KEYS[1], KEYS[5], KEYS[6]\n"
+    "local token = ARGV[1]\n"
+    "if redis.call('GET', name) ~= '" SHARED_MARKER "' then\n"
+    "  return 0\n"
+    "end\n"
+    "local now = clock()\n"
+    "local score = redis.call('ZSCORE', readers, token)\n"
+    "if not (score and tonumber(score) > now) then\n"
+    "  return 0\n"
+    "end\n"
+    "redis.call('ZREM', readers, token)\n"
+    "redis.call('HDEL', rowners, token)\n"
+    "if not live(name, readers, rowners, now) and ARGV[3] == '1' then\n"
+    "  publish(ARGV[2], token)\n"
+    "end\n"
+    "return 1\n";
+
+/* KEYS as the mutex's extend (queue and writer included), then readers
+ * and rowners; ARGV as the mutex's. Extends only an entry that is there
+ * (1). Repair (Redlock, ARGV[3] = "1"): a server that lost NAME, or our
+ * entry under a marker, gets it back unless an exclusive holder has NAME
+ * there, with at least our fence; 2, never a vote. Else 0. */
+static const char shared_extend_lua[] = FENCE_OF_LUA SHARED_LUA
+    "local name, readers, rowners = KEYS[1], KEYS[6], KEYS[7]\n"
+    "local token = ARGV[1]\n"
+    "local current = redis.call('GET', name)\n"
+    "if current and current ~= '" SHARED_MARKER "' then\n"
+    "  return 0\n"
+    "end\n"
+    "local stored, err = fence_of(KEYS[3])\n"
+    "if not stored then\n"
+    "  return redis.error_reply(err)\n"
+    "end\n"
+    "local now = clock()\n"
+    "local score = current and redis.call('ZSCORE', readers, token)\n"
+    "local held = score and tonumber(score) > now\n"
+    "if not held and ARGV[3] ~= '1' then\n"
+    "  return 0\n"
+    "end\n"
+    "redis.call('ZADD', readers, now + tonumber(ARGV[2]), token)\n"
+    "if not held then\n"
+    "  redis.call('HSET', rowners, token, '')\n"
+    "  if stored < tonumber(ARGV[4]) then\n"
+    "    redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[5])\n"
+    "  end\n"
+    "end\n"
+    "live(name, readers, rowners, now)\n"
+    "return held and 1 or 2\n";
+
+/* KEYS NAME, queue, writer, readers, rowners. Read-only. Returns {owner record or false,
+ * PTTL, ...} for each live shared holder (none unless NAME holds the
+ * marker). */
+static const char shared_status_lua[] =
+    "if redis.call('GET', KEYS[1]) ~= '" SHARED_MARKER "' then\n"
+    "  return {}\n"
+    "end\n"
+    "local t = redis.call('TIME')\n"
+    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    "local live = redis.call('ZRANGEBYSCORE', KEYS[4], '(' .. now, '+inf', 'WITHSCORES')\n"
+    "local out = {}\n"
+    "for i = 1, #live, 2 do\n"
+    "  local record = redis.call('HGET', KEYS[5], live[i])\n"
+    "  out[#out + 1] = record ~= '' and record or false\n"
+    "  out[#out + 1] = tonumber(live[i + 1]) - now\n"
+    "end\n"
+    "return out\n";
+
 /* NULL-terminated: also the list a fresh connection loads. */
 static const char *const sources[DLOCK__SCRIPT_COUNT + 1] = {
     acquire_lua,     release_lua,     extend_lua,     status_lua,     fence_max_lua,
-    sem_acquire_lua, sem_release_lua, sem_extend_lua, sem_status_lua, NULL};
+    sem_acquire_lua, sem_release_lua, sem_extend_lua, sem_status_lua, fair_acquire_lua,
+    fair_release_lua, shared_acquire_lua, shared_release_lua, shared_extend_lua,
+    shared_status_lua, NULL};
 
 const char *const *dlock__script_sources(void)
 {

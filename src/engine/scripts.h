@@ -6,7 +6,8 @@
 #include "fanout.h"
 
 enum dlock__script_id {
-    /* KEYS lock, fence, owner; ARGV token, ttl_ms, fence_ttl_ms, owner record.
+    /* KEYS lock, fence, owner, and the fair queue (optional: a free lock
+     * with a queue is busy); ARGV token, ttl_ms, fence_ttl_ms, owner record.
      * Returns {1, fence as a decimal string} (granted) or {0, PTTL of the
      * lock} (held by another). */
     DLOCK__SCRIPT_ACQUIRE,
@@ -31,6 +32,20 @@ enum dlock__script_id {
     DLOCK__SCRIPT_SEM_EXTEND,
     /* KEYS NAME, limit, slots, owners, fences. Read-only. */
     DLOCK__SCRIPT_SEM_STATUS,
+    /* The fair lock's (see scripts.c and docs/fair.md): the mutex's KEYS
+     * and ARGV, then the auxiliary keys queue, presence and wake; the acquire's
+     * last ARGV is the presence lease in ms. Its extend and status are the
+     * mutex's. */
+    DLOCK__SCRIPT_FAIR_ACQUIRE,
+    DLOCK__SCRIPT_FAIR_RELEASE,
+    /* Shared holders' (see scripts.c and docs/shared.md): the mutex's KEYS
+     * (its queue and writer mark included) and ARGV, then the auxiliary
+     * keys readers and rowners. The status takes KEYS NAME, then the
+     * kind's four auxiliary keys. */
+    DLOCK__SCRIPT_SHARED_ACQUIRE,
+    DLOCK__SCRIPT_SHARED_RELEASE,
+    DLOCK__SCRIPT_SHARED_EXTEND,
+    DLOCK__SCRIPT_SHARED_STATUS,
     DLOCK__SCRIPT_COUNT
 };
 

@@ -16,10 +16,12 @@
 #include "clock.h"
 #include "route.h"
 #include "slot.h"
+#include "token.h"
 
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,10 +30,13 @@
 #define FIRST_BACKOFF_MS 10
 #define WAKE_JITTER_MS 5 /* Redlock: keep waiters from splitting the vote in step */
 
+#define NEXT_PREFIX "next:" /* a fair release's wake-up: "next:" + the head's token */
+
 struct waiter {
     dlock_client *c;
     const char *channel;
     int slot; /* the channel's hash slot */
+    const char *token; /* a queued waiter's: it wakes for its own "next:" only */
     bool subscribed[DLOCK__NODES_MAX];
     bool pending[DLOCK__NODES_MAX]; /* SUBSCRIBE sent, not yet confirmed */
     bool woken;
@@ -60,6 +65,19 @@ static bool is_string(const dlock__reply *r, const char *s)
 
 static void subscribe_node(struct waiter *w, size_t i, int64_t now);
 
+/* A queued waiter acts on the wake-up of its own turn, and on a plain
+ * release (a token: a mutex holder's on a queued name); the others' turns
+ * are not its business. Everyone else acts on every message. */
+static bool wakes(const struct waiter *w, const dlock__reply *msg)
+{
+    size_t prefix = strlen(NEXT_PREFIX);
+    if (!w->token || msg->type != DLOCK__REPLY_STRING || msg->len < prefix ||
+        memcmp(msg->str, NEXT_PREFIX, prefix) != 0)
+        return true;
+    return msg->len == prefix + strlen(w->token) &&
+           memcmp(msg->str + prefix, w->token, msg->len - prefix) == 0;
+}
+
 static void on_push(struct waiter *w, size_t i, const dlock__reply *r)
 {
     dlock__conn *sub = &w->c->subs[i];
@@ -80,7 +98,7 @@ static void on_push(struct waiter *w, size_t i, const dlock__reply *r)
         w->pending[i] = false;
         w->subscribed[i] = true;
     } else if (is_string(r->element[0], "message") || is_string(r->element[0], "smessage")) {
-        w->woken = true;
+        w->woken |= wakes(w, r->element[2]);
     } else if (is_string(r->element[0], "sunsubscribe")) {
         /* The slot moved away: subscribe where it went (the old master
          * answers MOVED). */
@@ -227,6 +245,78 @@ static void unsubscribe(struct waiter *w)
     }
 }
 
+/* Reads and drops what the subscribers got since the last wait: releases
+ * seen while the lock was held or free are no news to a new wait. */
+static void drain(struct waiter *w)
+{
+    struct pollfd fds[DLOCK__NODES_MAX];
+    size_t index[DLOCK__NODES_MAX], k = 0;
+    for (size_t i = 0; i < w->c->n; i++) {
+        if (!w->subscribed[i])
+            continue;
+        fds[k] = (struct pollfd){.fd = w->c->subs[i].fd, .events = POLLIN};
+        index[k++] = i;
+    }
+    if (k > 0 && poll(fds, k, 0) > 0)
+        for (size_t j = 0; j < k; j++)
+            if (fds[j].revents)
+                read_pushes(w, index[j], fds[j].revents);
+    w->woken = false;
+}
+
+/* A queued waiter's client stays subscribed after a grant (kept_channel):
+ * the holder of a queued name often queues again, and a SUBSCRIBE and an
+ * UNSUBSCRIBE per grant would be two requests of three. A wait on that
+ * channel starts from there; a wait on another first leaves it. */
+static void take_kept(struct waiter *w)
+{
+    dlock_client *c = w->c;
+    if (!c->kept_channel)
+        return;
+    if (strcmp(c->kept_channel, w->channel) == 0) {
+        memcpy(w->subscribed, c->kept, sizeof(w->subscribed));
+        drain(w);
+    } else {
+        struct waiter old = {.c = c, .channel = c->kept_channel};
+        memcpy(old.subscribed, c->kept, sizeof(old.subscribed));
+        unsubscribe(&old);
+    }
+    free(c->kept_channel);
+    c->kept_channel = NULL;
+}
+
+/* After a wait: a queued waiter that got the lock keeps listening (see
+ * take_kept()); every other wait ends its subscriptions. */
+static void end_wait(struct waiter *w, int rc)
+{
+    dlock_client *c = w->c;
+    if (rc == 0 && w->token && (c->kept_channel = strdup(w->channel)) != NULL) {
+        for (size_t i = 0; i < c->n; i++) {
+            if (w->pending[i]) { /* its confirmation would be taken for a later one's */
+                dlock__conn_close(&c->subs[i]);
+                w->pending[i] = false;
+            }
+            c->kept[i] = w->subscribed[i];
+        }
+        return;
+    }
+    unsubscribe(w);
+}
+
+/* A queued waiter listens on its process's channel: the name's channel,
+ * ":", then the host and pid of its owner record, where a release wakes
+ * the head's process alone (scripts.c). malloc'ed, or NULL. */
+static char *process_channel(const dlock__claim *cl)
+{
+    dlock_client *c = cl->client;
+    size_t len = strlen(cl->keys.channel) + strlen(c->host) + 32;
+    char *channel = malloc(len);
+    if (channel)
+        snprintf(channel, len, "%s:%s:%ld", cl->keys.channel, c->host,
+                 (long)dlock__token_pool_pid(c->tokens));
+    return channel;
+}
+
 static bool retryable(int rc, bool io_retry)
 {
     if (rc == DLOCK_EBUSY)
@@ -281,8 +371,11 @@ static int listen_after_busy(struct waiter *w, int64_t ttl_ms, int64_t deadline)
 int dlock__wait_acquire(dlock__claim *cl, int64_t ttl_ms, const dlock_acquire_options *opts)
 {
     dlock_client *c = cl->client;
-    struct waiter w = {.c = c, .channel = cl->keys.channel,
-                       .slot = (int)dlock__key_slot(cl->keys.channel, strlen(cl->keys.channel))};
+    char *own = cl->kind->queued ? process_channel(cl) : NULL;
+    /* The process channel shares the name's hash tag, so its slot. */
+    struct waiter w = {.c = c, .channel = own ? own : cl->keys.channel,
+                       .slot = (int)dlock__key_slot(cl->keys.channel, strlen(cl->keys.channel)),
+                       .token = cl->kind->queued ? cl->token : NULL};
     int64_t backoff_max_ms = opts->backoff_max_ms ? opts->backoff_max_ms : DEFAULT_BACKOFF_MAX_MS;
     int64_t deadline = opts->wait_ms == DLOCK_WAIT_FOREVER
                            ? INT64_MAX
@@ -291,6 +384,7 @@ int dlock__wait_acquire(dlock__claim *cl, int64_t ttl_ms, const dlock_acquire_op
     int64_t step_ms = first_step;
     int rc;
 
+    take_kept(&w);
     for (;;) {
         int64_t now, until;
         if (atomic_load(&c->cancel_requested) && take_cancel(c)) {
@@ -326,7 +420,8 @@ int dlock__wait_acquire(dlock__claim *cl, int64_t ttl_ms, const dlock_acquire_op
     }
     if (rc == DLOCK_ECANCELED)
         dlock__set_error(&c->main, "the wait was canceled");
-    unsubscribe(&w);
+    end_wait(&w, rc);
+    free(own);
     return rc;
 }
 

@@ -494,6 +494,15 @@ static int take_replies(dlock__conn *c, dlock__reply **reply)
             dlock__reply_free(r);
         } else if (c->preload_owed) {
             c->preload_owed--;
+            /* A server that wants a password refuses the preload first. Say
+             * so now: a command of more than 10 words after it would only
+             * get a protocol error (Redis limits what an unauthenticated
+             * client may send) and the connection closed. */
+            if (r->type == DLOCK__REPLY_ERROR && strncmp(r->str, "NOAUTH", 6) == 0) {
+                rc = fail(c, DLOCK_EAUTH, "%s: %.200s", c->ep->label, r->str);
+                dlock__reply_free(r);
+                return rc;
+            }
             dlock__reply_free(r);
         } else if (c->stale_owed) {
             c->stale_owed--;

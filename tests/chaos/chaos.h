@@ -40,6 +40,9 @@ struct chaos_config {
     int stray_check_ms; /* after the end, no lock key may be left; 0: 2 x TTL */
     int permits;        /* > 1: every name is a semaphore of this many permits */
     enum topology topology; /* not TOPO_SERVERS: `nodes` is 1, the topology's endpoint */
+    bool fair;          /* fair locks: waiters queue (docs/fair.md) */
+    int lease_ms;       /* fair: the presence lease; 0: the library's default */
+    int shared_every;   /* > 0: clients whose id it does not divide hold shared */
 };
 
 /* Client -> checker messages, one per datagram. */
@@ -61,6 +64,7 @@ struct chaos_msg {
     uint64_t fence;
     int64_t t_ns, until_ns, duration_ns;
     int32_t slot; /* a semaphore's permit: its slot (0 for a mutex) */
+    int32_t shared; /* a shared holder's grant */
 };
 
 /* Nemesis events, for the history and for judging overlaps. */
@@ -131,6 +135,9 @@ void checker_receive(struct checker *k, int sock);
 void checker_fault(struct checker *k, const struct fault_event *e);
 /* A client inside its critical section (the first from `from` on), or -1. */
 int checker_client_in_section(const struct checker *k, int from);
+/* A client that holds nothing (the first from `from` on): in a fair run,
+ * most likely a waiter in the queue; or -1. */
+int checker_client_waiting(const struct checker *k, int from);
 long checker_grants(const struct checker *k);
 
 struct verdict {
@@ -156,6 +163,13 @@ struct verdict {
      * the instants at which more than its permits were (a bug). Per slot
      * every check above applies as to a mutex. */
     long max_holders, holders_over_limit;
+    /* Fair locks: grants that passed a live waiter that asked clearly
+     * earlier, and releases after which the next grant came later than a
+     * presence lease (and a renewal) allow; the longest such gap. */
+    long fifo_violations, stalls, max_stall_ms;
+    /* Shared holders: grants whose fence is below an earlier shared
+     * holder's of the same epoch (see checker.c). */
+    long shared_fence_splits;
 };
 void checker_judge(struct checker *k, struct verdict *v);
 void checker_free(struct checker *k);

@@ -12,6 +12,11 @@
 
 #define SLOW_RELEASE_NS (100 * 1000000LL) /* a node deadline of TTL 2 s */
 #define ATTEMPT_SLACK_MS 200 /* scheduling on two busy cores, sanitizers */
+/* Fair runs: a waiter that asked this much earlier than another was in the
+ * queue first (the ask is timed before the call; scheduling may delay the
+ * join), and a stall may exceed the lease and a renewal by this much. */
+#define FIFO_SLACK_NS (50 * 1000000LL)
+#define STALL_SLACK_MS 500
 
 struct grant {
     int client;
@@ -23,6 +28,7 @@ struct grant {
     int64_t end; /* release sent or loss reported */
     int64_t enter, exit, write_t;
     bool write_accepted;
+    bool shared; /* a shared holder's: overlaps others of its kind */
 };
 
 struct checker {
@@ -98,7 +104,7 @@ static void new_grant(struct checker *k, const struct chaos_msg *m)
                                             .fence = m->fence, .nodes = m->nodes,
                                             .attempt = m->t_ns - m->duration_ns,
                                             .start = m->t_ns, .until = m->until_ns,
-                                            .end = INT64_MAX};
+                                            .end = INT64_MAX, .shared = m->shared != 0};
     k->current[m->client] = (long)k->n_grants++;
 }
 
@@ -227,6 +233,16 @@ int checker_client_in_section(const struct checker *k, int from)
         int c = (from + j) % k->cfg->clients;
         const struct grant *g = k->current[c] >= 0 ? &k->grants[k->current[c]] : NULL;
         if (g && g->enter && !g->exit)
+            return c;
+    }
+    return -1;
+}
+
+int checker_client_waiting(const struct checker *k, int from)
+{
+    for (int j = 0; j < k->cfg->clients; j++) {
+        int c = (from + j) % k->cfg->clients;
+        if (k->current[c] < 0)
             return c;
     }
     return -1;
@@ -409,6 +425,58 @@ static void judge_holders(const struct checker *k, struct verdict *v)
     free(edges);
 }
 
+/* Was `client` stopped at some time in [from, to]? */
+static bool paused_within(const struct checker *k, int client, int64_t from, int64_t to)
+{
+    int64_t paused = -1;
+    for (size_t i = 0; i < k->n_faults; i++) {
+        const struct fault_event *e = &k->faults[i];
+        if (e->target != client || e->t_ns > to)
+            continue;
+        if (e->kind == FAULT_CLIENT_PAUSE)
+            paused = e->t_ns;
+        else if (e->kind == FAULT_CLIENT_RESUME && paused >= 0 && e->t_ns >= from)
+            return true;
+        else if (e->kind == FAULT_CLIENT_RESUME)
+            paused = -1;
+    }
+    return paused >= 0; /* still stopped at `to` */
+}
+
+/* Fair runs, grants of one name sorted by start. FIFO: no grant b goes
+ * before a grant a whose waiter asked clearly earlier, unless that waiter
+ * was stopped meanwhile (its lease may have run out: it lost its place).
+ * A client's first call is not judged: it joins the queue only once it
+ * connected, which its ask time does not show. Bounded stall: after a
+ * release, the next grant comes within a presence lease and a renewal
+ * period (a dead or stopped head), plus slack. */
+static void judge_fair(const struct checker *k, struct verdict *v)
+{
+    int64_t lease = k->cfg->lease_ms ? k->cfg->lease_ms : DLOCK_LEASE_DEFAULT_MS;
+    int64_t first[CHAOS_CLIENTS_MAX];
+    for (int c = 0; c < CHAOS_CLIENTS_MAX; c++)
+        first[c] = INT64_MAX;
+    for (size_t i = 0; i < k->n_grants; i++) {
+        const struct grant *g = &k->grants[i];
+        first[g->client] = g->start < first[g->client] ? g->start : first[g->client];
+    }
+    for (size_t i = 0; i < k->n_grants; i++) {
+        const struct grant *a = &k->grants[i];
+        for (size_t j = i; a->start != first[a->client] && j-- > 0 &&
+                           k->grants[j].name == a->name && k->grants[j].start > a->attempt;) {
+            const struct grant *b = &k->grants[j];
+            if (b->attempt > a->attempt + FIFO_SLACK_NS &&
+                !paused_within(k, a->client, a->attempt, a->start))
+                v->fifo_violations++;
+        }
+        if (i > 0 && k->grants[i - 1].name == a->name && k->grants[i - 1].end < k->grants[i - 1].until) {
+            long gap = (long)((a->start - k->grants[i - 1].end) / 1000000);
+            v->max_stall_ms = gap > v->max_stall_ms ? gap : v->max_stall_ms;
+            v->stalls += gap > lease + lease / 3 + STALL_SLACK_MS;
+        }
+    }
+}
+
 void checker_judge(struct checker *k, struct verdict *v)
 {
     *v = k->live;
@@ -420,19 +488,36 @@ void checker_judge(struct checker *k, struct verdict *v)
     if (k->cfg->permits > 1)
         judge_holders(k, v);
     qsort(k->grants, k->n_grants, sizeof(*k->grants), by_start);
+    if (k->cfg->fair)
+        judge_fair(k, v);
     for (size_t i = 0; i < k->n_grants; i++) {
         const struct grant *a = &k->grants[i];
         int64_t a_end = a->end < a->until ? a->end : a->until;
         const struct grant *highest = NULL;
-        for (size_t h = i; h-- > 0 && k->grants[h].name == a->name;)
-            if (!highest || k->grants[h].fence > highest->fence)
-                highest = &k->grants[h];
-        if (highest && highest->fence >= a->fence && failover_between(k, highest, a))
+        uint64_t exclusive = 0;
+        for (size_t h = i; h-- > 0 && k->grants[h].name == a->name;) {
+            const struct grant *g = &k->grants[h];
+            if (!highest || g->fence > highest->fence)
+                highest = g;
+            exclusive = !g->shared && g->fence > exclusive ? g->fence : exclusive;
+        }
+        /* A shared holder's fence is its exclusive epoch's: never below the
+         * last exclusive holder's, and the same as the other shared
+         * holders' of that epoch, except that under Redlock an epoch
+         * without any stored fence starts from each server's clock
+         * (docs/shared.md): counted apart. */
+        if (a->shared) {
+            v->fence_regressions += exclusive > a->fence;
+            v->shared_fence_splits += highest && highest->fence > a->fence;
+        } else if (highest && highest->fence >= a->fence && failover_between(k, highest, a)) {
             v->failover_fence_slips++;
-        else if (highest && highest->fence >= a->fence)
+        } else if (highest && highest->fence >= a->fence) {
             v->fence_regressions++;
+        }
         for (size_t j = i + 1; j < k->n_grants && k->grants[j].name == a->name; j++) {
             const struct grant *b = &k->grants[j];
+            if (a->shared && b->shared)
+                continue; /* shared holders together: what they are for */
             if (b->start < a_end) {
                 v->validity_overlaps++;
                 if (overlap_permitted(k, a, b)) {

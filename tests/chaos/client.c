@@ -70,10 +70,11 @@ static uint32_t holding_nodes(const char *name, int64_t since_floor_ms)
     for (size_t i = 0; i < n; i++) {
         dlock_status *st = NULL;
         const dlock_holder *h = NULL;
-        if (dlock_status_query_node(&st, client, name, i) == 0 && dlock_status_held(st))
-            h = dlock_status_holder(st, 0);
-        if (h && h->pid == (long)getpid() && h->since_ms >= since_floor_ms)
-            mask |= 1u << i;
+        bool held = dlock_status_query_node(&st, client, name, i) == 0 && dlock_status_held(st);
+        /* Shared holders are listed together: ours is any of them. */
+        for (size_t j = 0; held && (h = dlock_status_holder(st, j)) != NULL; j++)
+            if (h->pid == (long)getpid() && h->since_ms >= since_floor_ms)
+                mask |= 1u << i;
         dlock_status_free(st);
     }
     return mask;
@@ -116,6 +117,9 @@ static void one_turn(const struct chaos_config *cfg, unsigned *rng)
     opts.on_lost = cfg->auto_renew ? on_lost : NULL;
     opts.on_lost_arg = cfg->auto_renew ? &name : NULL;
     opts.permits = (unsigned)cfg->permits;
+    opts.fair = cfg->fair;
+    opts.lease_ms = cfg->lease_ms;
+    opts.shared = cfg->shared_every > 0 && my_id % cfg->shared_every != 0;
     atomic_store(&loss_reported, false);
     rc = dlock_lock_acquire(&lock, client, key, cfg->ttl_ms, &opts);
     t = chaos_now_ns();
@@ -129,7 +133,8 @@ static void one_turn(const struct chaos_config *cfg, unsigned *rng)
     }
     m = (struct chaos_msg){.type = MSG_GRANT, .name = name, .fence = dlock_lock_fence(lock),
                            .t_ns = t, .until_ns = t + dlock_lock_validity_ms(lock) * 1000000,
-                           .duration_ns = t - started, .slot = (int32_t)dlock_lock_slot(lock)};
+                           .duration_ns = t - started, .slot = (int32_t)dlock_lock_slot(lock),
+                           .shared = opts.shared};
     m.nodes = dlock_client_nodes(client) > 1 ? holding_nodes(key, since_floor) : 1u;
     report(m);
     report((struct chaos_msg){.type = MSG_ENTER, .name = name, .t_ns = chaos_now_ns()});

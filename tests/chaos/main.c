@@ -7,6 +7,8 @@
  * too few grants); 64: usage. */
 #include "chaos.h"
 
+#include <dlock.h>
+
 #include <fcntl.h>
 #include <getopt.h>
 #include <poll.h>
@@ -97,6 +99,29 @@ static void pause_a_holder(struct run *r, int64_t now)
         /* Past the TTL, and past the section of the next holder, so that
          * its write comes first and this one's is stale. */
         r->heal_ns = now + ms_ns(r->cfg.ttl_ms + r->cfg.cs_ms) + between(r, 300, 1000);
+    }
+}
+
+/* Fair runs: SIGSTOP a client that holds nothing (a waiter, most likely)
+ * past its presence lease, so that it loses its place, and stalls the
+ * queue for at most a lease when it was the head. */
+static void pause_a_waiter(struct run *r, int64_t now)
+{
+    int lease = r->cfg.lease_ms ? r->cfg.lease_ms : DLOCK_LEASE_DEFAULT_MS;
+    if (r->heal_ns && now >= r->heal_ns) {
+        record(r, FAULT_CLIENT_RESUME, r->target, 0, false);
+        kill(r->pids[r->target], SIGCONT);
+        r->heal_ns = 0;
+        r->next_fault_ns = now + between(r, 1000, 2000);
+    } else if (!r->heal_ns && now >= r->next_fault_ns) {
+        int c = checker_client_waiting(r->checker, (int)(rand_r(&r->rng) % (unsigned)r->cfg.clients));
+        if (c < 0)
+            return;
+        kill(r->pids[c], SIGSTOP);
+        record(r, FAULT_CLIENT_PAUSE, c, 0, false);
+        r->target = c;
+        r->faults++;
+        r->heal_ns = now + ms_ns(lease) + between(r, 500, 1500);
     }
 }
 
@@ -285,6 +310,15 @@ static const char *at_most_n_holders(const struct verdict *v)
     return no_overlap_no_regression(v);
 }
 
+static const char *fair_and_no_overlap(const struct verdict *v)
+{
+    if (v->fifo_violations)
+        return "a grant passed a live waiter that had asked clearly earlier";
+    if (v->stalls)
+        return "the next grant came later after a release than a presence lease allows";
+    return no_overlap_no_regression(v);
+}
+
 static const char *checker_sees_overlap(const struct verdict *v)
 {
     if (!v->permitted_overlaps)
@@ -378,6 +412,14 @@ static const struct scenario scenarios[] = {
     {"semaphore-pause", "a semaphore of 3 permits; SIGSTOP a holder in its section past its TTL",
      {BASE, .permits = 3, .cs_ms = 10, .nodes = 1, .seconds = 25, .min_grants = 200},
      pause_a_holder, at_most_n_holders, bite_stale_rejected},
+    {"fair-pause", "a fair lock, one name; SIGSTOP a waiter past its presence lease",
+     {.clients = 8, .names = 1, .ttl_ms = 2000, .command_timeout_ms = 400, .fair = true,
+      .cs_ms = 10, .nodes = 1, .seconds = 25, .min_grants = 300},
+     pause_a_waiter, fair_and_no_overlap, bite_faults},
+    {"shared-pause", "shared and exclusive holders (2 clients in 3 shared), 3 nodes; SIGSTOP a "
+     "holder in its section past its TTL",
+     {BASE, .shared_every = 3, .cs_ms = 10, .nodes = 3, .seconds = 25, .min_grants = 300},
+     pause_a_holder, no_overlap_no_regression, bite_stale_rejected},
 };
 
 /* ---- the run ---- */
@@ -623,7 +665,9 @@ int main(int argc, char **argv)
                "\"loss_report_max_ms\":%ld,\"max_attempt_ms\":%ld,"
                "\"jumps_under_1s_1to2s_over_2s\":[%ld,%ld,%ld],"
                "\"overlaps_by_jump_size\":[%ld,%ld,%ld],\"stray_keys\":%d,"
-               "\"permits\":%d,\"max_holders\":%ld,\"holders_over_limit\":%ld}\n",
+               "\"permits\":%d,\"max_holders\":%ld,\"holders_over_limit\":%ld,"
+               "\"fifo_violations\":%ld,\"stalls\":%ld,\"max_stall_ms\":%ld,"
+               "\"shared_fence_splits\":%ld}\n",
                r.sc->name, r.cfg.seed, outcome,
                problem ? problem : invalid ? invalid : v.grants < r.cfg.min_grants ? "too few grants" : "",
                r.cfg.nodes, r.cfg.clients, r.cfg.seconds, r.faults, v.grants, v.failed_acquires,
@@ -633,7 +677,8 @@ int main(int argc, char **argv)
                v.loss_report_max_ms,
                v.max_attempt_ms, v.jumps[0], v.jumps[1], v.jumps[2], v.jump_overlaps[0],
                v.jump_overlaps[1], v.jump_overlaps[2], stray, r.cfg.permits, v.max_holders,
-               v.holders_over_limit);
+               v.holders_over_limit, v.fifo_violations, v.stalls, v.max_stall_ms,
+               v.shared_fence_splits);
         checker_free(r.checker);
         nodes_stop(&r.nodes);
         if (history)

@@ -85,6 +85,9 @@ struct cli_wait {
     dlock_lost_fn on_lost;
     void *on_lost_arg;
     unsigned permits; /* --permits: 0 for a mutex */
+    bool fair;        /* --fair */
+    int64_t lease_ms; /* --lease: 0 for the library's default */
+    bool shared;      /* -s, --shared */
 };
 
 /* Acquires `name`, waiting as asked; on a terminal shows a status line that
@@ -115,6 +118,8 @@ void cli_format_time(int64_t ms, char *out, size_t len);
 #define CLI_OPT_WATCH 0x40u    /* --watch */
 #define CLI_OPT_STATS 0x80u    /* --stats-json FILE */
 #define CLI_OPT_NAME_OPTIONAL 0x100u /* the one operand may be left out (NULL name) */
+#define CLI_OPT_FAIR 0x200u     /* --fair, --lease DUR */
+#define CLI_OPT_SHARED 0x400u   /* -s, --shared */
 
 struct cli_command {
     const char *name;

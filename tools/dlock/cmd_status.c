@@ -7,14 +7,17 @@
 #include <string.h>
 #include <time.h>
 
-/* A semaphore's holders, one line each, by slot. */
+/* A semaphore's holders, one line each, by slot; or the shared holders. */
 static void print_permits(const dlock_status *st)
 {
     for (size_t i = 0; i < dlock_status_holders(st); i++) {
         const dlock_holder *h = dlock_status_holder(st, i);
         char since[32];
         cli_format_time(h->since_ms, since, sizeof(since));
-        printf("  slot %u: ", h->slot);
+        if (dlock_status_shared(st))
+            printf("  shared: ");
+        else
+            printf("  slot %u: ", h->slot);
         if (h->pid)
             printf("held by %s pid %ld since %s", h->host, h->pid, since);
         else
@@ -32,6 +35,12 @@ static void print_text(const char *name, const dlock_status *st)
     if (dlock_status_limit(st) > 1) {
         printf("%s: %zu/%u held (semaphore)", name, dlock_status_holders(st),
                dlock_status_limit(st));
+        return;
+    }
+    if (dlock_status_shared(st)) {
+        printf("%s: held shared by %zu, fence %" PRIu64 "\n", name, dlock_status_holders(st),
+               fence);
+        print_permits(st);
         return;
     }
     if (held) {
@@ -70,7 +79,7 @@ static void print_json_fields(const dlock_status *st)
                ",\"slot\":%u,\"fence\":%" PRIu64 "}",
                h->pid, h->since_ms, h->ttl_ms, h->slot, h->fence);
     }
-    putchar(']');
+    printf("],\"shared\":%s", dlock_status_shared(st) ? "true" : "false");
 }
 
 /* A server's own view, in the shape of the majority's. */

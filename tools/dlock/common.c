@@ -281,6 +281,14 @@ int cli_acquire(const struct cli *cli, dlock_client *client, const char *name,
     opts.on_lost = how->on_lost;
     opts.on_lost_arg = how->on_lost_arg;
     opts.permits = how->permits;
+    opts.fair = how->fair;
+    opts.lease_ms = how->lease_ms;
+    opts.shared = how->shared;
+    /* A fair waiter's place is its token's: one call, one place. */
+    if (how->fair) {
+        opts.wait_ms = how->wait_ms;
+        return dlock_lock_acquire(out, client, name, how->ttl_ms, &opts);
+    }
     /* One try first: only a busy lock starts a wait worth telling of. */
     opts.wait_ms = 0;
     rc = dlock_lock_acquire(out, client, name, how->ttl_ms, &opts);

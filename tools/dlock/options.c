@@ -30,11 +30,17 @@ const struct cli_command cli_command_run = {
     "  -c CMD                 run CMD with /bin/sh -c\n"
     "      --permits N        take one of N permits of the semaphore NAME (1 to 1024;\n"
     "                         1: the lock alone, the default; one server only)\n"
+    "      --fair             wait in a queue: first come, first served (one server)\n"
+    "      --lease DUR        with --fair: how long a silent waiter keeps its place\n"
+    "                         (30ms to 1h, default 2s)\n"
+    "  -s, --shared           hold the lock shared: with other shared holders, never\n"
+    "                         with an exclusive one (a waiting one keeps new ones out)\n"
     "      --stats-json FILE  on exit, write the client's counters to FILE as JSON\n"
     "The command sees DLOCK_NAME, DLOCK_TOKEN, DLOCK_FENCE and DLOCK_SLOT (the\n"
     "permit's slot, 0 to N-1; the fence grows per slot); DLOCK_PASSWORD and\n"
     "URLs with credentials are removed from its environment.\n",
-    CLI_OPT_TTL | CLI_OPT_WAIT | CLI_OPT_BUSY_CODE | CLI_OPT_RUN | CLI_OPT_PERMITS | CLI_OPT_STATS,
+    CLI_OPT_TTL | CLI_OPT_WAIT | CLI_OPT_BUSY_CODE | CLI_OPT_RUN | CLI_OPT_PERMITS |
+        CLI_OPT_FAIR | CLI_OPT_SHARED | CLI_OPT_STATS,
     "NAME -- COMMAND [ARG...] or NAME -c 'COMMAND'",
     1,
 };
@@ -50,8 +56,14 @@ const struct cli_command cli_command_acquire = {
     "  -E, --conflict-exit-code CODE   exit code when busy (default 75)\n"
     "      --json        print name, token, fence and validity_ms as JSON\n"
     "      --permits N   take one of N permits of the semaphore NAME (1 to 1024;\n"
-    "                    1: the lock alone, the default; one server only)\n",
-    CLI_OPT_TTL | CLI_OPT_WAIT | CLI_OPT_BUSY_CODE | CLI_OPT_JSON | CLI_OPT_PERMITS,
+    "                    1: the lock alone, the default; one server only)\n"
+    "      --fair        wait in a queue: first come, first served (one server)\n"
+    "      --lease DUR   with --fair: how long a silent waiter keeps its place\n"
+    "                    (30ms to 1h, default 2s)\n"
+    "  -s, --shared      hold the lock shared: with other shared holders, never\n"
+    "                    with an exclusive one (a waiting one keeps new ones out)\n",
+    CLI_OPT_TTL | CLI_OPT_WAIT | CLI_OPT_BUSY_CODE | CLI_OPT_JSON | CLI_OPT_PERMITS |
+        CLI_OPT_FAIR | CLI_OPT_SHARED,
     "NAME",
     1,
 };
@@ -122,7 +134,8 @@ const struct cli_command cli_command_doctor = {
     1,
 };
 
-enum { OPT_KILL_AFTER = 256, OPT_MAX_HOLD, OPT_JSON, OPT_PERMITS, OPT_WATCH, OPT_STATS_JSON };
+enum { OPT_KILL_AFTER = 256, OPT_MAX_HOLD, OPT_JSON, OPT_PERMITS, OPT_WATCH, OPT_STATS_JSON, OPT_FAIR,
+       OPT_LEASE };
 
 static const struct option long_options[] = {
     {"ttl", required_argument, NULL, 't'},
@@ -135,6 +148,9 @@ static const struct option long_options[] = {
     {"permits", required_argument, NULL, OPT_PERMITS},
     {"watch", no_argument, NULL, OPT_WATCH},
     {"stats-json", required_argument, NULL, OPT_STATS_JSON},
+    {"fair", no_argument, NULL, OPT_FAIR},
+    {"lease", required_argument, NULL, OPT_LEASE},
+    {"shared", no_argument, NULL, 's'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -161,6 +177,11 @@ static unsigned group_of(int opt)
         return CLI_OPT_WATCH;
     case OPT_STATS_JSON:
         return CLI_OPT_STATS;
+    case OPT_FAIR:
+    case OPT_LEASE:
+        return CLI_OPT_FAIR;
+    case 's':
+        return CLI_OPT_SHARED;
     default:
         return 0;
     }
@@ -170,9 +191,9 @@ static unsigned group_of(int opt)
  * for run '+' to stop at NAME, since what follows is the command's. */
 static void short_options(unsigned accepts, char *out, size_t len)
 {
-    snprintf(out, len, "%s%s%s%sh", accepts & CLI_OPT_RUN ? "+:" : ":",
+    snprintf(out, len, "%s%s%s%s%sh", accepts & CLI_OPT_RUN ? "+:" : ":",
              accepts & CLI_OPT_TTL ? "t:" : "", accepts & CLI_OPT_WAIT ? "w:n" : "",
-             accepts & CLI_OPT_BUSY_CODE ? "E:" : "");
+             accepts & CLI_OPT_BUSY_CODE ? "E:" : "", accepts & CLI_OPT_SHARED ? "s" : "");
 }
 
 void cli_offending_option(char **argv, const struct option *longopts, char *out, size_t len)
@@ -236,6 +257,14 @@ static int take_value(int opt, const char *value, struct cli_command_opts *o)
     case OPT_STATS_JSON:
         o->stats_json = value;
         return 0;
+    case OPT_FAIR:
+        o->wait.fair = true;
+        return 0;
+    case OPT_LEASE:
+        return cli_parse_duration_ms(value, &o->wait.lease_ms);
+    case 's':
+        o->wait.shared = true;
+        return 0;
     default: /* OPT_JSON */
         o->json = true;
         return 0;
@@ -280,6 +309,10 @@ static int check_range(const char *usage, int opt, const char *value,
     if (opt == OPT_MAX_HOLD && o->wait.max_hold_ms < DLOCK_TTL_MIN_MS)
         return cli_usage_error(usage, "--max-hold must be at least %lld ms (the shortest TTL), not '%s'",
                                (long long)DLOCK_TTL_MIN_MS, value);
+    if (opt == OPT_LEASE && (o->wait.lease_ms < DLOCK_LEASE_MIN_MS ||
+                             o->wait.lease_ms > DLOCK_LEASE_MAX_MS))
+        return cli_usage_error(usage, "--lease must be from %d ms to %d ms, not '%s'",
+                               DLOCK_LEASE_MIN_MS, DLOCK_LEASE_MAX_MS, value);
     if (opt == OPT_PERMITS && (o->permits < 1 || o->permits > DLOCK_PERMITS_MAX))
         return cli_usage_error(usage, "--permits must be from 1 to %d, not '%s'",
                                DLOCK_PERMITS_MAX, value);
