@@ -236,10 +236,11 @@ static int encode_kind_call(struct kind_call *kc, const dlock__claim *cl,
                             enum dlock__script_id id, const char *const *keys, int nkeys,
                             const char *const *args, int nargs)
 {
+    unsigned naux = id == cl->kind->extend ? cl->kind->extend_aux : DLOCK__KIND_AUX_MAX;
     int k = 0, a = 0;
     for (; k < nkeys; k++)
         kc->keys[k] = keys[k];
-    for (size_t i = 0; cl->kind->aux[i]; i++)
+    for (unsigned i = 0; i < naux && cl->kind->aux[i]; i++)
         kc->keys[k++] = cl->aux[i];
     for (; a < nargs; a++)
         kc->args[a] = args[a];

@@ -33,6 +33,10 @@ typedef struct dlock__kind {
     const char *aux[DLOCK__KIND_AUX_MAX + 1]; /* NULL-terminated kind-words */
     bool limited;                              /* acquire sends the claim's limit */
     bool queued; /* waiters queue: a release wakes only "next:" + the head's token */
+    /* How many of `aux`, from the first, the extend takes: a key that does
+     * not exist makes a cluster answer TRYAGAIN while the slot migrates,
+     * and a renewal must go through (ASK) then. */
+    unsigned extend_aux;
 } dlock__kind;
 
 /* The exclusive lock: NAME is a string holding the holder's token. */

@@ -14,6 +14,7 @@ const dlock__kind dlock__kind_mutex = {
      * which the release deletes (scripts.c). */
     .aux = {"queue", "writer", NULL},
     .limited = false,
+    .extend_aux = 0,
 };
 
 /* The counting semaphore: NAME is a sorted set of permits (scripts.c). */
@@ -25,6 +26,7 @@ const dlock__kind dlock__kind_semaphore = {
     .status = DLOCK__SCRIPT_SEM_STATUS,
     .aux = {"limit", "slots", "owners", "fences", NULL},
     .limited = true,
+    .extend_aux = 3, /* limit, slots, owners: they live as long as a permit */
 };
 
 /* The fair lock: NAME is the mutex's string, its waiters queue in `queue`
@@ -40,6 +42,7 @@ const dlock__kind dlock__kind_fair = {
     .aux = {"queue", "presence", "wake", NULL},
     .limited = true,
     .queued = true,
+    .extend_aux = 0, /* the mutex's extend */
 };
 
 /* Shared holders: NAME holds a marker, the holders are the sorted set
@@ -54,4 +57,5 @@ const dlock__kind dlock__kind_shared = {
     .status = DLOCK__SCRIPT_SHARED_STATUS,
     .aux = {"queue", "writer", "readers", "rowners", NULL},
     .limited = false,
+    .extend_aux = 4, /* its readers and their records come after queue and writer */
 };
