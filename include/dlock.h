@@ -65,7 +65,8 @@ DLOCK_EXTERN const char *dlock_version(void);
     XX(ETLS, -12, "TLS failure")                                               \
     XX(ECANCELED, -13, "operation canceled")                                   \
     XX(EWRONGTYPE, -14, "lock key holds a value of another type")              \
-    XX(ESYSTEM, -15, "system call failed")
+    XX(ESYSTEM, -15, "system call failed")                                     \
+    XX(ENOREPLICAS, -16, "too few replicas acknowledged the write")
 
 typedef enum dlock_error {
     DLOCK_OK = 0,
@@ -152,10 +153,27 @@ typedef struct dlock_client_options {
     const char *tls_key_file;  /* its private key (PEM) */
     const char *tls_sni;       /* name to send and verify; NULL: the URL's host */
     int tls_insecure;          /* nonzero: accept any certificate (testing only) */
+
+    /* Replica acknowledgement (see docs/durability.md): every grant and
+     * extend is followed by WAIT replicas on the same connection, its
+     * timeout the rest of the node's deadline. A grant that fewer replicas
+     * acknowledged is no vote and is taken back; an extend they did not
+     * acknowledge does not extend the validity (DLOCK_ENOREPLICAS with one
+     * node). 0: no WAIT. At most DLOCK_REPLICAS_MAX. */
+    int replicas;
+
+    /* The restart rule, enforced: a node that lost its data (a restart
+     * without persistence, FLUSHALL, a replica promoted) less than this
+     * long ago grants nothing and is no Redlock vote: it answers as if the
+     * lock were held for the rest of the delay. Set it to the longest TTL
+     * in use. 0: off. */
+    int64_t restart_delay_ms;
 } dlock_client_options;
 
+#define DLOCK_REPLICAS_MAX 1000
+
 #define DLOCK_CLIENT_OPTIONS_INIT                                                                  \
-    { DLOCK_CLIENT_OPTIONS_VERSION, NULL, 0, NULL, NULL, 0, 0, 0, 0, 0.0, 0, NULL, NULL, NULL, NULL, NULL, 0 }
+    { DLOCK_CLIENT_OPTIONS_VERSION, NULL, 0, NULL, NULL, 0, 0, 0, 0, 0.0, 0, NULL, NULL, NULL, NULL, NULL, 0, 0, 0 }
 
 /* Fills *opts with defaults. Returns DLOCK_EINVAL for an unknown version. */
 DLOCK_EXTERN int dlock_client_options_init(dlock_client_options *opts, unsigned version);
@@ -440,6 +458,17 @@ DLOCK_EXTERN size_t dlock_client_nodes(const dlock_client *client);
  * password); "" when out of range. Owned by the client. Safe from any
  * thread. */
 DLOCK_EXTERN const char *dlock_client_node_label(const dlock_client *client, size_t node);
+
+/*
+ * The restart rule on server `node` (0 .. dlock_client_nodes() - 1): in
+ * *out, how much of the client's restart_delay_ms is left before it may
+ * grant again (0: it may; always 0 when the rule is off). Reads only: a
+ * server whose marker is missing or names another server shows the whole
+ * delay, which starts when an acquire first finds it so. Returns 0,
+ * DLOCK_EINVAL, or the server's failure (DLOCK_EAUTH without TIME or GET on
+ * the marker key).
+ */
+DLOCK_EXTERN int dlock_restart_remaining(int64_t *out, dlock_client *client, size_t node);
 
 /* Frees the handle, taking it out of the renewal set first. Does not
  * release the lock: a lock that is not released expires after its TTL.
