@@ -105,6 +105,8 @@ void cli_format_time(int64_t ms, char *out, size_t len);
 #define CLI_OPT_BUSY_CODE 0x4u /* -E, --conflict-exit-code CODE */
 #define CLI_OPT_JSON 0x8u      /* --json */
 #define CLI_OPT_RUN 0x10u      /* --kill-after, --max-hold; NAME -- COMMAND or NAME -c CMD */
+#define CLI_OPT_REPLICAS 0x20u /* --replicas K */
+#define CLI_OPT_RESTART 0x40u  /* --restart-delay DUR */
 
 struct cli_command {
     const char *name;
@@ -127,7 +129,13 @@ struct cli_command_opts {
     const char *token;         /* release, extend */
     char **command;            /* run: the command's argv, or NULL with shell_command */
     const char *shell_command; /* run -c */
+    int replicas;              /* --replicas: WAIT for this many; 0: no WAIT */
+    int64_t restart_delay_ms;  /* --restart-delay; 0: off */
 };
+
+/* cli_open_client() with the command's --replicas and --restart-delay. */
+int cli_open_client_for(const struct cli *cli, const struct cli_command_opts *o,
+                        dlock_client **out);
 
 /* Parses the arguments of subcommand `cmd` (argv[0] is its name). Returns
  * 0, CLI_HELP after printing the help, or EXIT_USAGE after saying why. */

@@ -136,11 +136,14 @@ int cli_parse_exit_code(const char *s, int *code)
     return 0;
 }
 
-int cli_open_client(const struct cli *cli, dlock_client **out)
+static int open_client(const struct cli *cli, const struct cli_command_opts *o,
+                       dlock_client **out)
 {
     dlock_client_options opts = DLOCK_CLIENT_OPTIONS_INIT;
     char why[512];
     int rc;
+    opts.replicas = o ? o->replicas : 0;
+    opts.restart_delay_ms = o ? o->restart_delay_ms : 0;
     opts.urls = cli->urls;
     opts.n_urls = cli->n_urls;
     opts.user = cli->user;
@@ -160,6 +163,17 @@ int cli_open_client(const struct cli *cli, dlock_client **out)
         return cli_exit_code(rc);
     }
     return 0;
+}
+
+int cli_open_client(const struct cli *cli, dlock_client **out)
+{
+    return open_client(cli, NULL, out);
+}
+
+int cli_open_client_for(const struct cli *cli, const struct cli_command_opts *o,
+                        dlock_client **out)
+{
+    return open_client(cli, o, out);
 }
 
 int64_t cli_now_ms(void)
@@ -212,7 +226,11 @@ static bool query_holder(dlock_client *client, const char *name, char *out, size
 int cli_busy(const struct cli *cli, dlock_client *client, const char *name, int busy_code)
 {
     char holder[400];
-    if (query_holder(client, name, holder, sizeof(holder)))
+    /* A server in its restart delay (--restart-delay) answers busy: that
+     * is the news, not who holds the lock elsewhere. */
+    if (strstr(dlock_client_errmsg(client), "(restart delay)"))
+        cli_info(cli, "%s is busy: %s", name, dlock_client_errmsg(client));
+    else if (query_holder(client, name, holder, sizeof(holder)))
         cli_info(cli, "%s is busy: %s", name, holder);
     else
         cli_info(cli, "%s is busy (released since)", name);

@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define DEFAULT_TTL_MS 30000
@@ -26,24 +27,34 @@ const struct cli_command cli_command_run = {
     "      --max-hold DUR     hold the lock at most this long (10ms or more), then stop\n"
     "                         the command\n"
     "  -c CMD                 run CMD with /bin/sh -c\n"
+    "      --replicas K       a grant or extend counts only once K replicas\n"
+    "                         acknowledged it (WAIT)\n"
+    "      --restart-delay DUR  a server that lost its data less than DUR ago grants\n"
+    "                         nothing (set it to the longest TTL in use)\n"
     "The command sees DLOCK_NAME, DLOCK_TOKEN and DLOCK_FENCE; DLOCK_PASSWORD and\n"
     "URLs with credentials are removed from its environment.\n",
-    CLI_OPT_TTL | CLI_OPT_WAIT | CLI_OPT_BUSY_CODE | CLI_OPT_RUN,
+    CLI_OPT_TTL | CLI_OPT_WAIT | CLI_OPT_BUSY_CODE | CLI_OPT_RUN | CLI_OPT_REPLICAS |
+        CLI_OPT_RESTART,
     "NAME -- COMMAND [ARG...] or NAME -c 'COMMAND'",
     1,
 };
 
 const struct cli_command cli_command_acquire = {
     "acquire",
-    "Usage: dlock acquire [-t TTL] [-w WAIT | -n] [-E CODE] [--json] NAME\n"
+    "Usage: dlock acquire [-t TTL] [-w WAIT | -n] [-E CODE] [--json] [--replicas K]\n"
+    "                     [--restart-delay DUR] NAME\n"
     "Takes the lock and prints its token, for a later 'dlock release NAME TOKEN'.\n"
     "The lock is not renewed: extend it, or it expires after TTL.\n"
     "  -t, --ttl DUR     how long the lock lives, 10ms to 24.8 days (default 30s)\n"
     "  -w, --wait DUR    wait at most this long for a busy lock (default: forever)\n"
     "  -n, --nowait      do not wait (same as -w 0)\n"
     "  -E, --conflict-exit-code CODE   exit code when busy (default 75)\n"
-    "      --json        print name, token, fence and validity_ms as JSON\n",
-    CLI_OPT_TTL | CLI_OPT_WAIT | CLI_OPT_BUSY_CODE | CLI_OPT_JSON,
+    "      --json        print name, token, fence and validity_ms as JSON\n"
+    "      --replicas K  the grant counts only once K replicas acknowledged it\n"
+    "      --restart-delay DUR  a server that lost its data less than DUR ago grants\n"
+    "                    nothing (set it to the longest TTL in use)\n",
+    CLI_OPT_TTL | CLI_OPT_WAIT | CLI_OPT_BUSY_CODE | CLI_OPT_JSON | CLI_OPT_REPLICAS |
+        CLI_OPT_RESTART,
     "NAME",
     1,
 };
@@ -59,27 +70,29 @@ const struct cli_command cli_command_release = {
 
 const struct cli_command cli_command_extend = {
     "extend",
-    "Usage: dlock extend [-t TTL] NAME TOKEN\n"
+    "Usage: dlock extend [-t TTL] [--replicas K] NAME TOKEN\n"
     "Sets the lock's time to live to TTL (default 30s; 10ms to 24.8 days) if TOKEN\n"
     "still owns it.\n"
-    "Exit 1 if it does not.\n",
-    CLI_OPT_TTL,
+    "Exit 1 if it does not.\n"
+    "      --replicas K  the extend counts only once K replicas acknowledged it\n",
+    CLI_OPT_TTL | CLI_OPT_REPLICAS,
     "NAME TOKEN",
     2,
 };
 
 const struct cli_command cli_command_status = {
     "status",
-    "Usage: dlock status [--json] NAME\n"
+    "Usage: dlock status [--json] [--restart-delay DUR] NAME\n"
     "Says whether the lock is held, by which host and process (when a dlock\n"
     "client holds it), how long it still lives, and the last fencing token.\n"
+    "With --restart-delay, also what is left of each server's restart delay.\n"
     "Exit 0 when held, 1 when free.\n",
-    CLI_OPT_JSON,
+    CLI_OPT_JSON | CLI_OPT_RESTART,
     "NAME",
     1,
 };
 
-enum { OPT_KILL_AFTER = 256, OPT_MAX_HOLD, OPT_JSON };
+enum { OPT_KILL_AFTER = 256, OPT_MAX_HOLD, OPT_JSON, OPT_REPLICAS, OPT_RESTART_DELAY };
 
 static const struct option long_options[] = {
     {"ttl", required_argument, NULL, 't'},
@@ -89,6 +102,8 @@ static const struct option long_options[] = {
     {"kill-after", required_argument, NULL, OPT_KILL_AFTER},
     {"max-hold", required_argument, NULL, OPT_MAX_HOLD},
     {"json", no_argument, NULL, OPT_JSON},
+    {"replicas", required_argument, NULL, OPT_REPLICAS},
+    {"restart-delay", required_argument, NULL, OPT_RESTART_DELAY},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -109,6 +124,10 @@ static unsigned group_of(int opt)
         return CLI_OPT_RUN;
     case OPT_JSON:
         return CLI_OPT_JSON;
+    case OPT_REPLICAS:
+        return CLI_OPT_REPLICAS;
+    case OPT_RESTART_DELAY:
+        return CLI_OPT_RESTART;
     default:
         return 0;
     }
@@ -145,6 +164,17 @@ static const char *long_name(int opt)
     return l->name ? l->name : "?";
 }
 
+/* --replicas: 0 to DLOCK_REPLICAS_MAX, digits only. */
+static int parse_replicas(const char *value, int *out)
+{
+    char *end;
+    long k = strtol(value, &end, 10);
+    if (!isdigit((unsigned char)*value) || *end || k > DLOCK_REPLICAS_MAX)
+        return -1;
+    *out = (int)k;
+    return 0;
+}
+
 /* Takes the value of option `opt`; 0, or -1 if it is not valid. */
 static int take_value(int opt, const char *value, struct cli_command_opts *o)
 {
@@ -162,6 +192,10 @@ static int take_value(int opt, const char *value, struct cli_command_opts *o)
         return cli_parse_duration_ms(value, &o->kill_after_ms);
     case OPT_MAX_HOLD:
         return cli_parse_duration_ms(value, &o->wait.max_hold_ms);
+    case OPT_REPLICAS:
+        return parse_replicas(value, &o->replicas);
+    case OPT_RESTART_DELAY:
+        return cli_parse_duration_ms(value, &o->restart_delay_ms);
     default: /* OPT_JSON */
         o->json = true;
         return 0;
