@@ -1,10 +1,11 @@
 /* dlock-bench WORKLOAD --port P [--port P2 ...] [--seconds S] [--procs N]
  *             [--locks K] [--clients M] [--ttl MS] [--max-cycles N]
- *             [--node-timeout MS]
+ *             [--node-timeout MS] [--replicas K] [--restart-delay MS]
  * Workloads: floor, floor-minimal, uncontended, redlock (uncontended on
  * every --port), redlock-minority (the same, on its own name, while
  * scripts/bench holds some of the nodes paused: the first --port must
- * answer, since commands are counted there), contended, renew, many. Each
+ * answer, since commands are counted there), contended, renew, many,
+ * replicas (uncontended, with --replicas; on a primary with replicas). Each
  * prints one JSON line; scripts/bench runs them against servers it starts. */
 #include "bench.h"
 
@@ -25,6 +26,7 @@ static const struct {
     {"contended", bench_contended},
     {"renew", bench_renew},
     {"many", bench_many},
+    {"replicas", bench_uncontended}, /* uncontended, with --replicas */
 };
 
 /* A strict number: the whole argument, finite. Returns 0 or -1. */
@@ -42,6 +44,7 @@ int main(int argc, char **argv)
         {"procs", required_argument, NULL, 'P'},   {"locks", required_argument, NULL, 'k'},
         {"clients", required_argument, NULL, 'c'}, {"ttl", required_argument, NULL, 't'},
         {"max-cycles", required_argument, NULL, 'm'}, {"node-timeout", required_argument, NULL, 'n'},
+        {"replicas", required_argument, NULL, 'R'}, {"restart-delay", required_argument, NULL, 'D'},
         {NULL, 0, NULL, 0},
     };
     struct bench_args a = {.seconds = 5, .procs = 8, .locks = 1000, .clients = 4,
@@ -65,6 +68,8 @@ int main(int argc, char **argv)
         case 'c': a.clients = (int)v; break;
         case 't': a.ttl_ms = (int64_t)v; break;
         case 'n': a.node_timeout_ms = (int)v; break;
+        case 'R': a.replicas = (int)v; break;
+        case 'D': a.restart_delay_ms = (int64_t)v; break;
         default: a.max_cycles = (long)v; break;
         }
     }
@@ -75,9 +80,10 @@ int main(int argc, char **argv)
     if (optind != argc - 1 || a.n_ports == 0 || a.seconds <= 0 ||
         a.max_cycles < 1 || a.locks < 1 || a.clients < 1 || a.ttl_ms < 30) {
         fprintf(stderr, "usage: dlock-bench floor|floor-minimal|uncontended|redlock|"
-                        "redlock-minority|contended|renew|many --port P [--port P2 ...] "
+                        "redlock-minority|contended|renew|many|replicas --port P [--port P2 ...] "
                         "[--seconds S] [--procs N] [--locks K] [--clients M] [--ttl MS] "
-                        "[--max-cycles N] [--node-timeout MS]\n");
+                        "[--max-cycles N] [--node-timeout MS] [--replicas K] "
+                        "[--restart-delay MS]\n");
         return 64;
     }
     a.workload = argv[optind];
