@@ -9,7 +9,7 @@
  * change to either file fails it until this model was reviewed against the
  * change and its pin updated:
  * pin src/engine/scripts.c e98471e169aad7bc2714c4b393de92260e7feb09
- * pin src/engine/attempt.c a2cc126951fb5fd32fa7bf4c48267879f14ee7d4
+ * pin src/engine/attempt.c b62253ab7d964637b74752d7e50484f8c6e7f556
  *
  * Time. There is no absolute clock: every time in the model is kept
  * relative to "now" and moved by the clock process, one tick at a time, so

@@ -398,6 +398,7 @@ int dlock__attempt_acquire(dlock__claim *cl, dlock__lane *lane, int64_t ttl_ms)
     /* The restart check, the script and WAIT: one round trip per node. */
     d.guard = &g;
     dlock__fanout_batch(lane->conns, c->n, g.calls, g.n_calls, deadline, results, decided, &d);
+    dlock__guard_drop_blocked(&g, lane, results, c->n);
     dlock__guard_mark(&g, lane, results, c->n, dlock__node_deadline(c, ttl_ms, dlock__now_ns()));
     rc = judge(&d.tally, results, c->n, &g, ttl_ms, c->drift_factor, start, dlock__now_ns(),
                &valid_until);
@@ -583,6 +584,7 @@ void dlock__attempt_extend(dlock__claim *const *claims, size_t k, dlock__lane *l
     if (rc == 0) {
         d.guard = &g;
         dlock__fanout_batch(lane->conns, c->n, g.calls, g.n_calls, deadline, results, decided, &d);
+        dlock__guard_drop_blocked(&g, lane, results, c->n);
         for (size_t j = 0; j < k; j++)
             rcs[j] = finish_extend(claims[j], lane, &jobs[j], results, &g, j, ttls[j], start);
         dlock__results_clear(results, g.n_calls * c->n);

@@ -274,6 +274,14 @@ void dlock__guard_mark(const dlock__guard *g, dlock__lane *lane, const dlock__no
     }
 }
 
+void dlock__guard_drop_blocked(const dlock__guard *g, dlock__lane *lane,
+                               const dlock__node_result *results, size_t n)
+{
+    for (size_t i = 0; g->wait && i < n; i++)
+        if (at(results, n, g->before + g->k, i)->status != DLOCK__REPLIED)
+            dlock__conn_close(&lane->conns[i]);
+}
+
 bool dlock__guard_restarting(const dlock__guard *g, const dlock__node_result *results, size_t n)
 {
     for (size_t i = 0; g->before && i < n; i++)

@@ -76,6 +76,12 @@ dlock__gate dlock__guard_gate(const dlock__guard *g, const dlock__node_result *r
 void dlock__guard_mark(const dlock__guard *g, dlock__lane *lane, const dlock__node_result *results,
                        size_t n, int64_t deadline_ns);
 
+/* Closes the connection of every node whose WAIT has not answered: the
+ * server still blocks it there, and every command sent behind it (the
+ * cleanup of the grant it was to confirm) would wait as long. */
+void dlock__guard_drop_blocked(const dlock__guard *g, dlock__lane *lane,
+                               const dlock__node_result *results, size_t n);
+
 /* Whether some node is in its restart delay. */
 bool dlock__guard_restarting(const dlock__guard *g, const dlock__node_result *results, size_t n);
 

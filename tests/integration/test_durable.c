@@ -8,6 +8,7 @@
 #include "cli_runner.h"
 #include "fault_proxy.h"
 #include "helpers.h"
+#include "script_server.h"
 
 #include <dlock.h>
 
@@ -19,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -61,18 +64,31 @@ struct pair {
     const char *replica_args[6];
 };
 
-/* A write reached the replica: the link is up and streaming (after a
- * diskless sync the primary streams only once the replica's first ACK came:
- * a WAIT without a write before it would not tell). */
-static bool link_up(const test_redis *primary)
+/* The replica has streamed everything the primary wrote, a write made now
+ * included: the link is up and streaming. (After a diskless sync the
+ * primary streams only once the replica's first ACK came; until then a
+ * key written before the sync can be on the replica, from the snapshot,
+ * and a WAIT for it answers 1.) */
+static bool link_up(const struct pair *p)
 {
-    redisContext *c = test_redis_connect(primary, NULL);
-    redisReply *r;
-    freeReplyObject(run(c, "SET durable-link-check 1"));
-    r = run(c, "WAIT 1 1000");
-    bool up = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
-    freeReplyObject(r);
-    redisFree(c);
+    redisContext *primary = test_redis_connect(&p->primary, NULL);
+    redisContext *replica = test_redis_connect(&p->replica, NULL);
+    long long written;
+    bool up = false;
+    freeReplyObject(run(primary, "SET durable-link-check 1"));
+    written = info_field(primary, "replication", "master_repl_offset:");
+    for (int i = 0; i < 20 && !up; i++) {
+        usleep(10000);
+        up = written > 0 && info_field(replica, "replication", "slave_repl_offset:") >= written;
+    }
+    if (up) {
+        /* And the primary knows it: the replica's ACK came. */
+        redisReply *r = run(primary, "WAIT 1 1000");
+        up = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+        freeReplyObject(r);
+    }
+    redisFree(replica);
+    redisFree(primary);
     return up;
 }
 
@@ -92,7 +108,7 @@ static void start_pairs(struct pair *p, size_t n)
     for (size_t i = 0; i < n; i++) {
         long long until = test_now_ms() + 10000LL * test_slowdown();
         bool up;
-        while (!(up = link_up(&p[i].primary)) && test_now_ms() < until)
+        while (!(up = link_up(&p[i])) && test_now_ms() < until)
             ;
         assert_true(up);
     }
@@ -145,7 +161,8 @@ static void test_durable_replicas_running(void **state)
     char *token;
     (void)state;
     start_pairs(&p, 1);
-    assert_int_equal(cli_run(&proc, p.primary.url, args, 10000 * test_slowdown()), 0);
+    if (cli_run(&proc, p.primary.url, args, 10000 * test_slowdown()) != 0)
+        fail_msg("exit %d: %s", proc.status, proc.err);
     proc.out[strcspn(proc.out, "\n")] = '\0';
     replica = test_redis_connect(&p.replica, NULL);
     token = get_string(replica, "durable-running");
@@ -153,6 +170,39 @@ static void test_durable_replicas_running(void **state)
     assert_string_equal(token, proc.out);
     free(token);
     redisFree(replica);
+    stop_pairs(&p, 1);
+}
+
+/* A library wait retries a grant too few replicas acknowledged, as it
+ * retries a timeout: a replica paused for 500 ms costs about that much,
+ * not the whole wait. (The command's wait, like for an unreachable server,
+ * ends at once: exit 69.) */
+static void test_durable_wait_outlasts_a_paused_replica(void **state)
+{
+    struct pair p = {0};
+    dlock_acquire_options opts = DLOCK_ACQUIRE_OPTIONS_INIT;
+    dlock_client *c;
+    dlock_lock *lock = NULL;
+    long long start;
+    (void)state;
+    start_pairs(&p, 1);
+    c = open_durable(p.primary.url, 1, 0);
+    opts.wait_ms = 20000;
+    test_redis_pause(&p.replica);
+    start = test_now_ms();
+    /* The replica resumes while the wait goes on: a child sends SIGCONT. */
+    if (fork() == 0) {
+        usleep(500 * 1000);
+        kill(p.replica.pid, SIGCONT);
+        _exit(0);
+    }
+    /* 3 s: WAIT gives up after 135 ms, well before the replica is back. */
+    assert_int_equal(dlock_lock_acquire(&lock, c, "durable-retry", TTL_MS, &opts), 0);
+    assert_true(test_now_ms() - start >= 500);
+    wait(NULL);
+    assert_int_equal(dlock_lock_release(lock), 0);
+    dlock_lock_free(lock);
+    dlock_client_close(c);
     stop_pairs(&p, 1);
 }
 
@@ -182,38 +232,38 @@ static void test_durable_extend_unacknowledged(void **state)
     stop_pairs(&p, 1);
 }
 
-/* After SCRIPT FLUSH the grant is re-sent as EVAL behind the WAIT that was
- * already on its way: that WAIT saw no write (it answers 1 at once) and
- * must not count; the WAIT sent again after the EVAL finds the replica
- * paused. */
+/* NOSCRIPT: the grant is re-sent as EVAL behind the WAIT that was already
+ * on its way. That WAIT saw no write (here it answers 1) and must not
+ * count: the WAIT sent again after the EVAL answers 0, and the grant is
+ * taken back. A scripted server: a real one cannot be made to answer so on
+ * cue. */
 static void test_durable_wait_follows_fallback(void **state)
 {
-    struct pair p = {0};
-    redisContext *primary;
+    script_step steps[] = {
+        {"EVALSHA", "\"pid\":", "-NOSCRIPT No matching script.\r\n", 0, 0},
+        {"WAIT", NULL, ":1\r\n", 0, 0},
+        {"EVAL", "\"pid\":", "*2\r\n:1\r\n$16\r\n1700000000000001\r\n", 0, 0},
+        {"WAIT", NULL, ":0\r\n", 0, 0},
+        {"EVALSHA", NULL, ":1\r\n", 0, 0}, /* the cleanup */
+    };
+    script_server fake;
     dlock_client *c;
     dlock_lock *lock = NULL;
-    dlock_status *st;
+    char log[SCRIPT_LOG_MAX * 24], why[512];
+    int rc;
     (void)state;
-    start_pairs(&p, 1);
-    c = open_durable(p.primary.url, 1, 0);
-    /* Connects and loads the scripts, and writes nothing: no write of
-     * this connection is left for a WAIT to wait for. */
-    assert_int_equal(dlock_status_query(&st, c, "durable-fallback"), 0);
-    dlock_status_free(st);
-    primary = test_redis_connect(&p.primary, NULL);
-    freeReplyObject(run(primary, "SCRIPT FLUSH"));
-    /* The replica has every write so far: a WAIT for them answers 1 at once. */
-    freeReplyObject(run(primary, "WAIT 1 1000"));
-    test_redis_pause(&p.replica);
-    assert_int_equal(dlock_lock_acquire(&lock, c, "durable-fallback", 30000, NULL),
-                     DLOCK_ENOREPLICAS);
-    test_redis_resume(&p.replica);
-    assert_null(lock);
-    assert_int_equal(info_count(primary, "commandstats", "cmdstat_eval:calls="), 2); /* + cleanup */
-    assert_no_lock_left(&p.primary, "durable-fallback");
-    redisFree(primary);
+    assert_int_equal(script_server_start(&fake, steps, 5), 0);
+    c = open_durable(fake.url, 1, 0);
+    rc = dlock_lock_acquire(&lock, c, "durable-fallback", 30000, NULL);
+    snprintf(why, sizeof(why), "%s", dlock_client_errmsg(c));
+    dlock_lock_free(lock);
     dlock_client_close(c);
-    stop_pairs(&p, 1);
+    script_server_stop(&fake);
+    script_server_log(&fake, log, sizeof(log));
+    if (rc != DLOCK_ENOREPLICAS)
+        fail_msg("%s: %s (commands: %s)", dlock_err_name(rc), why, log);
+    assert_non_null(strstr(why, "0 of 1 replicas"));
+    assert_true(steps[3].seq > steps[2].seq && steps[4].seq > steps[3].seq);
 }
 
 /* One trial: a holder's lock, its node's data lost at `lost_ms`, and a
@@ -365,6 +415,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_durable_replicas_paused),
         cmocka_unit_test(test_durable_replicas_running),
+        cmocka_unit_test(test_durable_wait_outlasts_a_paused_replica),
         cmocka_unit_test(test_durable_extend_unacknowledged),
         cmocka_unit_test(test_durable_wait_follows_fallback),
         cmocka_unit_test(test_durable_restart_rule),
