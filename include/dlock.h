@@ -292,7 +292,10 @@ DLOCK_EXTERN int dlock_acquire_options_init(dlock_acquire_options *opts, unsigne
  * message); DLOCK_ETIMEDOUT, DLOCK_ECONN,
  * DLOCK_EAUTH, DLOCK_ESERVER, DLOCK_EPROTO (the last cause, when a wait ran
  * out while the server failed), DLOCK_ENOMEM, DLOCK_ESYSTEM (no random
- * bytes, or no renewal thread).
+ * bytes, or no renewal thread); with the client's `replicas` option,
+ * DLOCK_ENOREPLICAS (too few replicas acknowledged the grant in time: it
+ * was taken back). With `restart_delay_ms`, a server in its restart delay
+ * answers as if the lock were held for the rest of it (DLOCK_EBUSY).
  */
 DLOCK_EXTERN int dlock_lock_acquire(dlock_lock **out, dlock_client *client, const char *name,
                                     int64_t ttl_ms, const dlock_acquire_options *opts);
@@ -336,7 +339,9 @@ DLOCK_EXTERN int dlock_lock_release(dlock_lock *lock);
  * longer than what this extend would have left, if it may have run.
  * Returns 0; DLOCK_ENOTOWNER (someone else holds it, or it expired: the lock
  * is lost and is never silently re-taken); DLOCK_EINVAL (bad TTL, or the
- * lock is renewed automatically) and the I/O codes of dlock_lock_release().
+ * lock is renewed automatically) and the I/O codes of dlock_lock_release();
+ * with the client's `replicas` option, DLOCK_ENOREPLICAS (too few replicas
+ * acknowledged the extend in time: the validity is not extended).
  */
 DLOCK_EXTERN int dlock_lock_extend(dlock_lock *lock, int64_t ttl_ms);
 
