@@ -410,9 +410,30 @@ static void test_durable_promoted_replica(void **state)
     stop_pairs(p, TRIALS + CONTROLS);
 }
 
+/* Bad values and commands that do not take the options are usage errors. */
+static void test_durable_cli_usage(void **state)
+{
+    const char *const cases[][6] = {
+        {"acquire", "--replicas", "x", "durable-usage", NULL},
+        {"acquire", "--replicas", "1001", "durable-usage", NULL},
+        {"acquire", "--replicas", "-1", "durable-usage", NULL},
+        {"status", "--replicas", "1", "durable-usage", NULL},
+        {"release", "--restart-delay", "3s", "durable-usage", "token", NULL},
+        {"run", "--restart-delay", "soon", "durable-usage", "--", "true"},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *args[8] = {0};
+        cli_proc proc;
+        memcpy(args, cases[i], sizeof(cases[i]));
+        assert_int_equal(cli_run(&proc, "redis://127.0.0.1:1", args, 10000 * test_slowdown()), 64);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_durable_cli_usage),
         cmocka_unit_test(test_durable_replicas_paused),
         cmocka_unit_test(test_durable_replicas_running),
         cmocka_unit_test(test_durable_wait_outlasts_a_paused_replica),
