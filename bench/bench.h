@@ -21,6 +21,8 @@ struct bench_args {
     int clients; /* many: client threads */
     int64_t ttl_ms;
     int node_timeout_ms; /* the client's per-node deadline; 0: its default */
+    int replicas;              /* the client's replicas option (WAIT) */
+    int64_t restart_delay_ms;  /* the client's restart rule; 0: off */
     long max_cycles;
     int permits; /* semaphore: its permits */
     int cs_us;   /* semaphore: the critical section */

@@ -98,6 +98,8 @@ dlock_client *bench_client(const struct bench_args *a)
     opts.urls = u;
     opts.n_urls = (size_t)a->n_ports;
     opts.node_timeout_ms = a->node_timeout_ms;
+    opts.replicas = a->replicas;
+    opts.restart_delay_ms = a->restart_delay_ms;
     if (dlock_client_open(&c, &opts, why, sizeof(why)) < 0) {
         fprintf(stderr, "dlock-bench: %s\n", why);
         return NULL;

@@ -1,11 +1,13 @@
 /* dlock-bench WORKLOAD --port P [--port P2 ...] [--seconds S] [--procs N]
  *             [--locks K] [--clients M] [--ttl MS] [--max-cycles N]
- *             [--node-timeout MS] [--permits N] [--cs-us US]
+ *             [--node-timeout MS] [--permits N] [--cs-us US] [--fair]
+ *             [--replicas K] [--restart-delay MS]
  * Workloads: floor, floor-minimal, uncontended, redlock (uncontended on
  * every --port), redlock-minority (the same, on its own name, while
  * scripts/bench holds some of the nodes paused: the first --port must
  * answer, since commands are counted there), contended, renew, many,
  * semaphore (--procs processes on --permits permits, --cs-us each). Each
+ * replicas (uncontended, with --replicas; on a primary with replicas). Each
  * prints one JSON line; scripts/bench runs them against servers it starts. */
 #include "bench.h"
 
@@ -27,6 +29,7 @@ static const struct {
     {"renew", bench_renew},
     {"many", bench_many},
     {"semaphore", bench_semaphore},
+    {"replicas", bench_uncontended}, /* uncontended, with --replicas */
 };
 
 /* A strict number: the whole argument, finite. Returns 0 or -1. */
@@ -46,6 +49,7 @@ int main(int argc, char **argv)
         {"max-cycles", required_argument, NULL, 'm'}, {"node-timeout", required_argument, NULL, 'n'},
         {"permits", required_argument, NULL, 'N'}, {"cs-us", required_argument, NULL, 'u'},
         {"fair", no_argument, NULL, 'f'},
+        {"replicas", required_argument, NULL, 'R'}, {"restart-delay", required_argument, NULL, 'D'},
         {NULL, 0, NULL, 0},
     };
     struct bench_args a = {.seconds = 5, .procs = 8, .locks = 1000, .clients = 4,
@@ -75,6 +79,8 @@ int main(int argc, char **argv)
         case 'n': a.node_timeout_ms = (int)v; break;
         case 'N': a.permits = (int)v; break;
         case 'u': a.cs_us = (int)v; break;
+        case 'R': a.replicas = (int)v; break;
+        case 'D': a.restart_delay_ms = (int64_t)v; break;
         default: a.max_cycles = (long)v; break;
         }
     }
@@ -85,10 +91,10 @@ int main(int argc, char **argv)
     if (optind != argc - 1 || a.n_ports == 0 || a.seconds <= 0 ||
         a.max_cycles < 1 || a.locks < 1 || a.clients < 1 || a.ttl_ms < 30) {
         fprintf(stderr, "usage: dlock-bench floor|floor-minimal|uncontended|redlock|"
-                        "redlock-minority|contended|renew|many|semaphore --port P [--port P2 ...] "
-                        "[--seconds S] [--procs N] [--locks K] [--clients M] [--ttl MS] "
-                        "[--max-cycles N] [--node-timeout MS] [--permits N] [--cs-us US]\n"
-                        "       [--fair]\n");
+                        "redlock-minority|contended|renew|many|semaphore|replicas --port P "
+                        "[--port P2 ...] [--seconds S] [--procs N] [--locks K] [--clients M] "
+                        "[--ttl MS] [--max-cycles N] [--node-timeout MS] [--permits N] "
+                        "[--cs-us US] [--fair] [--replicas K] [--restart-delay MS]\n");
         return 64;
     }
     a.workload = argv[optind];

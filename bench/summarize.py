@@ -116,7 +116,8 @@ def markdown(by, ratios, m):
               "| requests/cycle | commands/cycle | server µs/cycle |",
               "|---|---|---|---|---|---|---|"]
     for label in ["floor-minimal", "floor", "uncontended", "redis-py-uncontended",
-                  "node-redlock-uncontended", "redlock", "node-redlock-redlock"]:
+                  "node-redlock-uncontended", "redlock", "node-redlock-redlock",
+                  "with-replica", "replicas-1"]:
         if label in by:
             r = by[label]
             lines.append(f"| {label} | {fmt(r.get('cycles_per_s'))} | {fmt(r.get('us_per_cycle_p50'), 1)} "

@@ -65,6 +65,8 @@ int bench_uncontended(const struct bench_args *a)
         bench_json_begin(a->workload);
         bench_json_int("nodes", a->n_ports);
         bench_json_int("node_timeout_ms", a->node_timeout_ms); /* 0: the default */
+        bench_json_int("replicas", a->replicas);
+        bench_json_int("restart_delay_ms", a->restart_delay_ms);
         bench_json_int("cycles", n);
         bench_json_num("cycles_per_s", (double)n / elapsed);
         bench_json_num("us_per_cycle_p50", 1e6 * bench_percentile(lat, (size_t)n, 50));

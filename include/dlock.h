@@ -66,7 +66,8 @@ DLOCK_EXTERN const char *dlock_version(void);
     XX(ECANCELED, -13, "operation canceled")                                   \
     XX(EWRONGTYPE, -14, "lock key holds a value of another type")              \
     XX(ESYSTEM, -15, "system call failed")                                     \
-    XX(ELIMIT, -16, "the semaphore's permits in force are another number")
+    XX(ELIMIT, -16, "the semaphore's permits in force are another number")     \
+    XX(ENOREPLICAS, -17, "too few replicas acknowledged the write")
 
 typedef enum dlock_error {
     DLOCK_OK = 0,
@@ -165,10 +166,27 @@ typedef struct dlock_client_options {
      * instead (DLOCK_EINVAL from dlock_lock_acquire() and dlock_lock_adopt()),
      * and dlock_doctor() reports why (SAME_NODE, TWO_SERVERS). */
     int inspect;
+
+    /* Replica acknowledgement (see docs/durability.md): every grant and
+     * extend is followed by WAIT replicas on the same connection, its
+     * timeout the rest of the node's deadline. A grant that fewer replicas
+     * acknowledged is no vote and is taken back; an extend they did not
+     * acknowledge does not extend the validity (DLOCK_ENOREPLICAS with one
+     * node). 0: no WAIT. At most DLOCK_REPLICAS_MAX. */
+    int replicas;
+
+    /* The restart rule, enforced: a node that lost its data (a restart
+     * without persistence, FLUSHALL, a replica promoted) less than this
+     * long ago grants nothing and is no Redlock vote: it answers as if the
+     * lock were held for the rest of the delay. Set it to the longest TTL
+     * in use. 0: off. */
+    int64_t restart_delay_ms;
 } dlock_client_options;
 
+#define DLOCK_REPLICAS_MAX 1000
+
 #define DLOCK_CLIENT_OPTIONS_INIT                                                                  \
-    { DLOCK_CLIENT_OPTIONS_VERSION, NULL, 0, NULL, NULL, 0, 0, 0, 0, 0.0, 0, NULL, NULL, NULL, NULL, NULL, 0, 0 }
+    { DLOCK_CLIENT_OPTIONS_VERSION, NULL, 0, NULL, NULL, 0, 0, 0, 0, 0.0, 0, NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 0 }
 
 /* Fills *opts with defaults. Returns DLOCK_EINVAL for an unknown version. */
 DLOCK_EXTERN int dlock_client_options_init(dlock_client_options *opts, unsigned version);
@@ -324,7 +342,10 @@ DLOCK_EXTERN int dlock_acquire_options_init(dlock_acquire_options *opts, unsigne
  * message); DLOCK_ETIMEDOUT, DLOCK_ECONN,
  * DLOCK_EAUTH, DLOCK_ESERVER, DLOCK_EPROTO (the last cause, when a wait ran
  * out while the server failed), DLOCK_ENOMEM, DLOCK_ESYSTEM (no random
- * bytes, or no renewal thread).
+ * bytes, or no renewal thread); with the client's `replicas` option,
+ * DLOCK_ENOREPLICAS (too few replicas acknowledged the grant in time: it
+ * was taken back). With `restart_delay_ms`, a server in its restart delay
+ * answers as if the lock were held for the rest of it (DLOCK_EBUSY).
  */
 DLOCK_EXTERN int dlock_lock_acquire(dlock_lock **out, dlock_client *client, const char *name,
                                     int64_t ttl_ms, const dlock_acquire_options *opts);
@@ -369,7 +390,9 @@ DLOCK_EXTERN int dlock_lock_release(dlock_lock *lock);
  * longer than what this extend would have left, if it may have run.
  * Returns 0; DLOCK_ENOTOWNER (someone else holds it, or it expired: the lock
  * is lost and is never silently re-taken); DLOCK_EINVAL (bad TTL, or the
- * lock is renewed automatically) and the I/O codes of dlock_lock_release().
+ * lock is renewed automatically) and the I/O codes of dlock_lock_release();
+ * with the client's `replicas` option, DLOCK_ENOREPLICAS (too few replicas
+ * acknowledged the extend in time: the validity is not extended).
  */
 DLOCK_EXTERN int dlock_lock_extend(dlock_lock *lock, int64_t ttl_ms);
 
@@ -509,6 +532,17 @@ DLOCK_EXTERN size_t dlock_client_nodes(const dlock_client *client);
  * password); "" when out of range. Owned by the client. Safe from any
  * thread. */
 DLOCK_EXTERN const char *dlock_client_node_label(const dlock_client *client, size_t node);
+
+/*
+ * The restart rule on server `node` (0 .. dlock_client_nodes() - 1): in
+ * *out, how much of the client's restart_delay_ms is left before it may
+ * grant again (0: it may; always 0 when the rule is off). Reads only: a
+ * server whose marker is missing or names another server shows the whole
+ * delay, which starts when an acquire first finds it so. Returns 0,
+ * DLOCK_EINVAL, or the server's failure (DLOCK_EAUTH without TIME or GET on
+ * the marker key).
+ */
+DLOCK_EXTERN int dlock_restart_remaining(int64_t *out, dlock_client *client, size_t node);
 
 /* Frees the handle, taking it out of the renewal set first. Does not
  * release the lock: a lock that is not released expires after its TTL.

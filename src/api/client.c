@@ -73,6 +73,10 @@ static int check_options(const dlock_client_options *o, char *why, size_t why_le
         return refuse(why, why_len, "timeouts and TTLs must not be negative or too large");
     if (isnan(o->drift_factor) || o->drift_factor < 0 || o->drift_factor >= 0.5)
         return refuse(why, why_len, "drift_factor must be at least 0 and below 0.5");
+    if (o->replicas < 0 || o->replicas > DLOCK_REPLICAS_MAX)
+        return refuse(why, why_len, "replicas must be from 0 to 1000");
+    if (!dlock__duration_ok(o->restart_delay_ms))
+        return refuse(why, why_len, "restart_delay_ms must not be negative or too large");
     return 0;
 }
 
@@ -212,6 +216,8 @@ int dlock_client_open(dlock_client **out, const dlock_client_options *opts, char
     c->node_timeout_ms = o->node_timeout_ms;
     c->fence_ttl_ms = o->fence_ttl_ms ? o->fence_ttl_ms : DEFAULT_FENCE_TTL_MS;
     c->drift_factor = o->drift_factor > 0 ? o->drift_factor : DEFAULT_DRIFT_FACTOR;
+    c->replicas = o->replicas;
+    c->restart_delay_ms = o->restart_delay_ms;
     if (gethostname(c->host, sizeof(c->host) - 1) < 0)
         snprintf(c->host, sizeof(c->host), "unknown");
     for (size_t i = 0; rc == 0 && i < (o->n_urls ? o->n_urls : 1); i++) {

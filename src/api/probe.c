@@ -20,7 +20,7 @@ int dlock__probe(dlock_client *c, size_t node, int argc, const char *const *argv
     len = dlock__command_format(&cmd, argc, (const char **)argv, lens);
     if (len < 0)
         return (int)len;
-    dlock__call call = {cmd, (size_t)len, NULL, 0, NULL, -1}; /* no key: the endpoint itself */
+    dlock__call call = {.cmd = cmd, .len = (size_t)len, .slot = -1}; /* no key: the endpoint */
     dlock__fanout(&c->main.conns[node], 1, &call,
                   dlock__now_ns() + c->command_timeout_ms * DLOCK__NS_PER_MS, &result, NULL, NULL);
     dlock__command_free(cmd);

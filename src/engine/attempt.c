@@ -3,7 +3,9 @@
 #include "attempt.h"
 
 #include "clock.h"
+#include "durable.h"
 #include "owner.h"
+#include "route.h"
 #include "scripts.h"
 #include "token.h"
 #include "wipe.h"
@@ -83,14 +85,52 @@ static struct answer read_answer(const dlock__node_result *r, enum reply_kind ki
     return x;
 }
 
+/* A node's yes or no through its gate: a node in its restart delay says no
+ * for the rest of it; a yes its replicas did not acknowledge (or whose WAIT
+ * is still to come) is no yes. */
+static struct answer gated(struct answer x, dlock__gate gate)
+{
+    switch (gate.kind) {
+    case DLOCK__GATE_OPEN:
+        break;
+    case DLOCK__GATE_PENDING:
+        x.vote = x.vote == VOTE_YES ? VOTE_PENDING : x.vote;
+        break;
+    case DLOCK__GATE_RESTARTING:
+        if (x.vote == VOTE_YES || (x.pttl >= 0 && x.pttl < gate.remaining_ms))
+            x.pttl = gate.remaining_ms;
+        x.vote = VOTE_NO;
+        break;
+    case DLOCK__GATE_UNACKED:
+    case DLOCK__GATE_FAILED:
+        if (x.vote == VOTE_YES) {
+            x.vote = VOTE_FAILED;
+            x.error = gate.error;
+        }
+        break;
+    }
+    return x;
+}
+
+/* Node i's answer to script call `call` of a batch; `g` (NULL: none) lays
+ * the batch out and gates the answer. */
+static struct answer answer_of(const dlock__node_result *results, size_t n, size_t call,
+                               size_t i, enum reply_kind kind, const dlock__guard *g)
+{
+    struct answer x = read_answer(&results[((g ? g->before : 0) + call) * n + i], kind);
+    if (g && (x.vote == VOTE_YES || x.vote == VOTE_NO))
+        x = gated(x, dlock__guard_gate(g, results, n, i));
+    return x;
+}
+
 static void count(dlock__tally *t, const dlock__node_result *results, size_t n,
-                  enum reply_kind kind)
+                  enum reply_kind kind, const dlock__guard *g, size_t call)
 {
     t->yes = t->no = t->repaired = t->failed = t->pending = 0;
     t->fence = 0;
     t->slot = 0;
     for (size_t i = 0; i < n; i++) {
-        struct answer x = read_answer(&results[i], kind);
+        struct answer x = answer_of(results, n, call, i, kind, g);
         switch (x.vote) {
         case VOTE_YES:
             if (t->yes++ == 0 || x.fence > t->fence) {
@@ -130,6 +170,7 @@ static bool settled(const dlock__tally *t, size_t n)
 struct decision {
     dlock__tally tally;
     enum reply_kind kind;
+    const dlock__guard *guard; /* NULL: the batch is the scripts alone */
 };
 
 /* The fan-out's `enough`: every call of the batch is settled. */
@@ -138,8 +179,8 @@ static bool decided(const dlock__node_result *results, size_t n, size_t k, int64
 {
     struct decision *d = ctx;
     (void)deadline_ns;
-    for (size_t j = 0; j < k; j++) {
-        count(&d->tally, &results[j * n], n, d->kind);
+    for (size_t j = 0; j < (d->guard ? d->guard->k : k); j++) {
+        count(&d->tally, results, n, d->kind, d->guard, j);
         if (!settled(&d->tally, n))
             return false;
     }
@@ -156,13 +197,20 @@ static int64_t validity_end(int64_t start_ns, int64_t ttl_ms, double drift_facto
     return start_ns + ttl_ms * DLOCK__NS_PER_MS - drift;
 }
 
+static int judge(dlock__tally *t, const dlock__node_result *results, size_t n,
+                 const dlock__guard *g, int64_t ttl_ms, double drift_factor, int64_t start_ns,
+                 int64_t now_ns, int64_t *valid_until_ns)
+{
+    count(t, results, n, GRANT, g, 0);
+    *valid_until_ns = validity_end(start_ns, ttl_ms, drift_factor);
+    return t->yes >= t->quorum && *valid_until_ns > now_ns ? 0 : DLOCK_EBUSY;
+}
+
 int dlock__acquire_judge(dlock__tally *t, const dlock__node_result *results, size_t n,
                          int64_t ttl_ms, double drift_factor, int64_t start_ns, int64_t now_ns,
                          int64_t *valid_until_ns)
 {
-    count(t, results, n, GRANT);
-    *valid_until_ns = validity_end(start_ns, ttl_ms, drift_factor);
-    return t->yes >= t->quorum && *valid_until_ns > now_ns ? 0 : DLOCK_EBUSY;
+    return judge(t, results, n, NULL, ttl_ms, drift_factor, start_ns, now_ns, valid_until_ns);
 }
 
 int dlock__check_ttl(dlock__lane *lane, int64_t ttl_ms)
@@ -255,11 +303,12 @@ static int encode_kind_call(struct kind_call *kc, const dlock__claim *cl,
  * node reports the same failure that is not about reaching it (a wrong
  * password everywhere is DLOCK_EAUTH); which node said what is in the
  * message. */
-static int common_failure(const dlock__node_result *results, size_t n, enum reply_kind kind)
+static int common_failure(const dlock__node_result *results, size_t n, enum reply_kind kind,
+                          const dlock__guard *g, size_t call)
 {
     int code = 0;
     for (size_t i = 0; i < n; i++) {
-        struct answer x = read_answer(&results[i], kind);
+        struct answer x = answer_of(results, n, call, i, kind, g);
         int failure = x.vote == VOTE_PENDING ? DLOCK_ETIMEDOUT : x.error;
         if (x.vote != VOTE_PENDING && x.vote != VOTE_FAILED)
             continue;
@@ -309,7 +358,8 @@ static void busy_message(dlock__lane *lane, int64_t pttl_ms)
 }
 
 static int acquire_failed(dlock__claim *cl, dlock__lane *lane, const dlock__tally *t,
-                          const dlock__node_result *results, int64_t ttl_ms)
+                          const dlock__node_result *results, const dlock__guard *g,
+                          int64_t ttl_ms)
 {
     dlock_client *c = cl->client;
     int rc;
@@ -319,13 +369,18 @@ static int acquire_failed(dlock__claim *cl, dlock__lane *lane, const dlock__tall
     } else if (t->yes + t->no >= t->quorum) {
         rc = DLOCK_EBUSY;
         cl->last_pttl_ms = t->pttl;
-        busy_message(lane, t->pttl);
+        if (dlock__guard_restarting(g, results, c->n))
+            dlock__set_error(lane, "no majority may grant: the lock may be held by an owner that "
+                             "a restarted server forgot");
+        else
+            busy_message(lane, t->pttl);
     } else {
-        rc = common_failure(results, c->n, GRANT);
+        rc = common_failure(results, c->n, GRANT, g, 0);
         dlock__set_error(lane, "cannot acquire the lock: %s", dlock_strerror(rc));
     }
-    dlock__append_node_errors(lane, lane->conns, results, c->n);
-    clean_up_attempt(cl, lane, results, ttl_ms);
+    dlock__append_node_errors(lane, lane->conns, &results[g->before * c->n], c->n);
+    dlock__guard_explain(g, lane, results, c->n);
+    clean_up_attempt(cl, lane, &results[g->before * c->n], ttl_ms);
     return rc;
 }
 
@@ -354,7 +409,7 @@ static int write_back_fence(dlock__claim *cl, dlock__lane *lane, int64_t ttl_ms,
         return rc;
     dlock__fanout(lane->conns, c->n, &call.call, deadline < valid_until ? deadline : valid_until,
                   results, decided, &d);
-    count(&d.tally, results, c->n, COUNT);
+    count(&d.tally, results, c->n, COUNT, NULL, 0);
     if (d.tally.yes < d.tally.quorum) {
         rc = DLOCK_ENOQUORUM;
         dlock__set_error(lane, "the fencing token reached no majority in time");
@@ -387,16 +442,35 @@ static int confirm_grant(dlock__claim *cl, dlock__lane *lane, const dlock__tally
     return rc;
 }
 
+/* The restart rule's marker is one key per server: on a cluster it would
+ * live on one master, not on the one that grants (docs/durability.md). */
+static int refuse_restart_rule_on_a_cluster(const dlock_client *c, dlock__lane *lane)
+{
+    if (c->restart_delay_ms <= 0)
+        return 0;
+    for (size_t i = 0; i < c->n; i++) {
+        if (dlock__route_is_cluster(&lane->conns[i])) {
+            dlock__set_error(lane, "%s is a Redis Cluster: the restart delay works on standalone "
+                                   "servers and sentinel-managed primaries only",
+                             lane->conns[i].ep->label);
+            return DLOCK_EINVAL;
+        }
+    }
+    return 0;
+}
+
 int dlock__attempt_acquire(dlock__claim *cl, dlock__lane *lane, int64_t ttl_ms)
 {
     dlock_client *c = cl->client;
-    dlock__node_result results[DLOCK__NODES_MAX];
+    dlock__node_result results[(DLOCK__CHECK_CALLS + 2) * DLOCK__NODES_MAX];
     char ttl[24], fence_ttl[24], owner[DLOCK__OWNER_RECORD_MAX];
     const char *const keys[] = {cl->keys.lock, cl->keys.fence, cl->keys.owner};
     const char *const args[] = {cl->token, ttl, fence_ttl, owner};
     struct decision d = {.tally.quorum = dlock__quorum(c), .kind = GRANT};
-    int64_t start, valid_until;
+    int64_t start, deadline, valid_until;
     struct kind_call kc;
+    dlock__call *script = &kc.call.call;
+    dlock__guard g;
     int rc;
 
     snprintf(ttl, sizeof(ttl), "%" PRId64, ttl_ms);
@@ -404,20 +478,32 @@ int dlock__attempt_acquire(dlock__claim *cl, dlock__lane *lane, int64_t ttl_ms)
     dlock__owner_format(owner, sizeof(owner), c->host, (long)dlock__token_pool_pid(c->tokens),
                         cl->token);
     cl->attempts++;
+    if ((rc = refuse_restart_rule_on_a_cluster(c, lane)) < 0)
+        return rc;
     rc = encode_kind_call(&kc, cl, cl->kind->acquire, keys, 3, args, 4);
     if (rc < 0) {
         dlock__set_error(lane, "cannot encode the acquire command");
         return rc;
     }
     start = dlock__now_ns();
-    dlock__fanout(lane->conns, c->n, &kc.call.call, dlock__node_deadline(c, ttl_ms, start),
-                  results, decided, &d);
-    rc = dlock__acquire_judge(&d.tally, results, c->n, ttl_ms, c->drift_factor, start,
-                              dlock__now_ns(), &valid_until);
+    deadline = dlock__node_deadline(c, ttl_ms, start);
+    rc = dlock__guard_init(&g, c, DLOCK__GUARD_CHECK | DLOCK__GUARD_WAIT, &script, 1, deadline);
+    if (rc < 0) {
+        dlock__set_error(lane, "cannot encode the acquire command");
+        goto out_free_guard;
+    }
+    /* The restart check, the script and WAIT: one round trip per node. */
+    d.guard = &g;
+    dlock__fanout_batch(lane->conns, c->n, g.calls, g.n_calls, deadline, results, decided, &d);
+    dlock__guard_drop_blocked(&g, lane, results, c->n);
+    dlock__guard_mark(&g, lane, results, c->n, dlock__node_deadline(c, ttl_ms, dlock__now_ns()));
+    rc = judge(&d.tally, results, c->n, &g, ttl_ms, c->drift_factor, start, dlock__now_ns(),
+               &valid_until);
     if (rc == 0)
-        rc = confirm_grant(cl, lane, &d.tally, results, ttl_ms, start, valid_until);
+        rc = confirm_grant(cl, lane, &d.tally, &results[g.before * c->n], ttl_ms, start,
+                           valid_until);
     else
-        rc = acquire_failed(cl, lane, &d.tally, results, ttl_ms);
+        rc = acquire_failed(cl, lane, &d.tally, results, &g, ttl_ms);
     if (rc == 0) {
         cl->fence = d.tally.fence;
         cl->slot = d.tally.slot;
@@ -425,7 +511,9 @@ int dlock__attempt_acquire(dlock__claim *cl, dlock__lane *lane, int64_t ttl_ms)
         cl->started_ns = start;
         cl->valid_until_ns = valid_until;
     }
-    dlock__results_clear(results, c->n);
+    dlock__results_clear(results, g.n_calls * c->n);
+out_free_guard:
+    dlock__guard_free(&g);
     dlock__script_call_free(&kc.call);
     return rc;
 }
@@ -442,20 +530,24 @@ static bool reached_a_node(const dlock__node_result *results, size_t n)
 /* Tallies the 1s and 0s of a release or extend. Returns 0 (a majority
  * confirmed), DLOCK_ENOTOWNER (enough nodes gave a verdict, and not enough
  * were ours) or the nodes' failure. */
-static int verdict(const dlock_client *c, dlock__lane *lane, const dlock__node_result *results)
+static int verdict(const dlock_client *c, dlock__lane *lane, const dlock__node_result *results,
+                   const dlock__guard *g, size_t call)
 {
     dlock__tally t = {.quorum = dlock__quorum(c)};
     int rc;
-    count(&t, results, c->n, COUNT);
+    count(&t, results, c->n, COUNT, g, call);
     if (t.yes >= t.quorum)
         return 0;
     if (t.yes + t.no + t.repaired >= t.quorum) {
         dlock__set_error(lane, "the lock is not ours: another owner holds it, or it expired");
         return DLOCK_ENOTOWNER;
     }
-    rc = common_failure(results, c->n, COUNT);
+    rc = common_failure(results, c->n, COUNT, g, call);
     dlock__set_error(lane, "%s", dlock_strerror(rc));
-    dlock__append_node_errors(lane, lane->conns, results, c->n);
+    dlock__append_node_errors(lane, lane->conns, &results[((g ? g->before : 0) + call) * c->n],
+                              c->n);
+    if (g)
+        dlock__guard_explain(g, lane, results, c->n);
     return rc;
 }
 
@@ -477,7 +569,7 @@ int dlock__attempt_release(dlock__claim *cl, dlock__lane *lane, bool publish)
      * the key expires anyway. */
     dlock__fanout(lane->conns, c->n, &kc.call.call,
                   dlock__node_deadline(c, cl->ttl_ms, dlock__now_ns()), results, decided, &d);
-    rc = verdict(c, lane, results);
+    rc = verdict(c, lane, results, NULL, 0);
     /* A release that reached a node may have run there, whatever came
      * back: from then on the lock is not certainly held. */
     if (rc == 0 || rc == DLOCK_ENOTOWNER || reached_a_node(results, c->n))
@@ -518,12 +610,14 @@ static int encode_extend(struct extend_job *job, const dlock__claim *cl, int64_t
     return encode_kind_call(&job->call, cl, cl->kind->extend, job->keys, 3, job->args, 5);
 }
 
+/* Claim j's part of the batch `results`, laid out by `g`. */
 static int finish_extend(dlock__claim *cl, dlock__lane *lane, const struct extend_job *job,
-                         const dlock__node_result *results, int64_t ttl_ms, int64_t start)
+                         const dlock__node_result *results, const dlock__guard *g, size_t j,
+                         int64_t ttl_ms, int64_t start)
 {
     dlock_client *c = cl->client;
     int64_t valid_until = validity_end(start, ttl_ms, c->drift_factor);
-    int rc = verdict(c, lane, results);
+    int rc = verdict(c, lane, results, g, j);
     /* What a repair put back is the caller's to take away: after on_lost,
      * for a renewed lock. */
     cl->repaired = job->repair && rc == DLOCK_ENOTOWNER;
@@ -534,7 +628,7 @@ static int finish_extend(dlock__claim *cl, dlock__lane *lane, const struct exten
     if (rc < 0) {
         /* It may have run where it was sent: a shorter TTL than the one we
          * had may be in force there now. */
-        if (reached_a_node(results, c->n) && valid_until < cl->valid_until_ns)
+        if (reached_a_node(&results[j * c->n], c->n) && valid_until < cl->valid_until_ns)
             cl->valid_until_ns = valid_until;
         return rc;
     }
@@ -571,22 +665,27 @@ void dlock__attempt_extend(dlock__claim *const *claims, size_t k, dlock__lane *l
     dlock_client *c = claims[0]->client;
     struct extend_job *jobs = calloc(k, sizeof(*jobs));
     dlock__call **calls = calloc(k, sizeof(dlock__call *));
-    dlock__node_result *results = calloc(k * c->n, sizeof(*results));
+    /* The extends, then WAIT if the client asks for replicas. */
+    dlock__node_result *results = calloc((k + 1) * c->n, sizeof(*results));
     struct decision d = {.tally.quorum = dlock__quorum(c), .kind = COUNT};
-    int64_t start = dlock__now_ns();
+    int64_t start = dlock__now_ns(), deadline = extend_deadline(claims, k, ttls, start);
     size_t encoded = 0;
+    dlock__guard g = {0};
     int rc = jobs && calls && results ? 0 : DLOCK_ENOMEM;
 
     for (; rc == 0 && encoded < k; encoded++) {
         rc = encode_extend(&jobs[encoded], claims[encoded], ttls[encoded], start);
         calls[encoded] = &jobs[encoded].call.call.call;
     }
+    if (rc == 0)
+        rc = dlock__guard_init(&g, c, DLOCK__GUARD_WAIT, calls, k, deadline);
     if (rc == 0) {
-        dlock__fanout_batch(lane->conns, c->n, calls, k, extend_deadline(claims, k, ttls, start),
-                            results, decided, &d);
+        d.guard = &g;
+        dlock__fanout_batch(lane->conns, c->n, g.calls, g.n_calls, deadline, results, decided, &d);
+        dlock__guard_drop_blocked(&g, lane, results, c->n);
         for (size_t j = 0; j < k; j++)
-            rcs[j] = finish_extend(claims[j], lane, &jobs[j], &results[j * c->n], ttls[j], start);
-        dlock__results_clear(results, k * c->n);
+            rcs[j] = finish_extend(claims[j], lane, &jobs[j], results, &g, j, ttls[j], start);
+        dlock__results_clear(results, g.n_calls * c->n);
     } else {
         dlock__set_error(lane, "cannot encode the command");
         for (size_t j = 0; j < k; j++)
@@ -594,6 +693,7 @@ void dlock__attempt_extend(dlock__claim *const *claims, size_t k, dlock__lane *l
     }
     for (size_t j = 0; jobs && j < encoded; j++)
         dlock__script_call_free(&jobs[j].call.call);
+    dlock__guard_free(&g);
     free(results);
     free(calls);
     free(jobs);

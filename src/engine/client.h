@@ -36,6 +36,8 @@ struct dlock_client {
     int64_t node_timeout_ms; /* 0: derived from each call's TTL */
     int64_t fence_ttl_ms;
     double drift_factor;
+    int replicas;             /* WAIT for this many after a grant or extend; 0: none */
+    int64_t restart_delay_ms; /* the restart rule; 0: off */
     char host[DLOCK__HOST_MAX]; /* for owner records */
 
     dlock__lane main;                     /* the caller's thread */

@@ -39,8 +39,9 @@ static bool is_noscript(const dlock__reply *r)
 #define FALLBACK 0x8000u
 
 struct owed {
-    uint16_t call[2 * DLOCK__BATCH_MAX];
+    uint16_t call[2 * DLOCK__BATCH_MAX + 2]; /* + a WAIT and its re-send */
     size_t head, tail;
+    size_t fallback_end; /* `tail` after the last fallback queued; 0: none */
 };
 
 struct batch {
@@ -65,6 +66,25 @@ static void settle_owed(struct batch *b, size_t i, int status)
         res->sent |= b->conns[i].call_sent;
         res->status = status;
     }
+}
+
+/* The reply of a WAIT that went out before an EVAL re-sent for a call it
+ * covers: it did not see that write. Sent again, after the EVAL. */
+static void resend_covering(struct batch *b, size_t i, uint16_t entry, dlock__reply *reply)
+{
+    struct owed *o = &b->owed[i];
+    dlock__call *call = b->calls[entry & ~FALLBACK];
+    int rc = dlock__conn_queue(&b->conns[i], call->cmd, call->len);
+    dlock__reply_free(reply);
+    if (rc == 0)
+        rc = dlock__conn_send(&b->conns[i]);
+    if (rc < 0) {
+        dlock__conn_close(&b->conns[i]);
+        result_of(b, i, entry)->status = rc;
+        settle_owed(b, i, rc);
+        return;
+    }
+    o->call[o->tail++] = entry;
 }
 
 /* Records the next reply of node `i`, or re-sends its call as EVAL after
@@ -93,7 +113,12 @@ static void on_reply(struct batch *b, size_t i, dlock__reply *reply)
             settle_owed(b, i, rc);
         } else {
             o->call[o->tail++] = (uint16_t)(entry | FALLBACK);
+            o->fallback_end = o->tail;
         }
+        return;
+    }
+    if (call->covers_previous && o->fallback_end > o->head) {
+        resend_covering(b, i, entry, reply);
         return;
     }
     res->status = DLOCK__REPLIED;
@@ -156,7 +181,7 @@ static void give_up_on_late_nodes(struct batch *b, bool timed_out, int64_t waite
 static void send_batch(struct batch *b, size_t i, int64_t now, int rc)
 {
     struct owed *o = &b->owed[i];
-    o->head = o->tail = 0;
+    o->head = o->tail = o->fallback_end = 0;
     if (rc < 0) {
         for (size_t j = 0; j < b->k; j++)
             b->results[j * b->n + i] = (dlock__node_result){NULL, rc, false};

@@ -26,6 +26,10 @@ typedef struct dlock__call {
     size_t fallback_len;
     int (*encode_fallback)(struct dlock__call *call);
     int slot; /* the cluster hash slot of the call's keys; -1: it has none */
+    /* A WAIT: its reply answers for the writes of the calls before it in
+     * the batch. If one of them is re-sent as EVAL (after the WAIT went
+     * out), the WAIT's first reply is dropped and the WAIT sent again. */
+    bool covers_previous;
 } dlock__call;
 
 enum { DLOCK__PENDING = 0, DLOCK__REPLIED = 1 };

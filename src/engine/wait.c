@@ -321,8 +321,10 @@ static bool retryable(int rc, bool io_retry)
 {
     if (rc == DLOCK_EBUSY)
         return true;
+    /* Too few replicas acknowledged: a lagging or restarting replica, a
+     * passing condition like a timeout. */
     return io_retry && (rc == DLOCK_ETIMEDOUT || rc == DLOCK_ECONN || rc == DLOCK_ENOQUORUM ||
-                        rc == DLOCK_ESERVER || rc == DLOCK_EPROTO);
+                        rc == DLOCK_ESERVER || rc == DLOCK_EPROTO || rc == DLOCK_ENOREPLICAS);
 }
 
 static void sleep_ms(int64_t ms)

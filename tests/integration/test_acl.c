@@ -21,8 +21,8 @@
              "+type", "+get", "+set", "+del", "+pttl", "+pexpire", "+time", "+publish", \
              "+zadd", "+zrem", "+zscore", "+zrange", "+zrangebyscore", "+zremrangebyscore", \
              "+hget", "+hset", "+hdel", \
-             "+cluster|keyslot", "+spublish", "+ssubscribe", "+sunsubscribe"
-#define KEYS "~lock:*", "~{lock:*", "&{lock:*"
+             "+cluster|keyslot", "+spublish", "+ssubscribe", "+sunsubscribe", "+wait"
+#define KEYS "~lock:*", "~{lock:*", "&{lock:*", "~dlock:restart-marker"
 
 static test_redis server;
 
@@ -37,6 +37,7 @@ static int group_setup(void **state)
         "--user", "noevalsha", "on", ">noevalsha-pw", "-@all", "+eval", "+script|load",
         "+subscribe", "+unsubscribe", "+type", "+get", "+set", "+del", "+pttl", "+pexpire",
         "+time", "+publish", KEYS,
+        "--user", "nowait", "on", ">nowait-pw", RULE, "-wait", KEYS,
         NULL};
     (void)state;
     return test_redis_start(&server, args);
@@ -185,6 +186,63 @@ static void test_acl_password_never_in_messages(void **state)
     test_redis_stop(&bare);
 }
 
+static dlock_client *as_durable_user(const char *user, const char *password, int replicas,
+                                    int64_t restart_delay_ms)
+{
+    dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
+    dlock_client *c = NULL;
+    char url[128], why[256];
+    const char *urls[] = {url};
+    snprintf(url, sizeof(url), "redis://%s:%s@127.0.0.1:%d", user, password, server.port);
+    o.urls = urls;
+    o.n_urls = 1;
+    o.replicas = replicas;
+    o.restart_delay_ms = restart_delay_ms;
+    if (dlock_client_open(&c, &o, why, sizeof(why)) < 0)
+        fail_msg("dlock_client_open: %s", why);
+    return c;
+}
+
+/* --replicas needs +wait: with it a server without replicas is too few
+ * replicas, not a permission error; without it, it is one. */
+static void test_acl_replicas_need_wait(void **state)
+{
+    dlock_client *c = as_durable_user("locker", "locker-pw", 1, 0);
+    dlock_client *denied = as_durable_user("nowait", "nowait-pw", 1, 0);
+    dlock_lock *lock = NULL;
+    (void)state;
+    assert_int_equal(dlock_lock_acquire(&lock, c, "lock:acl-wait", 30000, NULL),
+                     DLOCK_ENOREPLICAS);
+    assert_int_equal(dlock_lock_acquire(&lock, denied, "lock:acl-wait", 30000, NULL),
+                     DLOCK_EAUTH);
+    assert_null(lock);
+    dlock_client_close(denied);
+    dlock_client_close(c);
+}
+
+/* The restart rule with the documented rule, INFO left out: the marker
+ * alone works (it names no server), and the delay starts when it is
+ * written. */
+static void test_acl_restart_rule_without_info(void **state)
+{
+    dlock_client *c = as_durable_user("locker", "locker-pw", 0, 60000);
+    redisContext *admin = test_redis_connect(&server, NULL);
+    dlock_lock *lock = NULL;
+    int64_t left = 0;
+    char *marker;
+    (void)state;
+    freeReplyObject(run(admin, "DEL dlock:restart-marker"));
+    assert_int_equal(dlock_lock_acquire(&lock, c, "lock:acl-restart", 30000, NULL), DLOCK_EBUSY);
+    marker = get_string(admin, "dlock:restart-marker");
+    assert_non_null(marker);
+    assert_memory_equal(marker, "- - ", 4);
+    assert_int_equal(dlock_restart_remaining(&left, c, 0), 0);
+    assert_true(left > 0 && left <= 60000);
+    free(marker);
+    redisFree(admin);
+    dlock_client_close(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -193,6 +251,8 @@ int main(void)
         cmocka_unit_test(test_acl_missing_command_is_a_permission_error),
         cmocka_unit_test(test_acl_missing_key_pattern_is_a_permission_error),
         cmocka_unit_test(test_acl_without_evalsha),
+        cmocka_unit_test(test_acl_replicas_need_wait),
+        cmocka_unit_test(test_acl_restart_rule_without_info),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -120,6 +120,8 @@ void cli_format_time(int64_t ms, char *out, size_t len);
 #define CLI_OPT_NAME_OPTIONAL 0x100u /* the one operand may be left out (NULL name) */
 #define CLI_OPT_FAIR 0x200u     /* --fair, --lease DUR */
 #define CLI_OPT_SHARED 0x400u   /* -s, --shared */
+#define CLI_OPT_REPLICAS 0x800u /* --replicas K */
+#define CLI_OPT_RESTART 0x1000u /* --restart-delay DUR */
 
 struct cli_command {
     const char *name;
@@ -145,7 +147,13 @@ struct cli_command_opts {
     const char *token;         /* release, extend */
     char **command;            /* run: the command's argv, or NULL with shell_command */
     const char *shell_command; /* run -c */
+    int replicas;              /* --replicas: WAIT for this many; 0: no WAIT */
+    int64_t restart_delay_ms;  /* --restart-delay; 0: off */
 };
+
+/* cli_open_client() with the command's --replicas and --restart-delay. */
+int cli_open_client_for(const struct cli *cli, const struct cli_command_opts *o,
+                        dlock_client **out);
 
 /* Parses the arguments of subcommand `cmd` (argv[0] is its name). Returns
  * 0, CLI_HELP after printing the help, or EXIT_USAGE after saying why. */

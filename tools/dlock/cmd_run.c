@@ -494,7 +494,7 @@ int cmd_run(struct cli *cli, int argc, char **argv)
         cli_error("cannot set up signal handling: %s", strerror(errno));
         return EXIT_UNAVAILABLE;
     }
-    if ((rc = cli_open_client(cli, &client)))
+    if ((rc = cli_open_client_for(cli, &o, &client)))
         return rc;
     o.wait.auto_renew = true;
     o.wait.on_lost = on_lost;

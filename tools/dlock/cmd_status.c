@@ -136,6 +136,32 @@ static void print_nodes(dlock_client *client, const dlock_status *st, const char
         putchar(']');
 }
 
+/* --restart-delay: what is left of each server's delay. Text: a line per
+ * server still in it; JSON: "restart_delay_ms", one number per server (null
+ * where the check failed). */
+static void print_restart_delays(dlock_client *client, bool json)
+{
+    size_t n = dlock_client_nodes(client);
+    if (json)
+        printf(",\"restart_delay_ms\":[");
+    for (size_t i = 0; i < n; i++) {
+        int64_t left = 0;
+        int rc = dlock_restart_remaining(&left, client, i);
+        const char *server = dlock_client_node_label(client, i);
+        if (json && rc < 0)
+            printf("%snull", i ? "," : "");
+        else if (json)
+            printf("%s%" PRId64, i ? "," : "", left);
+        else if (rc < 0)
+            printf("restart delay on %s unknown: %s\n", server, dlock_client_errmsg(client));
+        else if (left > 0)
+            printf("restart delay: %s lost its data recently; it grants nothing for %.1f s more\n",
+                   server, (double)left / 1000);
+    }
+    if (json)
+        putchar(']');
+}
+
 void cli_print_status(const char *name, const dlock_status *st, bool json)
 {
     if (!json) {
@@ -245,7 +271,7 @@ int cmd_status(struct cli *cli, int argc, char **argv)
     int rc = cli_parse_command(&cli_command_status, argc, argv, &o);
     if (rc)
         return rc == CLI_HELP ? EXIT_DONE : rc;
-    if ((rc = cli_open_client(cli, &client)))
+    if ((rc = cli_open_client_for(cli, &o, &client)))
         return rc;
     if (o.watch) {
         rc = watch(client, o.name, o.json);
@@ -262,6 +288,8 @@ int cmd_status(struct cli *cli, int argc, char **argv)
             putchar('{');
         cli_print_status(o.name, st, o.json);
         print_nodes(client, st, o.name, o.json);
+        if (o.restart_delay_ms)
+            print_restart_delays(client, o.json);
         if (o.json)
             printf("}\n");
         rc = dlock_status_held(st) ? EXIT_DONE : EXIT_REFUSED;

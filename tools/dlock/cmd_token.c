@@ -14,7 +14,7 @@ int cmd_acquire(struct cli *cli, int argc, char **argv)
     int rc = cli_parse_command(&cli_command_acquire, argc, argv, &o);
     if (rc)
         return rc == CLI_HELP ? EXIT_DONE : rc;
-    if ((rc = cli_open_client(cli, &client)))
+    if ((rc = cli_open_client_for(cli, &o, &client)))
         return rc;
     rc = cli_acquire(cli, client, o.name, &o.wait, &lock);
     if (rc == DLOCK_EBUSY) {
@@ -48,7 +48,7 @@ static int by_token(struct cli *cli, const struct cli_command *command, int argc
     int rc = cli_parse_command(command, argc, argv, &o);
     if (rc)
         return rc == CLI_HELP ? EXIT_DONE : rc;
-    if ((rc = cli_open_client(cli, &client)))
+    if ((rc = cli_open_client_for(cli, &o, &client)))
         return rc;
     rc = dlock_lock_adopt(&lock, client, o.name, o.token);
     if (rc == 0)

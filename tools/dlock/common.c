@@ -136,12 +136,15 @@ int cli_parse_exit_code(const char *s, int *code)
     return 0;
 }
 
-static int open_client(const struct cli *cli, int inspect, dlock_client **out)
+static int open_client(const struct cli *cli, int inspect, const struct cli_command_opts *o,
+                       dlock_client **out)
 {
     dlock_client_options opts = DLOCK_CLIENT_OPTIONS_INIT;
     char why[512];
     int rc;
     opts.inspect = inspect;
+    opts.replicas = o ? o->replicas : 0;
+    opts.restart_delay_ms = o ? o->restart_delay_ms : 0;
     opts.urls = cli->urls;
     opts.n_urls = cli->n_urls;
     opts.user = cli->user;
@@ -165,12 +168,18 @@ static int open_client(const struct cli *cli, int inspect, dlock_client **out)
 
 int cli_open_client(const struct cli *cli, dlock_client **out)
 {
-    return open_client(cli, 0, out);
+    return open_client(cli, 0, NULL, out);
 }
 
 int cli_open_inspector(const struct cli *cli, dlock_client **out)
 {
-    return open_client(cli, 1, out);
+    return open_client(cli, 1, NULL, out);
+}
+
+int cli_open_client_for(const struct cli *cli, const struct cli_command_opts *o,
+                        dlock_client **out)
+{
+    return open_client(cli, 0, o, out);
 }
 
 int64_t cli_now_ms(void)
@@ -228,7 +237,11 @@ static bool query_holder(dlock_client *client, const char *name, char *out, size
 int cli_busy(const struct cli *cli, dlock_client *client, const char *name, int busy_code)
 {
     char holder[400];
-    if (query_holder(client, name, holder, sizeof(holder)))
+    /* A server in its restart delay (--restart-delay) answers busy: that
+     * is the news, not who holds the lock elsewhere. */
+    if (strstr(dlock_client_errmsg(client), "(restart delay)"))
+        cli_info(cli, "%s is busy: %s", name, dlock_client_errmsg(client));
+    else if (query_holder(client, name, holder, sizeof(holder)))
         cli_info(cli, "%s is busy: %s", name, holder);
     else
         cli_info(cli, "%s is busy (released since)", name);

@@ -35,19 +35,24 @@ const struct cli_command cli_command_run = {
     "                         (30ms to 1h, default 2s)\n"
     "  -s, --shared           hold the lock shared: with other shared holders, never\n"
     "                         with an exclusive one (a waiting one keeps new ones out)\n"
+    "      --replicas K       a grant or extend counts only once K replicas\n"
+    "                         acknowledged it (WAIT)\n"
+    "      --restart-delay DUR  a server that lost its data less than DUR ago grants\n"
+    "                         nothing (set it to the longest TTL in use)\n"
     "      --stats-json FILE  on exit, write the client's counters to FILE as JSON\n"
     "The command sees DLOCK_NAME, DLOCK_TOKEN, DLOCK_FENCE and DLOCK_SLOT (the\n"
     "permit's slot, 0 to N-1; the fence grows per slot); DLOCK_PASSWORD and\n"
     "URLs with credentials are removed from its environment.\n",
     CLI_OPT_TTL | CLI_OPT_WAIT | CLI_OPT_BUSY_CODE | CLI_OPT_RUN | CLI_OPT_PERMITS |
-        CLI_OPT_FAIR | CLI_OPT_SHARED | CLI_OPT_STATS,
+        CLI_OPT_FAIR | CLI_OPT_SHARED | CLI_OPT_STATS | CLI_OPT_REPLICAS | CLI_OPT_RESTART,
     "NAME -- COMMAND [ARG...] or NAME -c 'COMMAND'",
     1,
 };
 
 const struct cli_command cli_command_acquire = {
     "acquire",
-    "Usage: dlock acquire [-t TTL] [-w WAIT | -n] [-E CODE] [--json] NAME\n"
+    "Usage: dlock acquire [-t TTL] [-w WAIT | -n] [-E CODE] [--json] [--replicas K]\n"
+    "                     [--restart-delay DUR] NAME\n"
     "Takes the lock and prints its token, for a later 'dlock release NAME TOKEN'.\n"
     "The lock is not renewed: extend it, or it expires after TTL.\n"
     "  -t, --ttl DUR     how long the lock lives, 10ms to 24.8 days (default 30s)\n"
@@ -61,9 +66,12 @@ const struct cli_command cli_command_acquire = {
     "      --lease DUR   with --fair: how long a silent waiter keeps its place\n"
     "                    (30ms to 1h, default 2s)\n"
     "  -s, --shared      hold the lock shared: with other shared holders, never\n"
-    "                    with an exclusive one (a waiting one keeps new ones out)\n",
+    "                    with an exclusive one (a waiting one keeps new ones out)\n"
+    "      --replicas K  the grant counts only once K replicas acknowledged it\n"
+    "      --restart-delay DUR  a server that lost its data less than DUR ago grants\n"
+    "                    nothing (set it to the longest TTL in use)\n",
     CLI_OPT_TTL | CLI_OPT_WAIT | CLI_OPT_BUSY_CODE | CLI_OPT_JSON | CLI_OPT_PERMITS |
-        CLI_OPT_FAIR | CLI_OPT_SHARED,
+        CLI_OPT_FAIR | CLI_OPT_SHARED | CLI_OPT_REPLICAS | CLI_OPT_RESTART,
     "NAME",
     1,
 };
@@ -79,18 +87,19 @@ const struct cli_command cli_command_release = {
 
 const struct cli_command cli_command_extend = {
     "extend",
-    "Usage: dlock extend [-t TTL] NAME TOKEN\n"
+    "Usage: dlock extend [-t TTL] [--replicas K] NAME TOKEN\n"
     "Sets the lock's time to live to TTL (default 30s; 10ms to 24.8 days) if TOKEN\n"
     "still owns it.\n"
-    "Exit 1 if it does not.\n",
-    CLI_OPT_TTL,
+    "Exit 1 if it does not.\n"
+    "      --replicas K  the extend counts only once K replicas acknowledged it\n",
+    CLI_OPT_TTL | CLI_OPT_REPLICAS,
     "NAME TOKEN",
     2,
 };
 
 const struct cli_command cli_command_status = {
     "status",
-    "Usage: dlock status [--json] [--watch] NAME\n"
+    "Usage: dlock status [--json] [--watch] [--restart-delay DUR] NAME\n"
     "Says whether the lock is held, by which host and process (when a dlock\n"
     "client holds it), how long it still lives, and the last fencing token.\n"
     "A semaphore: how many of its permits are held, and one line per holder.\n"
@@ -99,8 +108,9 @@ const struct cli_command cli_command_status = {
     "      --watch       print a line (with --json, an object) at once and at every\n"
     "                    change of holder, until interrupted: a release is seen\n"
     "                    when it is published, an acquisition or an expiry within\n"
-    "                    the check period (250 ms)\n",
-    CLI_OPT_JSON | CLI_OPT_WATCH,
+    "                    the check period (250 ms)\n"
+    "      --restart-delay DUR  also what is left of each server's restart delay\n",
+    CLI_OPT_JSON | CLI_OPT_WATCH | CLI_OPT_RESTART,
     "NAME",
     1,
 };
@@ -135,7 +145,7 @@ const struct cli_command cli_command_doctor = {
 };
 
 enum { OPT_KILL_AFTER = 256, OPT_MAX_HOLD, OPT_JSON, OPT_PERMITS, OPT_WATCH, OPT_STATS_JSON, OPT_FAIR,
-       OPT_LEASE };
+       OPT_LEASE, OPT_REPLICAS, OPT_RESTART_DELAY };
 
 static const struct option long_options[] = {
     {"ttl", required_argument, NULL, 't'},
@@ -151,6 +161,8 @@ static const struct option long_options[] = {
     {"fair", no_argument, NULL, OPT_FAIR},
     {"lease", required_argument, NULL, OPT_LEASE},
     {"shared", no_argument, NULL, 's'},
+    {"replicas", required_argument, NULL, OPT_REPLICAS},
+    {"restart-delay", required_argument, NULL, OPT_RESTART_DELAY},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -182,6 +194,10 @@ static unsigned group_of(int opt)
         return CLI_OPT_FAIR;
     case 's':
         return CLI_OPT_SHARED;
+    case OPT_REPLICAS:
+        return CLI_OPT_REPLICAS;
+    case OPT_RESTART_DELAY:
+        return CLI_OPT_RESTART;
     default:
         return 0;
     }
@@ -228,6 +244,17 @@ static int parse_permits(const char *value, long long *n)
     return *value && !isspace((unsigned char)*value) && *end == '\0' && errno == 0 ? 0 : -1;
 }
 
+/* --replicas: 0 to DLOCK_REPLICAS_MAX, digits only. */
+static int parse_replicas(const char *value, int *out)
+{
+    char *end;
+    long k = strtol(value, &end, 10);
+    if (!isdigit((unsigned char)*value) || *end || k > DLOCK_REPLICAS_MAX)
+        return -1;
+    *out = (int)k;
+    return 0;
+}
+
 /* Takes the value of option `opt`; 0, or -1 if it is not valid. */
 static int take_value(int opt, const char *value, struct cli_command_opts *o)
 {
@@ -265,6 +292,10 @@ static int take_value(int opt, const char *value, struct cli_command_opts *o)
     case 's':
         o->wait.shared = true;
         return 0;
+    case OPT_REPLICAS:
+        return parse_replicas(value, &o->replicas);
+    case OPT_RESTART_DELAY:
+        return cli_parse_duration_ms(value, &o->restart_delay_ms);
     default: /* OPT_JSON */
         o->json = true;
         return 0;

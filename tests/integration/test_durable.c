@@ -1,0 +1,446 @@
+/* Replica acknowledgement (replicas, --replicas) and the restart rule
+ * (restart_delay_ms, --restart-delay) on real servers: a primary with a
+ * replica, servers killed and restarted empty, replicas promoted with
+ * REPLICAOF NO ONE. See docs/durability.md.
+ *
+ * The restart trials run side by side, one server (or pair) each, so that
+ * 20 of them cost one delay of wall time, not twenty. */
+#include "cli_runner.h"
+#include "fault_proxy.h"
+#include "helpers.h"
+#include "script_server.h"
+
+#include <dlock.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#define TRIALS 20
+#define CONTROLS 2     /* negative controls, beside the trials */
+#define TTL_MS 3000
+#define DELAY_MS 3000 /* --restart-delay 3s */
+
+static const char *const primary_args[] = {"--repl-diskless-sync-delay", "0", NULL};
+
+/* The wall clock: the servers' TIME, which the restart delay is measured
+ * on, reads it too. */
+static long long wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+static dlock_client *open_durable(const char *url, int replicas, int64_t restart_delay_ms)
+{
+    dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
+    dlock_client *c = NULL;
+    char why[256];
+    o.urls = &url;
+    o.n_urls = 1;
+    o.replicas = replicas;
+    o.restart_delay_ms = restart_delay_ms;
+    if (dlock_client_open(&c, &o, why, sizeof(why)) < 0)
+        fail_msg("dlock_client_open: %s", why);
+    return c;
+}
+
+/* A primary and its replica, the link up, through a proxy that can cut it. */
+struct pair {
+    test_redis primary, replica;
+    fault_proxy *link;
+    char port[8];
+    const char *replica_args[6];
+};
+
+/* The replica has streamed everything the primary wrote, a write made now
+ * included: the link is up and streaming. (After a diskless sync the
+ * primary streams only once the replica's first ACK came; until then a
+ * key written before the sync can be on the replica, from the snapshot,
+ * and a WAIT for it answers 1.) */
+static bool link_up(const struct pair *p)
+{
+    redisContext *primary = test_redis_connect(&p->primary, NULL);
+    redisContext *replica = test_redis_connect(&p->replica, NULL);
+    long long written;
+    bool up = false;
+    freeReplyObject(run(primary, "SET durable-link-check 1"));
+    written = info_field(primary, "replication", "master_repl_offset:");
+    for (int i = 0; i < 20 && !up; i++) {
+        usleep(10000);
+        up = written > 0 && info_field(replica, "replication", "slave_repl_offset:") >= written;
+    }
+    if (up) {
+        /* And the primary knows it: the replica's ACK came. */
+        redisReply *r = run(primary, "WAIT 1 1000");
+        up = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+        freeReplyObject(r);
+    }
+    redisFree(replica);
+    redisFree(primary);
+    return up;
+}
+
+static void start_pairs(struct pair *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(test_redis_start(&p[i].primary, primary_args), 0);
+        p[i].link = fault_proxy_start(p[i].primary.port);
+        assert_non_null(p[i].link);
+        snprintf(p[i].port, sizeof(p[i].port), "%d", fault_proxy_port(p[i].link));
+        p[i].replica_args[0] = "--replicaof";
+        p[i].replica_args[1] = "127.0.0.1";
+        p[i].replica_args[2] = p[i].port;
+        p[i].replica_args[3] = NULL;
+        assert_int_equal(test_redis_start(&p[i].replica, p[i].replica_args), 0);
+    }
+    for (size_t i = 0; i < n; i++) {
+        long long until = test_now_ms() + 10000LL * test_slowdown();
+        bool up;
+        while (!(up = link_up(&p[i])) && test_now_ms() < until)
+            ;
+        assert_true(up);
+    }
+}
+
+static void stop_pairs(struct pair *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        test_redis_stop(&p[i].replica);
+        fault_proxy_stop(p[i].link);
+        test_redis_stop(&p[i].primary);
+    }
+}
+
+static void assert_no_lock_left(const test_redis *r, const char *name)
+{
+    redisContext *c = test_redis_connect(r, NULL);
+    assert_int_equal(key_exists(c, name), 0);
+    assert_int_equal(key_exists(c, aux_key(name, "owner")), 0);
+    redisFree(c);
+}
+
+/* --replicas 1 with the replica paused: exit 69 within the node's
+ * deadline (a 3 s TTL: 150 ms), saying how many confirmed; nothing left. */
+static void test_durable_replicas_paused(void **state)
+{
+    struct pair p = {0};
+    const char *args[] = {"acquire", "--replicas", "1", "-t", "3s", "-n", "durable-paused", NULL};
+    cli_proc proc;
+    (void)state;
+    start_pairs(&p, 1);
+    test_redis_pause(&p.replica);
+    assert_int_equal(cli_run(&proc, p.primary.url, args, 10000 * test_slowdown()), 69);
+    test_redis_resume(&p.replica);
+    assert_true(proc.took_ms < 1000LL * test_slowdown());
+    assert_non_null(strstr(proc.err, "too few replicas acknowledged"));
+    assert_true(strstr(proc.err, "0 of 1 replicas") || strstr(proc.err, "fewer than 1 replicas"));
+    assert_no_lock_left(&p.primary, "durable-paused");
+    stop_pairs(&p, 1);
+}
+
+/* With the replica running the grant counts, and it is on the replica as
+ * soon as the command returns. */
+static void test_durable_replicas_running(void **state)
+{
+    struct pair p = {0};
+    const char *args[] = {"acquire", "--replicas", "1", "-n", "durable-running", NULL};
+    redisContext *replica;
+    cli_proc proc;
+    char *token;
+    (void)state;
+    start_pairs(&p, 1);
+    if (cli_run(&proc, p.primary.url, args, 10000 * test_slowdown()) != 0)
+        fail_msg("exit %d: %s", proc.status, proc.err);
+    proc.out[strcspn(proc.out, "\n")] = '\0';
+    replica = test_redis_connect(&p.replica, NULL);
+    token = get_string(replica, "durable-running");
+    assert_non_null(token);
+    assert_string_equal(token, proc.out);
+    free(token);
+    redisFree(replica);
+    stop_pairs(&p, 1);
+}
+
+/* A library wait retries a grant too few replicas acknowledged, as it
+ * retries a timeout: a replica paused for 500 ms costs about that much,
+ * not the whole wait. (The command's wait, like for an unreachable server,
+ * ends at once: exit 69.) */
+static void test_durable_wait_outlasts_a_paused_replica(void **state)
+{
+    struct pair p = {0};
+    dlock_acquire_options opts = DLOCK_ACQUIRE_OPTIONS_INIT;
+    dlock_client *c;
+    dlock_lock *lock = NULL;
+    long long start;
+    (void)state;
+    start_pairs(&p, 1);
+    c = open_durable(p.primary.url, 1, 0);
+    opts.wait_ms = 20000;
+    test_redis_pause(&p.replica);
+    start = test_now_ms();
+    /* The replica resumes while the wait goes on: a child sends SIGCONT. */
+    if (fork() == 0) {
+        usleep(500 * 1000);
+        kill(p.replica.pid, SIGCONT);
+        _exit(0);
+    }
+    /* 3 s: WAIT gives up after 135 ms, well before the replica is back. */
+    assert_int_equal(dlock_lock_acquire(&lock, c, "durable-retry", TTL_MS, &opts), 0);
+    assert_true(test_now_ms() - start >= 500);
+    wait(NULL);
+    assert_int_equal(dlock_lock_release(lock), 0);
+    dlock_lock_free(lock);
+    dlock_client_close(c);
+    stop_pairs(&p, 1);
+}
+
+/* An extend the replica did not acknowledge does not extend the
+ * validity. */
+static void test_durable_extend_unacknowledged(void **state)
+{
+    struct pair p = {0};
+    dlock_client *c;
+    dlock_lock *lock;
+    int64_t before;
+    (void)state;
+    start_pairs(&p, 1);
+    c = open_durable(p.primary.url, 1, 0);
+    /* 30 s: a node deadline of 1 s, whatever the server's 1/hz adds to WAIT. */
+    lock = must_acquire(c, "durable-extend", 30000, NULL);
+    assert_int_equal(dlock_lock_extend(lock, 30000), 0);
+    test_redis_pause(&p.replica);
+    before = dlock_lock_validity_ms(lock);
+    assert_int_equal(dlock_lock_extend(lock, 60000), DLOCK_ENOREPLICAS);
+    test_redis_resume(&p.replica);
+    assert_true(dlock_lock_validity_ms(lock) <= before);
+    assert_non_null(strstr(dlock_client_errmsg(c), "replicas acknowledged"));
+    assert_int_equal(dlock_lock_release(lock), 0);
+    dlock_lock_free(lock);
+    dlock_client_close(c);
+    stop_pairs(&p, 1);
+}
+
+/* NOSCRIPT: the grant is re-sent as EVAL behind the WAIT that was already
+ * on its way. That WAIT saw no write (here it answers 1) and must not
+ * count: the WAIT sent again after the EVAL answers 0, and the grant is
+ * taken back. A scripted server: a real one cannot be made to answer so on
+ * cue. */
+static void test_durable_wait_follows_fallback(void **state)
+{
+    script_step steps[] = {
+        {"EVALSHA", "\"pid\":", "-NOSCRIPT No matching script.\r\n", 0, 0},
+        {"WAIT", NULL, ":1\r\n", 0, 0},
+        {"EVAL", "\"pid\":", "*2\r\n:1\r\n$16\r\n1700000000000001\r\n", 0, 0},
+        {"WAIT", NULL, ":0\r\n", 0, 0},
+        {"EVALSHA", NULL, ":1\r\n", 0, 0}, /* the cleanup */
+    };
+    script_server fake;
+    dlock_client *c;
+    dlock_lock *lock = NULL;
+    char log[SCRIPT_LOG_MAX * 24], why[512];
+    int rc;
+    (void)state;
+    assert_int_equal(script_server_start(&fake, steps, 5), 0);
+    c = open_durable(fake.url, 1, 0);
+    rc = dlock_lock_acquire(&lock, c, "durable-fallback", 30000, NULL);
+    snprintf(why, sizeof(why), "%s", dlock_client_errmsg(c));
+    dlock_lock_free(lock);
+    dlock_client_close(c);
+    script_server_stop(&fake);
+    script_server_log(&fake, log, sizeof(log));
+    if (rc != DLOCK_ENOREPLICAS)
+        fail_msg("%s: %s (commands: %s)", dlock_err_name(rc), why, log);
+    assert_non_null(strstr(why, "0 of 1 replicas"));
+    assert_true(steps[3].seq > steps[2].seq && steps[4].seq > steps[3].seq);
+}
+
+/* One trial: a holder's lock, its node's data lost at `lost_ms`, and a
+ * contender trying until it gets the lock. */
+struct trial {
+    dlock_client *holder, *contender;
+    dlock_lock *held, *taken;
+    long long lost_ms, taken_ms;
+    bool holder_valid_then; /* the holder's validity was still running */
+};
+
+/* Tries every trial's contender every 20 ms until each got the lock. */
+static void contend(struct trial *t, size_t n, const char *name)
+{
+    long long until = test_now_ms() + (DELAY_MS + 10000LL) * test_slowdown();
+    size_t left = n;
+    while (left > 0 && test_now_ms() < until) {
+        for (size_t i = 0; i < n; i++) {
+            if (t[i].taken || dlock_lock_acquire(&t[i].taken, t[i].contender, name, TTL_MS,
+                                                 NULL) != 0)
+                continue;
+            t[i].taken_ms = wall_ms();
+            t[i].holder_valid_then = dlock_lock_validity_ms(t[i].held) > 0;
+            left--;
+        }
+        usleep(20000);
+    }
+    assert_int_equal(left, 0);
+}
+
+/* The first acquire with a restart delay finds no marker and writes it:
+ * then the delay (and the servers' young uptime) must pass once. */
+static void prime(struct trial *t, size_t n, const char *name)
+{
+    dlock_lock *lock = NULL;
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(dlock_lock_acquire(&lock, t[i].holder, name, TTL_MS, NULL), DLOCK_EBUSY);
+    usleep((DELAY_MS + 1100) * 1000); /* uptime: whole seconds, read late */
+}
+
+static void finish(struct trial *t, size_t n, bool safe)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (safe) {
+            /* No second holder before DELAY_MS after the loss; fences rise. */
+            assert_true(t[i].taken_ms >= t[i].lost_ms + DELAY_MS);
+            assert_false(t[i].holder_valid_then);
+        } else {
+            /* The documented unsafe case: two holders at once. */
+            assert_true(t[i].taken_ms < t[i].lost_ms + DELAY_MS);
+            assert_true(t[i].holder_valid_then);
+        }
+        assert_true(dlock_lock_fence(t[i].taken) > dlock_lock_fence(t[i].held));
+        dlock_lock_free(t[i].taken);
+        dlock_lock_free(t[i].held);
+        dlock_client_close(t[i].contender);
+        dlock_client_close(t[i].holder);
+    }
+}
+
+/* `dlock status --restart-delay` on a server in its delay shows it. */
+static void assert_status_shows_delay(const char *url, const char *name)
+{
+    const char *args[] = {"status", "--restart-delay", "3s", name, NULL};
+    cli_proc proc;
+    cli_run(&proc, url, args, 10000 * test_slowdown());
+    assert_non_null(strstr(proc.out, "grants nothing for"));
+}
+
+/* Killed and restarted without persistence at once: with --restart-delay
+ * 3s no second holder before 3 s after the restart, in 20 of 20 trials;
+ * without it (the controls) a second holder at once. */
+static void test_durable_restart_rule(void **state)
+{
+    static test_redis servers[TRIALS + CONTROLS];
+    struct trial t[TRIALS + CONTROLS] = {{0}};
+    const char *name = "durable-restart";
+    (void)state;
+    assert_int_equal(test_redis_start_all(servers, TRIALS + CONTROLS), 0);
+    for (size_t i = 0; i < TRIALS + CONTROLS; i++) {
+        int64_t delay = i < TRIALS ? DELAY_MS : 0;
+        t[i].holder = open_durable(servers[i].url, 0, delay);
+        t[i].contender = open_durable(servers[i].url, 0, delay);
+    }
+    prime(t, TRIALS, name);
+    for (size_t i = 0; i < TRIALS + CONTROLS; i++)
+        t[i].held = must_acquire(t[i].holder, name, TTL_MS, NULL);
+    for (size_t i = 0; i < TRIALS + CONTROLS; i++) {
+        assert_int_equal(test_redis_restart(&servers[i]), 0);
+        t[i].lost_ms = wall_ms();
+    }
+    assert_status_shows_delay(servers[0].url, name);
+    contend(t, TRIALS + CONTROLS, name);
+    finish(t, TRIALS, true);
+    finish(t + TRIALS, CONTROLS, false);
+    test_redis_stop_all(servers, TRIALS + CONTROLS);
+}
+
+/* A replica that missed the holder's grant (its link cut) is promoted with
+ * REPLICAOF NO ONE after its primary died: the marker it has is its old
+ * primary's, so with --restart-delay 3s it grants nothing for 3 s; the
+ * controls, without it, grant at once. */
+static void test_durable_promoted_replica(void **state)
+{
+    static struct pair p[TRIALS + CONTROLS];
+    struct trial t[TRIALS + CONTROLS] = {{0}};
+    const char *name = "durable-promoted";
+    (void)state;
+    start_pairs(p, TRIALS + CONTROLS);
+    for (size_t i = 0; i < TRIALS + CONTROLS; i++) {
+        int64_t delay = i < TRIALS ? DELAY_MS : 0;
+        t[i].holder = open_durable(p[i].primary.url, 0, delay);
+        t[i].contender = open_durable(p[i].replica.url, 0, delay);
+    }
+    prime(t, TRIALS, name);
+    for (size_t i = 0; i < TRIALS + CONTROLS; i++) {
+        redisContext *replica = test_redis_connect(&p[i].replica, NULL);
+        long long until = test_now_ms() + 10000LL * test_slowdown();
+        char *marker = NULL;
+        /* The marker reached the replica (only the trials have one). */
+        while (i < TRIALS && !(marker = get_string(replica, "dlock:restart-marker")) &&
+               test_now_ms() < until)
+            usleep(20000);
+        assert_true(i >= TRIALS || marker);
+        free(marker);
+        redisFree(replica);
+        fault_proxy_set(p[i].link, FAULT_BLACKHOLE, 0);
+        t[i].held = must_acquire(t[i].holder, name, TTL_MS, NULL);
+    }
+    for (size_t i = 0; i < TRIALS + CONTROLS; i++) {
+        redisContext *replica;
+        test_redis_kill(&p[i].primary);
+        fault_proxy_stop(p[i].link); /* what it held back is lost */
+        p[i].link = NULL;
+        replica = test_redis_connect(&p[i].replica, NULL);
+        freeReplyObject(run(replica, "REPLICAOF NO ONE"));
+        redisFree(replica);
+        t[i].lost_ms = wall_ms();
+    }
+    assert_status_shows_delay(p[0].replica.url, name);
+    contend(t, TRIALS + CONTROLS, name);
+    finish(t, TRIALS, true);
+    finish(t + TRIALS, CONTROLS, false);
+    stop_pairs(p, TRIALS + CONTROLS);
+}
+
+/* Bad values and commands that do not take the options are usage errors. */
+static void test_durable_cli_usage(void **state)
+{
+    const char *const cases[][6] = {
+        {"acquire", "--replicas", "x", "durable-usage", NULL},
+        {"acquire", "--replicas", "1001", "durable-usage", NULL},
+        {"acquire", "--replicas", "-1", "durable-usage", NULL},
+        {"status", "--replicas", "1", "durable-usage", NULL},
+        {"release", "--restart-delay", "3s", "durable-usage", "token", NULL},
+        {"run", "--restart-delay", "soon", "durable-usage", "--", "true"},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *args[8] = {0};
+        cli_proc proc;
+        memcpy(args, cases[i], sizeof(cases[i]));
+        assert_int_equal(cli_run(&proc, "redis://127.0.0.1:1", args, 10000 * test_slowdown()), 64);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_durable_cli_usage),
+        cmocka_unit_test(test_durable_replicas_paused),
+        cmocka_unit_test(test_durable_replicas_running),
+        cmocka_unit_test(test_durable_wait_outlasts_a_paused_replica),
+        cmocka_unit_test(test_durable_extend_unacknowledged),
+        cmocka_unit_test(test_durable_wait_follows_fallback),
+        cmocka_unit_test(test_durable_restart_rule),
+        cmocka_unit_test(test_durable_promoted_replica),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
