@@ -22,9 +22,6 @@
 #include <cmocka.h>
 
 #define NODES 3
-/* The per-node deadline where a fault must cost at most that: short, yet
- * one that a healthy node behind the proxy makes on a busy machine. */
-#define NODE_MS (500 * test_slowdown())
 
 struct fixture {
     test_redis servers[NODES];
@@ -57,6 +54,13 @@ static int teardown(void **state)
     }
     free(f);
     return 0;
+}
+
+/* The per-node deadline where a fault must cost at most that: short, yet
+ * one that a healthy node behind the proxy makes on a busy machine. */
+static int node_ms(void)
+{
+    return 500 * test_slowdown();
 }
 
 /* A client on the first `n` proxies. */
@@ -106,7 +110,7 @@ static int keys_left_in_the_end(struct fixture *f, const char *name)
 static void test_blackholed_node_times_out_and_leaves_nothing(void **state)
 {
     struct fixture *f = *state;
-    dlock_client *c = open_through(f, 1, NODE_MS, NODE_MS);
+    dlock_client *c = open_through(f, 1, node_ms(), node_ms());
     dlock_lock *lock = NULL;
     long long t0, took;
 
@@ -116,8 +120,8 @@ static void test_blackholed_node_times_out_and_leaves_nothing(void **state)
     assert_int_equal(dlock_lock_acquire(&lock, c, "fault:bh", 5000, NULL), DLOCK_ETIMEDOUT);
     /* The node deadline for the attempt, another for the cleanup. */
     took = test_now_ms() - t0;
-    assert_true(took >= NODE_MS);
-    assert_true(took < 2 * NODE_MS + 1000LL * test_slowdown());
+    assert_true(took >= node_ms());
+    assert_true(took < 2LL * node_ms() + 1000LL * test_slowdown());
     assert_non_null(strstr(dlock_client_errmsg(c), "no reply"));
     assert_true(fault_proxy_hits(f->proxies[0]) > 0);
     fault_proxy_set(f->proxies[0], FAULT_PASS, 0);
@@ -131,7 +135,7 @@ static void test_blackholed_node_times_out_and_leaves_nothing(void **state)
 static void test_slow_node_within_and_past_its_deadline(void **state)
 {
     struct fixture *f = *state;
-    dlock_client *c = open_through(f, 1, NODE_MS, NODE_MS);
+    dlock_client *c = open_through(f, 1, node_ms(), node_ms());
     dlock_lock *lock;
 
     fault_proxy_set(f->proxies[0], FAULT_DELAY, 30);
@@ -139,7 +143,7 @@ static void test_slow_node_within_and_past_its_deadline(void **state)
     assert_int_equal(dlock_lock_release(lock), 0);
     dlock_lock_free(lock);
 
-    fault_proxy_set(f->proxies[0], FAULT_DELAY, NODE_MS);
+    fault_proxy_set(f->proxies[0], FAULT_DELAY, node_ms());
     lock = NULL;
     assert_int_equal(dlock_lock_acquire(&lock, c, "fault:slow", 5000, NULL), DLOCK_ETIMEDOUT);
     fault_proxy_set(f->proxies[0], FAULT_PASS, 0);
@@ -276,7 +280,7 @@ static void test_release_refused_before_it_left(void **state)
 static void test_dropped_bytes_then_reconnect(void **state)
 {
     struct fixture *f = *state;
-    dlock_client *c = open_through(f, 1, NODE_MS, NODE_MS);
+    dlock_client *c = open_through(f, 1, node_ms(), node_ms());
     dlock_lock *lock = NULL;
 
     take_turn(c, "fault:drop");
@@ -297,7 +301,7 @@ static void test_dropped_bytes_then_reconnect(void **state)
 static void test_redlock_with_a_blackholed_node(void **state)
 {
     struct fixture *f = *state;
-    dlock_client *c = open_through(f, NODES, 2 * NODE_MS, 2 * NODE_MS);
+    dlock_client *c = open_through(f, NODES, 2 * node_ms(), 2 * node_ms());
     dlock_lock *lock;
     long long t0;
 
@@ -305,7 +309,7 @@ static void test_redlock_with_a_blackholed_node(void **state)
     fault_proxy_set(f->proxies[1], FAULT_BLACKHOLE, 0);
     t0 = test_now_ms();
     lock = must_acquire(c, "fault:rl", 5000, NULL);
-    assert_true(test_now_ms() - t0 < 2 * NODE_MS);
+    assert_true(test_now_ms() - t0 < 2LL * node_ms());
     assert_true(dlock_lock_held(lock));
     assert_int_equal(dlock_lock_release(lock), 0);
     dlock_lock_free(lock);
