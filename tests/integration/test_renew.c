@@ -182,16 +182,16 @@ static void test_renew_stops_at_max_hold(void **state)
     dlock_client *a = open_renewing(server, 0);
     struct lost_record record = {0};
     long long start = test_now_ms();
-    /* A TTL whose renewals a busy machine keeps up with (400 ms of slack). */
-    dlock_lock *lock = acquire_renewed(a, "renew:maxhold", 600, 2000, &record);
+    /* A TTL whose renewals a busy machine keeps up with (667 ms of slack). */
+    dlock_lock *lock = acquire_renewed(a, "renew:maxhold", 1000, 3000, &record);
     redisContext *redis = test_redis_connect(server, NULL);
 
-    usleep(1400 * 1000);
+    usleep(2100 * 1000);
     assert_true(dlock_lock_held(lock)); /* renewed past twice its TTL */
     wait_for_loss(&record, 5000LL * test_slowdown());
     assert_int_equal(atomic_load(&record.calls), 1);
     assert_int_equal(atomic_load(&record.reason), DLOCK_ELOST);
-    assert_true(atomic_load(&record.at_ms) - start >= 1800);
+    assert_true(atomic_load(&record.at_ms) - start >= 2700);
     assert_false(key_exists(redis, "renew:maxhold"));
     dlock_lock_free(lock);
     redisFree(redis);
@@ -206,10 +206,10 @@ static void test_renew_nothing_after_release_or_free(void **state)
     dlock_lock *lock;
     long long until;
 
-    /* Release racing the renewal thread (TTL 300 ms: a renewal every 100 ms,
-     * which a busy machine keeps up with). */
+    /* Release racing the renewal thread (TTL 600 ms: a renewal every 200 ms,
+     * which a busy machine keeps up with; the sleeps cover one interval). */
     for (int i = 0; i < 30; i++) {
-        lock = acquire_renewed(a, "renew:race", 300, 0, NULL);
+        lock = acquire_renewed(a, "renew:race", 600, 0, NULL);
         usleep((unsigned)(i % 15) * 14 * 1000);
         assert_int_equal(dlock_lock_release(lock), 0);
         assert_false(key_exists(redis, "renew:race"));
@@ -237,7 +237,7 @@ static void test_renew_nothing_after_release_or_free(void **state)
 static void test_renew_many_locks_pipelined(void **state)
 {
     enum { LOCKS = 300 };
-    const int ttl_ms = 600 * test_slowdown();
+    const int ttl_ms = 1000 * test_slowdown();
     test_redis *server = *state;
     dlock_client *c = open_renewing(server, 0);
     redisContext *redis = test_redis_connect(server, NULL);
