@@ -439,12 +439,16 @@ static void on_lost(dlock_lock *lock, int reason, void *arg)
     atomic_store(&lost, 1);
 }
 
+/* The counters count what happened: no timeout is to happen, not even on a
+ * busy machine, so the clients' per-node deadline is a second, not the
+ * default TTL/20 (10 ms for 200 ms). */
 static void test_stats_count_acquisitions_and_a_loss(void **state)
 {
     test_redis *server = *state;
-    dlock_client *client = open_client(server->url, 0, 0);
+    const char *url = server->url;
+    dlock_client *client = open_nodes(&url, 1, 1000, 0);
     redisContext *rc = test_redis_connect(server, NULL);
-    dlock_client *other = open_client(server->url, 0, 0);
+    dlock_client *other = open_nodes(&url, 1, 1000, 0);
     dlock_acquire_options renewed = DLOCK_ACQUIRE_OPTIONS_INIT, waiting = renewed;
     dlock_stats s = {.version = DLOCK_STATS_VERSION};
     dlock_lock *lock, *held;
@@ -454,8 +458,9 @@ static void test_stats_count_acquisitions_and_a_loss(void **state)
         assert_int_equal(dlock_lock_release(lock), 0);
         dlock_lock_free(lock);
     }
-    /* Busy once, then a wait until the other holder's 200 ms run out. */
-    held = must_acquire(other, "counted", 200, NULL);
+    /* Busy once, then a wait until the other holder's second runs out (of
+     * which the busy try leaves at least 100 ms, however slow). */
+    held = must_acquire(other, "counted", 1000, NULL);
     assert_int_equal(dlock_lock_acquire(&lock, client, "counted", 10000, NULL), DLOCK_EBUSY);
     waiting.wait_ms = 10000;
     lock = must_acquire(client, "counted", 10000, &waiting);
@@ -465,8 +470,11 @@ static void test_stats_count_acquisitions_and_a_loss(void **state)
     dlock_client_close(other);
     renewed.auto_renew = 1;
     renewed.on_lost = on_lost;
-    lock = must_acquire(client, "counted", 300, &renewed);
-    usleep(250 * 1000); /* a renewal or two */
+    /* A TTL that a busy machine renews in time; deleted after a renewal. */
+    lock = must_acquire(client, "counted", 1000, &renewed);
+    deadline = test_now_ms() + 5000LL * test_slowdown();
+    while (dlock_client_stats(client, &s) == 0 && s.renewals == 0 && test_now_ms() < deadline)
+        usleep(5 * 1000);
     freeReplyObject(run(rc, "DEL counted"));
     deadline = test_now_ms() + 5000LL * test_slowdown();
     while (!atomic_load(&lost) && test_now_ms() < deadline)
