@@ -135,9 +135,10 @@ typedef struct dlock_client_options {
     int64_t command_timeout_ms; /* one command; default 1000 */
 
     /* Deadline of one node's reply within any call about a lock (including
-     * a reconnect to it); default max(5, ttl/20), capped by
-     * command_timeout_ms. A node that misses it is no vote. Once a majority
-     * answered, no call waits for the others at all. */
+     * a reconnect to it); default max(5, ttl/20) with several servers,
+     * max(5, ttl/4) with one, capped by command_timeout_ms. A node that
+     * misses it is no vote. Once a majority answered, no call waits for
+     * the others at all. */
     int64_t node_timeout_ms;
 
     /* Lifetime of a lock name's fencing counter, refreshed on every

@@ -269,8 +269,9 @@ static void check_version(const struct node *nd, dlock_report *r)
 }
 
 static const char fix_slow[] =
-    "the round trip must fit in the per-node deadline (max(5 ms, TTL/20), capped by the "
-    "command timeout) with room to spare: use a longer TTL, or a server nearer to the clients";
+    "the round trip must fit in the per-node deadline (max(5 ms, TTL/20) with several "
+    "servers, TTL/4 with one, capped by the command timeout) with room to spare: use a "
+    "longer TTL, or a server nearer to the clients";
 
 static void check_round_trip(dlock_client *c, const struct node *nd, int64_t ttl_ms,
                              dlock_report *r)

@@ -29,7 +29,10 @@ int dlock__lane_init(dlock_client *c, dlock__lane *lane)
         if (dlock__conn_init(&lane->conns[i], &c->endpoints[i], c->addrs[i],
                              c->connect_timeout_ms) < 0)
             return DLOCK_ENOMEM;
-        lane->conns[i].preload = dlock__script_sources();
+        /* Redlock: a node whose reply the majority does not wait for must
+         * still run our EVALSHA (no NOSCRIPT fallback reaches it). One
+         * server is always waited for, and its fallback always runs. */
+        lane->conns[i].preload = c->n > 1 ? dlock__script_sources() : NULL;
         lane->conns[i].ask_identity = c->n > 1;
         lane->conns[i].back_off_reconnects = c->n > 1;
         lane->conns[i].counters = &c->node_counters[i];
@@ -82,8 +85,13 @@ size_t dlock__quorum(const dlock_client *c)
 int64_t dlock__node_deadline(const dlock_client *c, int64_t ttl_ms, int64_t now_ns)
 {
     int64_t ms = c->node_timeout_ms;
-    if (ms == 0)
-        ms = ttl_ms / 20 > MIN_NODE_TIMEOUT_MS ? ttl_ms / 20 : MIN_NODE_TIMEOUT_MS;
+    if (ms == 0) {
+        /* Redlock: a slow node must not hold a majority up. One server:
+         * nobody else can decide, and a fresh connection to it (connect,
+         * handshake) is part of the call. */
+        int64_t share = c->n > 1 ? ttl_ms / 20 : ttl_ms / 4;
+        ms = share > MIN_NODE_TIMEOUT_MS ? share : MIN_NODE_TIMEOUT_MS;
+    }
     if (ms > c->command_timeout_ms || ttl_ms == 0)
         ms = c->command_timeout_ms;
     return now_ns + ms * DLOCK__NS_PER_MS;
