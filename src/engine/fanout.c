@@ -257,7 +257,16 @@ static void resend(dlock__conn *conn, dlock__call *call, bool asking, int64_t de
 {
     static char asking_cmd[] = "*1\r\n$6\r\nASKING\r\n";
     dlock__call ask = {.cmd = asking_cmd, .len = sizeof(asking_cmd) - 1, .slot = -1};
+    dlock__call eval = *call;
     dlock__call *calls[] = {&ask, call};
+    /* ASKING holds for one command only: a NOSCRIPT there would send the
+     * EVAL fallback without it. So the script goes as EVAL at once. */
+    if (asking && call->encode_fallback && (call->fallback || call->encode_fallback(call) == 0)) {
+        eval.cmd = call->fallback;
+        eval.len = call->fallback_len;
+        eval.encode_fallback = NULL;
+        calls[1] = &eval;
+    }
     dlock__node_result again[2];
     const int routed = 0;
     dlock__results_clear(res, 1);

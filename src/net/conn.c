@@ -155,7 +155,8 @@ static int append_command(dlock__conn *c, int argc, const char **argv)
     return rc;
 }
 
-/* AUTH and SELECT go out in front of the first command, in one write. */
+/* AUTH (or PING) and SELECT go out in front of the first command, in one
+ * write. */
 static int queue_handshake(dlock__conn *c)
 {
     const dlock__endpoint *ep = c->ep;
@@ -188,6 +189,17 @@ static int queue_handshake(dlock__conn *c)
     for (size_t i = 0; rc == 0 && c->preload && c->preload[i]; i++) {
         const char *load[] = {"SCRIPT", "LOAD", c->preload[i]};
         rc = append_command(c, 3, load);
+        c->preload_owed++;
+    }
+    /* Without a password, a server that wants one must say NOAUTH to a
+     * short command first: to a command of more than 10 words it answers
+     * only a protocol error (Redis limits what an unauthenticated client
+     * may send), and closes the connection. Redlock's preload does it.
+     * Its reply is read as the preload's: NOAUTH fails the connection,
+     * another refusal (an ACL user without PING) is ignored. */
+    if (rc == 0 && !ep->password && !c->preload) {
+        const char *ping[] = {"PING"};
+        rc = append_command(c, 1, ping);
         c->preload_owed++;
     }
     return rc;
