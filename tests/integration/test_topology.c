@@ -308,6 +308,78 @@ static void test_cluster_renews_names_on_every_master(void **state)
     dlock_client_close(c);
 }
 
+/* ---- The operators' tools on a cluster ---- */
+
+enum { OPS_PER_MASTER = 2, OPS_HELD = 3 * OPS_PER_MASTER };
+
+/* Names whose slots fall on every master, OPS_PER_MASTER each, into
+ * names[OPS_HELD]: a name's slot is known by where a read of its
+ * key is served, so each candidate is held first, then kept or let go. */
+static void hold_on_every_master(dlock_client *c, const char *what, char (*names)[48],
+                                 dlock_lock **locks)
+{
+    int per_node[TEST_CLUSTER_NODES] = {0};
+    size_t n = 0;
+    for (int tries = 0; n < OPS_HELD; tries++) {
+        int owner;
+        assert_true(tries < 200);
+        locks[n] = must_acquire(c, fresh_name(names[n], sizeof(names[n]), what, tries % 2),
+                                30000, NULL);
+        owner = test_cluster_owner(&cluster, names[n]);
+        assert_true(owner >= 0);
+        if (per_node[owner]++ < OPS_PER_MASTER) {
+            n++;
+        } else {
+            assert_int_equal(dlock_lock_release(locks[n]), 0);
+            dlock_lock_free(locks[n]);
+        }
+    }
+}
+
+static void release_all(dlock_lock **locks, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(dlock_lock_release(locks[i]), 0);
+        dlock_lock_free(locks[i]);
+    }
+}
+
+/* Locks on all three masters, listed through one master (which sends no
+ * MOVED to teach the client it is a cluster): every name, once, from the
+ * library and from `dlock list`. */
+static void test_cluster_list_covers_every_master(void **state)
+{
+    char names[OPS_HELD][48], what[24], pattern[32];
+    dlock_lock *locks[OPS_HELD];
+    int seed = test_cluster_node_with_role(&cluster, "master", 0);
+    dlock_client *c = open_client(cluster.nodes[seed].url, 0, 0);
+    dlock_client *lister = open_client(cluster.nodes[seed].url, 0, 0);
+    dlock_names *found = NULL;
+    const char *args[] = {"-r", cluster.nodes[seed].url, "list", pattern, NULL};
+    cli_proc p;
+    (void)state;
+    snprintf(what, sizeof(what), "list%u", names_seed);
+    snprintf(pattern, sizeof(pattern), "*%s*", what);
+    hold_on_every_master(c, what, names, locks);
+    assert_int_equal(dlock_list_names(&found, lister, pattern), 0);
+    assert_int_equal(dlock_names_count(found), OPS_HELD);
+    for (size_t i = 0; i < OPS_HELD; i++) {
+        size_t hits = 0;
+        for (size_t j = 0; j < OPS_HELD; j++)
+            hits += strcmp(dlock_names_at(found, j), names[i]) == 0;
+        assert_int_equal(hits, 1);
+    }
+    dlock_names_free(found);
+    if (cli_run(&p, NULL, args, 10000 * test_slowdown()) != 0)
+        fail_msg("list: %s", p.err);
+    for (size_t i = 0; i < OPS_HELD; i++)
+        if (!strstr(p.out, names[i]))
+            fail_msg("%s is not in the list:\n%s", names[i], p.out);
+    release_all(locks, OPS_HELD);
+    dlock_client_close(lister);
+    dlock_client_close(c);
+}
+
 /* Whether `key` exists at `port`, within a second (times the slowdown):
  * a node that a majority did not wait for gets the command all the same,
  * a little later. */
@@ -563,6 +635,7 @@ int main(void)
         cmocka_unit_test(test_cluster_slot_migration),
         cmocka_unit_test(test_cluster_renews_names_on_every_master),
         cmocka_unit_test(test_cluster_counted_twice_refused),
+        cmocka_unit_test(test_cluster_list_covers_every_master),
         cmocka_unit_test(test_redlock_of_three_topologies),
         cmocka_unit_test(test_sentinel_credentials_reach_the_primary),
         cmocka_unit_test(test_sentinels_silent_primary_stays),
