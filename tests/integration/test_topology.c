@@ -380,6 +380,78 @@ static void test_cluster_list_covers_every_master(void **state)
     dlock_client_close(c);
 }
 
+/* The finding `id` whose server is the one at `port` described by
+ * `which` (e.g. "a master of the cluster"), or NULL. */
+static const dlock_finding *finding_on(const dlock_report *r, const char *id, int port,
+                                       const char *which)
+{
+    char server[32];
+    snprintf(server, sizeof(server), "127.0.0.1:%d (", port);
+    for (size_t i = 0; i < dlock_report_count(r); i++) {
+        const dlock_finding *f = dlock_report_finding(r, i);
+        if (strcmp(f->id, id) == 0 && strncmp(f->server, server, strlen(server)) == 0 &&
+            strstr(f->server, which))
+            return f;
+    }
+    return NULL;
+}
+
+/* No scratch key of doctor's is left on the server at `port`. */
+static void assert_no_scratch(int port)
+{
+    redisReply *r = test_command(port, "SCAN 0 MATCH *dlock-doctor* COUNT 100000");
+    assert_non_null(r);
+    assert_int_equal(r->element[1]->elements, 0);
+    freeReplyObject(r);
+}
+
+static void assert_all_reached(const dlock_report *r)
+{
+    for (size_t i = 0; i < dlock_report_count(r); i++)
+        assert_string_not_equal(dlock_report_finding(r, i)->id, "UNREACHABLE");
+}
+
+/* Doctor through one replica of the cluster: each master is examined and
+ * named (the fixture's servers persist nothing, so each has its own
+ * NO_PERSISTENCE), no replica is, and the scratch keys are gone. */
+static void test_cluster_doctor_checks_every_master(void **state)
+{
+    int seed = test_cluster_node_with_role(&cluster, "slave", 0);
+    dlock_client *c = open_client(cluster.nodes[seed].url, 0, 0);
+    dlock_report *r = NULL;
+    (void)state;
+    assert_int_equal(dlock_doctor(&r, c, NULL, 0), 0);
+    for (int i = 0; i < TEST_CLUSTER_NODES; i++) {
+        const dlock_finding *f = finding_on(r, "NO_PERSISTENCE", cluster.nodes[i].port,
+                                            "a master of the cluster");
+        if (is_master(cluster.nodes[i].port) != (f != NULL))
+            fail_msg("node %d (%s): %s", cluster.nodes[i].port,
+                     is_master(cluster.nodes[i].port) ? "a master" : "a replica",
+                     f ? "examined" : "not examined");
+        assert_no_scratch(cluster.nodes[i].port);
+    }
+    assert_all_reached(r);
+    dlock_report_free(r);
+    dlock_client_close(c);
+}
+
+/* Doctor on a sentinel endpoint examines the primary they name, and says
+ * so; not a sentinel, not the replica. */
+static void test_sentinel_doctor_checks_the_primary(void **state)
+{
+    int primary = test_sentinels_primary_port(&sentinels);
+    dlock_client *c = open_client(sentinels.url, 0, 0);
+    dlock_report *r = NULL;
+    (void)state;
+    assert_true(primary > 0);
+    assert_int_equal(dlock_doctor(&r, c, NULL, 0), 0);
+    assert_non_null(finding_on(r, "NO_PERSISTENCE", primary, "the primary the sentinels name"));
+    assert_all_reached(r);
+    assert_no_scratch(primary);
+    dlock_report_free(r);
+    dlock_client_close(c);
+}
+
 /* Whether `key` exists at `port`, within a second (times the slowdown):
  * a node that a majority did not wait for gets the command all the same,
  * a little later. */
@@ -636,6 +708,8 @@ int main(void)
         cmocka_unit_test(test_cluster_renews_names_on_every_master),
         cmocka_unit_test(test_cluster_counted_twice_refused),
         cmocka_unit_test(test_cluster_list_covers_every_master),
+        cmocka_unit_test(test_cluster_doctor_checks_every_master),
+        cmocka_unit_test(test_sentinel_doctor_checks_the_primary),
         cmocka_unit_test(test_redlock_of_three_topologies),
         cmocka_unit_test(test_sentinel_credentials_reach_the_primary),
         cmocka_unit_test(test_sentinels_silent_primary_stays),
