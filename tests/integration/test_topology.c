@@ -452,6 +452,73 @@ static void test_sentinel_doctor_checks_the_primary(void **state)
     dlock_client_close(c);
 }
 
+struct watcher {
+    dlock_client *client;
+    const char *name;
+    dlock_status *prev, *next;
+    int rc;
+    long long seen_ms;
+    pthread_t thread;
+};
+
+/* One change after `prev`, looking only every 20 s: seeing one sooner
+ * takes the release message. */
+static void *watch_once(void *arg)
+{
+    struct watcher *w = arg;
+    w->rc = dlock_status_watch(&w->next, w->client, w->name, w->prev, 20000LL * test_slowdown());
+    w->seen_ms = test_now_ms();
+    return NULL;
+}
+
+/* Sharded subscribers of `channel` at `port` reach `want` within 5 s (times
+ * the slowdown). */
+static void await_shard_subscribers(int port, const char *channel, long long want)
+{
+    long long until = test_now_ms() + 5000LL * test_slowdown();
+    while (subscribers(port, "SHARDNUMSUB", channel) != want && test_now_ms() < until)
+        usleep(20000);
+    assert_int_equal(subscribers(port, "SHARDNUMSUB", channel), want);
+}
+
+/* status --watch through a replica: the watcher listens with SSUBSCRIBE
+ * on the master of the name's slot (no plain SUBSCRIBE anywhere) and sees
+ * the release from its message, long before its next look. */
+static void test_cluster_watch_sees_a_release(void **state)
+{
+    int seed = test_cluster_node_with_role(&cluster, "slave", 0), owner;
+    dlock_client *holder = open_client(cluster.nodes[seed].url, 0, 0);
+    struct watcher w = {open_client(cluster.nodes[seed].url, 0, 0), NULL, NULL, NULL, -1, 0, 0};
+    char name[48], channel[96];
+    dlock_lock *lock;
+    long long released;
+    (void)state;
+    w.name = fresh_name(name, sizeof(name), "watched", 0);
+    snprintf(channel, sizeof(channel), "%s", aux_key(name, "released"));
+    lock = must_acquire(holder, name, 30000, NULL);
+    owner = test_cluster_owner(&cluster, name);
+    assert_int_equal(dlock_status_watch(&w.prev, w.client, name, NULL, 0), 0);
+    assert_true(dlock_status_held(w.prev));
+    assert_int_equal(pthread_create(&w.thread, NULL, watch_once, &w), 0);
+    await_shard_subscribers(cluster.nodes[owner].port, channel, 1);
+    for (int i = 0; i < TEST_CLUSTER_NODES; i++)
+        assert_int_equal(subscribers(cluster.nodes[i].port, "NUMSUB", channel), 0);
+
+    released = test_now_ms();
+    assert_int_equal(dlock_lock_release(lock), 0);
+    assert_int_equal(pthread_join(w.thread, NULL), 0);
+    assert_int_equal(w.rc, 0);
+    assert_false(dlock_status_held(w.next));
+    if (w.seen_ms - released > 2000LL * test_slowdown())
+        fail_msg("the release was seen after %lld ms", w.seen_ms - released);
+    printf("# release seen by the watcher after %lld ms\n", w.seen_ms - released);
+    dlock_lock_free(lock);
+    dlock_status_free(w.prev);
+    dlock_status_free(w.next);
+    dlock_client_close(w.client);
+    dlock_client_close(holder);
+}
+
 /* Whether `key` exists at `port`, within a second (times the slowdown):
  * a node that a majority did not wait for gets the command all the same,
  * a little later. */
@@ -710,6 +777,7 @@ int main(void)
         cmocka_unit_test(test_cluster_list_covers_every_master),
         cmocka_unit_test(test_cluster_doctor_checks_every_master),
         cmocka_unit_test(test_sentinel_doctor_checks_the_primary),
+        cmocka_unit_test(test_cluster_watch_sees_a_release),
         cmocka_unit_test(test_redlock_of_three_topologies),
         cmocka_unit_test(test_sentinel_credentials_reach_the_primary),
         cmocka_unit_test(test_sentinels_silent_primary_stays),
