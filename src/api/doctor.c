@@ -504,8 +504,8 @@ static size_t plan_nodes(dlock_client *c, struct node **out)
         masters[i] = dlock__probe_masters(c, i, slots[i], DLOCK__ROUTE_NODES_MAX);
         total += masters[i] ? masters[i] : 1;
     }
-    if (!(*out = calloc(total, sizeof(**out))))
-        return 0;
+    if (!total || !(*out = calloc(total, sizeof(**out))))
+        return 0; /* a client has a server at least: only memory can fail */
     for (size_t i = 0; i < c->n; i++) {
         for (size_t m = 0; m < (masters[i] ? masters[i] : 1); m++, k++) {
             (*out)[k].endpoint = i;
@@ -522,7 +522,7 @@ int dlock_doctor(dlock_report **out, dlock_client *c, const char *name, int64_t 
     size_t n;
     dlock_report *r;
     dlock__keys keys;
-    bool any = false, tried[DLOCK__NODES_MAX] = {false};
+    bool any = false;
     int rc = dlock__call_start(c, out);
     if (rc == 0)
         rc = dlock__check_ttl(&c->main, ttl_ms ? ttl_ms : DEFAULT_TTL_MS);
@@ -548,6 +548,7 @@ int dlock_doctor(dlock_report **out, dlock_client *c, const char *name, int64_t 
         if (any && !c->refusal[0] && !found(r, "SAME_NODE"))
             try_lock(c, scratch, r);
         /* once per endpoint: the scratch keys are on one server of it */
+        bool tried[DLOCK__NODES_MAX] = {false};
         for (size_t k = 0; k < n; k++) {
             size_t i = nds[k].endpoint;
             if (nds[k].reached && !tried[i]) {
