@@ -174,13 +174,13 @@ static void name_node(dlock_client *c, struct node *nd)
     const dlock__endpoint *ep = &c->endpoints[nd->endpoint];
     const char *server = dlock__probe_label(c, nd->endpoint);
     if (nd->slot >= 0)
-        snprintf(nd->label, sizeof(nd->label), "%.50s (a master of the cluster at %.30s)",
+        snprintf(nd->label, sizeof(nd->label), "%.50s, a master of the cluster at %.30s",
                  server, ep->label);
     else if (ep->service && strcmp(server, ep->label) == 0) /* still the first sentinel's */
-        snprintf(nd->label, sizeof(nd->label), "%.50s (no primary named %.30s found)", ep->label,
+        snprintf(nd->label, sizeof(nd->label), "%.50s, no primary named %.30s found", ep->label,
                  ep->service);
     else if (ep->service)
-        snprintf(nd->label, sizeof(nd->label), "%.50s (the primary the sentinels name %.30s)",
+        snprintf(nd->label, sizeof(nd->label), "%.50s, the primary the sentinels name %.30s",
                  server, ep->service);
     else
         snprintf(nd->label, sizeof(nd->label), "%s", ep->label);

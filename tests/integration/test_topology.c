@@ -386,7 +386,7 @@ static const dlock_finding *finding_on(const dlock_report *r, const char *id, in
                                        const char *which)
 {
     char server[32];
-    snprintf(server, sizeof(server), "127.0.0.1:%d (", port);
+    snprintf(server, sizeof(server), "127.0.0.1:%d, ", port);
     for (size_t i = 0; i < dlock_report_count(r); i++) {
         const dlock_finding *f = dlock_report_finding(r, i);
         if (strcmp(f->id, id) == 0 && strncmp(f->server, server, strlen(server)) == 0 &&
