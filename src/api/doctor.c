@@ -7,6 +7,7 @@
 #include "clock.h"
 #include "names.h"
 #include "probe.h"
+#include "route.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -38,9 +39,12 @@ struct dlock_report {
     bool nomem;
 };
 
-/* What one server told about itself. */
+/* What one server told about itself. A cluster endpoint is a server per
+ * master, a sentinel one the primary the sentinels name. */
 struct node {
-    const char *label;
+    char label[128]; /* the server, and which it is of its endpoint */
+    size_t endpoint;
+    int slot; /* a hash slot the cluster master owns; -1: not a cluster */
     bool reached;
     char info[16384];
     char run_id[48];
@@ -82,14 +86,16 @@ static const char *field(const struct node *nd, const char *name, char *buf, siz
     return buf;
 }
 
-/* Runs a command on node `i`: 0 and the reply in `out` (a string's or an
- * error's text; an array's strings joined by spaces), or the failure's code
- * with its detail in `out`. An error reply returns 1. */
-static int ask(dlock_client *c, size_t i, int argc, const char *const *argv, char *out,
-               size_t len)
+/* Runs a command on the server of endpoint `i` that calls about hash slot
+ * `slot` go to (-1: the one its connection is at now, the one asked
+ * last): 0 and the reply in `out` (a string's or an error's text; an
+ * array's strings joined by spaces), or the failure's code with its detail
+ * in `out`. An error reply returns 1. */
+static int ask_at(dlock_client *c, size_t i, int slot, int argc, const char *const *argv,
+                  char *out, size_t len)
 {
     dlock__reply *r = NULL;
-    int rc = dlock__probe(c, i, argc, argv, &r, out, len);
+    int rc = dlock__probe_slot(c, i, slot, argc, argv, &r, out, len);
     if (rc < 0)
         return rc;
     out[0] = '\0';
@@ -103,6 +109,12 @@ static int ask(dlock_client *c, size_t i, int argc, const char *const *argv, cha
     rc = r->type == DLOCK__REPLY_ERROR;
     dlock__reply_free(r);
     return rc;
+}
+
+static int ask(dlock_client *c, size_t i, int argc, const char *const *argv, char *out,
+               size_t len)
+{
+    return ask_at(c, i, -1, argc, argv, out, len);
 }
 
 /* CONFIG GET `name` into `out`: 0, or nonzero with the reason in `out`. */
@@ -155,13 +167,33 @@ static const char fix_unreachable[] =
 static const char fix_not_checked[] =
     "run doctor as a user allowed INFO and CONFIG GET (e.g. the default user) to check this";
 
+/* Which server of its endpoint a node is, once INFO reached it: a
+ * finding names the server it is about. */
+static void name_node(dlock_client *c, struct node *nd)
+{
+    const dlock__endpoint *ep = &c->endpoints[nd->endpoint];
+    const char *server = dlock__probe_label(c, nd->endpoint);
+    if (nd->slot >= 0)
+        snprintf(nd->label, sizeof(nd->label), "%.50s, a master of the cluster at %.30s",
+                 server, ep->label);
+    else if (ep->service && strcmp(server, ep->label) == 0) /* still the first sentinel's */
+        snprintf(nd->label, sizeof(nd->label), "%.50s, no primary named %.30s found", ep->label,
+                 ep->service);
+    else if (ep->service)
+        snprintf(nd->label, sizeof(nd->label), "%.50s, the primary the sentinels name %.30s",
+                 server, ep->service);
+    else
+        snprintf(nd->label, sizeof(nd->label), "%s", ep->label);
+}
+
 /* INFO, then what only CONFIG GET tells. Returns false when the server
- * cannot be reached at all. */
+ * cannot be reached at all. INFO goes to the node's master, and the
+ * endpoint's connection stays there: the other questions follow it. */
 static bool look_at(dlock_client *c, size_t i, struct node *nd, dlock_report *r)
 {
     const char *argv[] = {"INFO"};
-    int rc = ask(c, i, 1, argv, nd->info, sizeof(nd->info));
-    nd->label = c->endpoints[i].label;
+    int rc = ask_at(c, i, nd->slot, 1, argv, nd->info, sizeof(nd->info));
+    name_node(c, nd);
     if (rc < 0) {
         add(r, "UNREACHABLE", DLOCK_SEVERITY_ERROR, nd->label, 0, fix_unreachable, "%s",
             nd->info);
@@ -434,8 +466,9 @@ static void scratch_name(dlock_client *c, const char *name, char *out, size_t le
              name ? "-" : "", a, b);
 }
 
-static void examine(dlock_client *c, size_t i, struct node *nd, int64_t ttl_ms, dlock_report *r)
+static void examine(dlock_client *c, struct node *nd, int64_t ttl_ms, dlock_report *r)
 {
+    size_t i = nd->endpoint;
     if (!look_at(c, i, nd, r))
         return;
     check_eviction(nd, r);
@@ -461,10 +494,33 @@ static int finish(dlock_report *r, dlock_report **out)
     return 0;
 }
 
+/* The servers to examine: each endpoint's own, or on a cluster each of its
+ * masters (as many as the router keeps connections to). Returns how many
+ * into *out (freed by the caller), 0 if out of memory. */
+static size_t plan_nodes(dlock_client *c, struct node **out)
+{
+    int slots[DLOCK__NODES_MAX][DLOCK__ROUTE_NODES_MAX];
+    size_t masters[DLOCK__NODES_MAX], total = 0, k = 0;
+    for (size_t i = 0; i < c->n; i++) {
+        masters[i] = dlock__probe_masters(c, i, slots[i], DLOCK__ROUTE_NODES_MAX);
+        total += masters[i] ? masters[i] : 1;
+    }
+    if (!total || !(*out = calloc(total, sizeof(**out))))
+        return 0; /* a client has a server at least: only memory can fail */
+    for (size_t i = 0; i < c->n; i++) {
+        for (size_t m = 0; m < (masters[i] ? masters[i] : 1); m++, k++) {
+            (*out)[k].endpoint = i;
+            (*out)[k].slot = masters[i] ? slots[i][m] : -1;
+        }
+    }
+    return total;
+}
+
 int dlock_doctor(dlock_report **out, dlock_client *c, const char *name, int64_t ttl_ms)
 {
     char scratch[DLOCK_NAME_MAX + 64], why[256];
-    struct node *nds;
+    struct node *nds = NULL;
+    size_t n;
     dlock_report *r;
     dlock__keys keys;
     bool any = false;
@@ -479,22 +535,28 @@ int dlock_doctor(dlock_report **out, dlock_client *c, const char *name, int64_t 
         return rc;
     }
     r = calloc(1, sizeof(*r));
-    nds = calloc(c->n, sizeof(*nds));
-    for (size_t i = 0; r && nds && i < c->n; i++) {
-        examine(c, i, &nds[i], ttl_ms ? ttl_ms : DEFAULT_TTL_MS, r);
-        any |= nds[i].reached;
+    n = plan_nodes(c, &nds);
+    for (size_t k = 0; r && k < n; k++) {
+        examine(c, &nds[k], ttl_ms ? ttl_ms : DEFAULT_TTL_MS, r);
+        any |= nds[k].reached;
     }
     if (r && nds) {
-        check_set(nds, c->n, r);
+        check_set(nds, n, r);
         /* What a lock client refuses at open (an inspecting one opened it),
          * unless the run_ids said it already; a lock on it is refused too */
         if (c->refusal[0] && !found(r, c->refusal_id))
             add(r, c->refusal_id, DLOCK_SEVERITY_ERROR, "", 0, fix_set, "%s", c->refusal);
         if (any && !c->refusal[0] && !found(r, "SAME_NODE"))
             try_lock(c, scratch, r);
-        for (size_t i = 0; i < c->n; i++)
-            if (nds[i].reached)
+        /* once per endpoint: the scratch keys are on one server of it */
+        bool tried[DLOCK__NODES_MAX] = {false};
+        for (size_t k = 0; k < n; k++) {
+            size_t i = nds[k].endpoint;
+            if (nds[k].reached && !tried[i]) {
+                tried[i] = true;
                 try_commands(c, i, &keys, r);
+            }
+        }
     }
     if (r && !nds)
         r->nomem = true;

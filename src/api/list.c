@@ -2,6 +2,7 @@
  * (never KEYS, which blocks a server for as long as it walks every key). */
 #include "client.h"
 #include "probe.h"
+#include "route.h"
 
 #include <fnmatch.h>
 #include <stdbool.h>
@@ -78,38 +79,53 @@ static int take_page(dlock_names *l, const dlock__reply *r, const char *pattern,
     return 0;
 }
 
-/* One SCAN page into *l, the next cursor into `cursor`. */
-static int scan_page(dlock_client *c, dlock_names *l, size_t node, const char *pattern,
+/* One SCAN page of the server that calls about hash slot `slot` reach
+ * (-1: the endpoint's own) into *l, the next cursor into `cursor`. */
+static int scan_page(dlock_client *c, dlock_names *l, size_t node, int slot, const char *pattern,
                      const char *count, char *cursor, size_t cursor_len, char *why, size_t why_len)
 {
     const char *argv[] = {"SCAN", cursor, "MATCH", RECORD_MATCH, "COUNT", count};
     dlock__reply *r = NULL;
-    int rc = dlock__probe(c, node, 6, argv, &r, why, why_len);
+    int rc = dlock__probe_slot(c, node, slot, 6, argv, &r, why, why_len);
     if (rc < 0)
         return rc;
     if (r->type == DLOCK__REPLY_ERROR)
-        snprintf(why, why_len, "%s: %s", c->endpoints[node].label, r->str);
+        snprintf(why, why_len, "%s: %s", dlock__probe_label(c, node), r->str);
     rc = take_page(l, r, pattern, cursor, cursor_len);
     dlock__reply_free(r);
     return rc;
 }
 
-/* Every owner record of server `node`, SCAN page by page. */
-static int scan_node(dlock_client *c, dlock_names *l, size_t node, const char *pattern)
+/* Every owner record of one server, SCAN page by page. */
+static int scan_server(dlock_client *c, dlock_names *l, size_t node, int slot,
+                       const char *pattern)
 {
     char cursor[32] = "0", why[300];
     do {
-        int rc = scan_page(c, l, node, pattern, SCAN_COUNT, cursor, sizeof(cursor), why,
+        int rc = scan_page(c, l, node, slot, pattern, SCAN_COUNT, cursor, sizeof(cursor), why,
                            sizeof(why));
         if (rc == DLOCK_EPROTO)
-            rc = scan_page(c, l, node, pattern, SCAN_COUNT_SMALL, cursor, sizeof(cursor), why,
-                           sizeof(why));
+            rc = scan_page(c, l, node, slot, pattern, SCAN_COUNT_SMALL, cursor, sizeof(cursor),
+                           why, sizeof(why));
         if (rc < 0) {
             dlock__set_error(&c->main, "%s", why);
             return rc;
         }
     } while (strcmp(cursor, "0") != 0);
     return 0;
+}
+
+/* Every owner record of endpoint `node`: on a cluster, of every master (a
+ * name lives on the master of its slot), reached by a slot each owns; it
+ * answered only if every master did. */
+static int scan_node(dlock_client *c, dlock_names *l, size_t node, const char *pattern)
+{
+    int slots[DLOCK__ROUTE_NODES_MAX];
+    size_t n = dlock__probe_masters(c, node, slots, DLOCK__ROUTE_NODES_MAX);
+    int rc = n ? 0 : scan_server(c, l, node, -1, pattern);
+    for (size_t m = 0; m < n && rc == 0; m++)
+        rc = scan_server(c, l, node, slots[m], pattern);
+    return rc;
 }
 
 static int by_name(const void *a, const void *b)

@@ -2,12 +2,19 @@
 #include "probe.h"
 
 #include "clock.h"
+#include "route.h"
 
 #include <stdio.h>
 #include <string.h>
 
 int dlock__probe(dlock_client *c, size_t node, int argc, const char *const *argv,
                  dlock__reply **out, char *why, size_t why_len)
+{
+    return dlock__probe_slot(c, node, -1, argc, argv, out, why, why_len);
+}
+
+int dlock__probe_slot(dlock_client *c, size_t node, int slot, int argc, const char *const *argv,
+                      dlock__reply **out, char *why, size_t why_len)
 {
     dlock__node_result result = {0};
     size_t lens[16];
@@ -20,7 +27,7 @@ int dlock__probe(dlock_client *c, size_t node, int argc, const char *const *argv
     len = dlock__command_format(&cmd, argc, (const char **)argv, lens);
     if (len < 0)
         return (int)len;
-    dlock__call call = {.cmd = cmd, .len = (size_t)len, .slot = -1}; /* no key: the endpoint */
+    dlock__call call = {.cmd = cmd, .len = (size_t)len, .slot = slot};
     dlock__fanout(&c->main.conns[node], 1, &call,
                   dlock__now_ns() + c->command_timeout_ms * DLOCK__NS_PER_MS, &result, NULL, NULL);
     dlock__command_free(cmd);
@@ -31,6 +38,21 @@ int dlock__probe(dlock_client *c, size_t node, int argc, const char *const *argv
     }
     *out = result.reply;
     return 0;
+}
+
+size_t dlock__probe_masters(dlock_client *c, size_t node, int *slots, size_t max)
+{
+    dlock__conn *conn = &c->main.conns[node];
+    int64_t deadline = dlock__now_ns() + c->command_timeout_ms * DLOCK__NS_PER_MS;
+    /* Any key will do: the answer is whether the server has slots at all. */
+    if (dlock__route_probe_cluster(conn, "dlock", deadline) <= 0)
+        return 0;
+    return dlock__route_master_slots(conn, slots, max);
+}
+
+const char *dlock__probe_label(const dlock_client *c, size_t node)
+{
+    return c->main.conns[node].ep->label;
 }
 
 void dlock__info_field(const char *info, const char *field, char *out, size_t len)

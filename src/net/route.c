@@ -551,6 +551,22 @@ bool dlock__route_same(const dlock__conn *conn, int a, int b)
     return !r || !r->cluster || a < 0 || b < 0 || r->owner[a] == r->owner[b];
 }
 
+size_t dlock__route_master_slots(const dlock__conn *conn, int *slots, size_t max)
+{
+    const struct dlock__router *r = conn->router;
+    bool seen[DLOCK__ROUTE_NODES_MAX + 1] = {false};
+    size_t n = 0;
+    if (!r || !r->cluster)
+        return 0;
+    for (int s = 0; s < DLOCK__SLOTS && n < max; s++) {
+        if (r->owner[s] && !seen[r->owner[s]]) {
+            seen[r->owner[s]] = true;
+            slots[n++] = s;
+        }
+    }
+    return n;
+}
+
 /* The slot's master, if known, else the seed: after TRYAGAIN from a node an
  * ASK led to, the call starts again where the map says. */
 static void back_to_owner(dlock__conn *conn, int slot)

@@ -55,6 +55,12 @@ bool dlock__route_is_cluster(const dlock__conn *conn);
 /* Do calls about slots `a` and `b` go to the same server now? */
 bool dlock__route_same(const dlock__conn *conn, int a, int b);
 
+/* One hash slot of each master the slot map knows, into slots[0..max)
+ * (the lowest slot it owns): a call about each reaches every master once,
+ * for the tools that look at every server (list, doctor). Returns how many;
+ * 0 when *conn does not stand for a cluster. */
+size_t dlock__route_master_slots(const dlock__conn *conn, int *slots, size_t max);
+
 /* After a call about `slot` got `reply` (NULL if none) or failed with
  * `error` (0 if not), having reached the socket or not (`sent`): should it
  * go again? MOVED updates the slot map, ASK points at the importing node,

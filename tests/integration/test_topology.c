@@ -308,6 +308,217 @@ static void test_cluster_renews_names_on_every_master(void **state)
     dlock_client_close(c);
 }
 
+/* ---- The operators' tools on a cluster ---- */
+
+enum { OPS_PER_MASTER = 2, OPS_HELD = 3 * OPS_PER_MASTER };
+
+/* Names whose slots fall on every master, OPS_PER_MASTER each, into
+ * names[OPS_HELD]: a name's slot is known by where a read of its
+ * key is served, so each candidate is held first, then kept or let go. */
+static void hold_on_every_master(dlock_client *c, const char *what, char (*names)[48],
+                                 dlock_lock **locks)
+{
+    int per_node[TEST_CLUSTER_NODES] = {0};
+    size_t n = 0;
+    for (int tries = 0; n < OPS_HELD; tries++) {
+        int owner;
+        assert_true(tries < 200);
+        locks[n] = must_acquire(c, fresh_name(names[n], sizeof(names[n]), what, tries % 2),
+                                30000, NULL);
+        owner = test_cluster_owner(&cluster, names[n]);
+        assert_true(owner >= 0);
+        if (per_node[owner]++ < OPS_PER_MASTER) {
+            n++;
+        } else {
+            assert_int_equal(dlock_lock_release(locks[n]), 0);
+            dlock_lock_free(locks[n]);
+        }
+    }
+}
+
+static void release_all(dlock_lock **locks, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(dlock_lock_release(locks[i]), 0);
+        dlock_lock_free(locks[i]);
+    }
+}
+
+/* Locks on all three masters, listed through one master (which sends no
+ * MOVED to teach the client it is a cluster): every name, once, from the
+ * library and from `dlock list`. */
+static void test_cluster_list_covers_every_master(void **state)
+{
+    char names[OPS_HELD][48], what[24], pattern[32];
+    dlock_lock *locks[OPS_HELD];
+    int seed = test_cluster_node_with_role(&cluster, "master", 0);
+    dlock_client *c = open_client(cluster.nodes[seed].url, 0, 0);
+    dlock_client *lister = open_client(cluster.nodes[seed].url, 0, 0);
+    dlock_names *found = NULL;
+    const char *args[] = {"-r", cluster.nodes[seed].url, "list", pattern, NULL};
+    cli_proc p;
+    (void)state;
+    snprintf(what, sizeof(what), "list%u", names_seed);
+    snprintf(pattern, sizeof(pattern), "*%s*", what);
+    hold_on_every_master(c, what, names, locks);
+    assert_int_equal(dlock_list_names(&found, lister, pattern), 0);
+    assert_int_equal(dlock_names_count(found), OPS_HELD);
+    for (size_t i = 0; i < OPS_HELD; i++) {
+        size_t hits = 0;
+        for (size_t j = 0; j < OPS_HELD; j++)
+            hits += strcmp(dlock_names_at(found, j), names[i]) == 0;
+        assert_int_equal(hits, 1);
+    }
+    dlock_names_free(found);
+    if (cli_run(&p, NULL, args, 10000 * test_slowdown()) != 0)
+        fail_msg("list: %s", p.err);
+    for (size_t i = 0; i < OPS_HELD; i++)
+        if (!strstr(p.out, names[i]))
+            fail_msg("%s is not in the list:\n%s", names[i], p.out);
+    release_all(locks, OPS_HELD);
+    dlock_client_close(lister);
+    dlock_client_close(c);
+}
+
+/* The finding `id` whose server is the one at `port` described by
+ * `which` (e.g. "a master of the cluster"), or NULL. */
+static const dlock_finding *finding_on(const dlock_report *r, const char *id, int port,
+                                       const char *which)
+{
+    char server[32];
+    snprintf(server, sizeof(server), "127.0.0.1:%d, ", port);
+    for (size_t i = 0; i < dlock_report_count(r); i++) {
+        const dlock_finding *f = dlock_report_finding(r, i);
+        if (strcmp(f->id, id) == 0 && strncmp(f->server, server, strlen(server)) == 0 &&
+            strstr(f->server, which))
+            return f;
+    }
+    return NULL;
+}
+
+/* No scratch key of doctor's is left on the server at `port`. */
+static void assert_no_scratch(int port)
+{
+    redisReply *r = test_command(port, "SCAN 0 MATCH *dlock-doctor* COUNT 100000");
+    assert_non_null(r);
+    assert_int_equal(r->element[1]->elements, 0);
+    freeReplyObject(r);
+}
+
+static void assert_all_reached(const dlock_report *r)
+{
+    for (size_t i = 0; i < dlock_report_count(r); i++)
+        assert_string_not_equal(dlock_report_finding(r, i)->id, "UNREACHABLE");
+}
+
+/* Doctor through one replica of the cluster: each master is examined and
+ * named (the fixture's servers persist nothing, so each has its own
+ * NO_PERSISTENCE), no replica is, and the scratch keys are gone. */
+static void test_cluster_doctor_checks_every_master(void **state)
+{
+    int seed = test_cluster_node_with_role(&cluster, "slave", 0);
+    dlock_client *c = open_client(cluster.nodes[seed].url, 0, 0);
+    dlock_report *r = NULL;
+    (void)state;
+    assert_int_equal(dlock_doctor(&r, c, NULL, 0), 0);
+    for (int i = 0; i < TEST_CLUSTER_NODES; i++) {
+        const dlock_finding *f = finding_on(r, "NO_PERSISTENCE", cluster.nodes[i].port,
+                                            "a master of the cluster");
+        if (is_master(cluster.nodes[i].port) != (f != NULL))
+            fail_msg("node %d (%s): %s", cluster.nodes[i].port,
+                     is_master(cluster.nodes[i].port) ? "a master" : "a replica",
+                     f ? "examined" : "not examined");
+        assert_no_scratch(cluster.nodes[i].port);
+    }
+    assert_all_reached(r);
+    dlock_report_free(r);
+    dlock_client_close(c);
+}
+
+/* Doctor on a sentinel endpoint examines the primary they name, and says
+ * so; not a sentinel, not the replica. */
+static void test_sentinel_doctor_checks_the_primary(void **state)
+{
+    int primary = test_sentinels_primary_port(&sentinels);
+    dlock_client *c = open_client(sentinels.url, 0, 0);
+    dlock_report *r = NULL;
+    (void)state;
+    assert_true(primary > 0);
+    assert_int_equal(dlock_doctor(&r, c, NULL, 0), 0);
+    assert_non_null(finding_on(r, "NO_PERSISTENCE", primary, "the primary the sentinels name"));
+    assert_all_reached(r);
+    assert_no_scratch(primary);
+    dlock_report_free(r);
+    dlock_client_close(c);
+}
+
+struct watcher {
+    dlock_client *client;
+    const char *name;
+    dlock_status *prev, *next;
+    int rc;
+    long long seen_ms;
+    pthread_t thread;
+};
+
+/* One change after `prev`, looking only every 20 s: seeing one sooner
+ * takes the release message. */
+static void *watch_once(void *arg)
+{
+    struct watcher *w = arg;
+    w->rc = dlock_status_watch(&w->next, w->client, w->name, w->prev, 20000LL * test_slowdown());
+    w->seen_ms = test_now_ms();
+    return NULL;
+}
+
+/* Sharded subscribers of `channel` at `port` reach `want` within 5 s (times
+ * the slowdown). */
+static void await_shard_subscribers(int port, const char *channel, long long want)
+{
+    long long until = test_now_ms() + 5000LL * test_slowdown();
+    while (subscribers(port, "SHARDNUMSUB", channel) != want && test_now_ms() < until)
+        usleep(20000);
+    assert_int_equal(subscribers(port, "SHARDNUMSUB", channel), want);
+}
+
+/* status --watch through a replica: the watcher listens with SSUBSCRIBE
+ * on the master of the name's slot (no plain SUBSCRIBE anywhere) and sees
+ * the release from its message, long before its next look. */
+static void test_cluster_watch_sees_a_release(void **state)
+{
+    int seed = test_cluster_node_with_role(&cluster, "slave", 0), owner;
+    dlock_client *holder = open_client(cluster.nodes[seed].url, 0, 0);
+    struct watcher w = {open_client(cluster.nodes[seed].url, 0, 0), NULL, NULL, NULL, -1, 0, 0};
+    char name[48], channel[96];
+    dlock_lock *lock;
+    long long released;
+    (void)state;
+    w.name = fresh_name(name, sizeof(name), "watched", 0);
+    snprintf(channel, sizeof(channel), "%s", aux_key(name, "released"));
+    lock = must_acquire(holder, name, 30000, NULL);
+    owner = test_cluster_owner(&cluster, name);
+    assert_int_equal(dlock_status_watch(&w.prev, w.client, name, NULL, 0), 0);
+    assert_true(dlock_status_held(w.prev));
+    assert_int_equal(pthread_create(&w.thread, NULL, watch_once, &w), 0);
+    await_shard_subscribers(cluster.nodes[owner].port, channel, 1);
+    for (int i = 0; i < TEST_CLUSTER_NODES; i++)
+        assert_int_equal(subscribers(cluster.nodes[i].port, "NUMSUB", channel), 0);
+
+    released = test_now_ms();
+    assert_int_equal(dlock_lock_release(lock), 0);
+    assert_int_equal(pthread_join(w.thread, NULL), 0);
+    assert_int_equal(w.rc, 0);
+    assert_false(dlock_status_held(w.next));
+    if (w.seen_ms - released > 2000LL * test_slowdown())
+        fail_msg("the release was seen after %lld ms", w.seen_ms - released);
+    printf("# release seen by the watcher after %lld ms\n", w.seen_ms - released);
+    dlock_lock_free(lock);
+    dlock_status_free(w.prev);
+    dlock_status_free(w.next);
+    dlock_client_close(w.client);
+    dlock_client_close(holder);
+}
+
 /* Whether `key` exists at `port`, within a second (times the slowdown):
  * a node that a majority did not wait for gets the command all the same,
  * a little later. */
@@ -563,6 +774,10 @@ int main(void)
         cmocka_unit_test(test_cluster_slot_migration),
         cmocka_unit_test(test_cluster_renews_names_on_every_master),
         cmocka_unit_test(test_cluster_counted_twice_refused),
+        cmocka_unit_test(test_cluster_list_covers_every_master),
+        cmocka_unit_test(test_cluster_doctor_checks_every_master),
+        cmocka_unit_test(test_sentinel_doctor_checks_the_primary),
+        cmocka_unit_test(test_cluster_watch_sees_a_release),
         cmocka_unit_test(test_redlock_of_three_topologies),
         cmocka_unit_test(test_sentinel_credentials_reach_the_primary),
         cmocka_unit_test(test_sentinels_silent_primary_stays),
