@@ -10,6 +10,7 @@
 #include <string.h>
 
 #define ID_MAX 41 /* run_id and replid: 40 hex characters */
+#define WAIT_TICK_MS 110 /* a server tick at the default hz (10), and a little */
 
 static int encode(dlock__call *call, int argc, const char **argv)
 {
@@ -41,10 +42,13 @@ static int encode_wait(dlock__guard *g, int64_t deadline_ns)
     char replicas[16], timeout[24];
     const char *argv[3] = {"WAIT", replicas, timeout};
     int64_t now = dlock__now_ns();
-    /* The rest of the node's deadline, less a tenth so that the reply (how
-     * many confirmed) comes back before the deadline does; never 0. */
-    g->wait_ms = deadline_ns > now ? (deadline_ns - now) / DLOCK__NS_PER_MS : 0;
-    g->wait_ms -= g->wait_ms / 10;
+    /* The rest of the node's deadline, less room for the reply (how many
+     * confirmed) to come back before the deadline does: a tenth, and a
+     * server tick (Redis times WAIT out in its event loop, up to 1/hz =
+     * 100 ms late) when there is time for it; never 0. */
+    int64_t left = deadline_ns > now ? (deadline_ns - now) / DLOCK__NS_PER_MS : 0;
+    int64_t tick = left / 2 < WAIT_TICK_MS ? left / 2 : WAIT_TICK_MS;
+    g->wait_ms = left - (left / 10 > tick ? left / 10 : tick);
     g->wait_ms = g->wait_ms > 0 ? g->wait_ms : 1;
     snprintf(replicas, sizeof(replicas), "%d", g->replicas);
     snprintf(timeout, sizeof(timeout), "%" PRId64, g->wait_ms);
@@ -62,7 +66,7 @@ int dlock__guard_init(dlock__guard *g, const dlock_client *c, unsigned what,
     g->wait = what & DLOCK__GUARD_WAIT && c->replicas > 0;
     g->replicas = c->replicas;
     g->restart_delay_ms = c->restart_delay_ms;
-    g->calls = calloc(g->before + k + 1, sizeof(*g->calls));
+    g->calls = calloc(g->before + k + 1, sizeof(dlock__call *));
     if (!g->calls)
         return DLOCK_ENOMEM;
     if (g->before)
@@ -125,8 +129,8 @@ struct server_view {
     int error;          /* TIME or GET failed: the code */
 };
 
-static const dlock__node_result *at(const dlock__node_result *results, size_t n, size_t call,
-                                    size_t i)
+static const dlock__node_result *result_at(const dlock__node_result *results, size_t n,
+                                           size_t call, size_t i)
 {
     return &results[call * n + i];
 }
@@ -154,16 +158,16 @@ static int read_time(const dlock__node_result *r, int64_t *now_ms)
 
 static void read_view(const dlock__node_result *results, size_t n, size_t i, struct server_view *v)
 {
-    const dlock__node_result *marker = at(results, n, 3, i);
+    const dlock__node_result *marker = result_at(results, n, 3, i);
     char uptime[24];
     memset(v, 0, sizeof(*v));
     /* INFO is @dangerous: a user without it is left with the marker. */
-    v->identified = info_field(at(results, n, 0, i), "run_id", v->run_id, ID_MAX) &&
-                    info_field(at(results, n, 1, i), "master_replid", v->replid, ID_MAX);
-    v->uptime_s = info_field(at(results, n, 0, i), "uptime_in_seconds", uptime, sizeof(uptime))
+    v->identified = info_field(result_at(results, n, 0, i), "run_id", v->run_id, ID_MAX) &&
+                    info_field(result_at(results, n, 1, i), "master_replid", v->replid, ID_MAX);
+    v->uptime_s = info_field(result_at(results, n, 0, i), "uptime_in_seconds", uptime, sizeof(uptime))
                       ? strtoll(uptime, NULL, 10)
                       : -1;
-    v->error = read_time(at(results, n, 2, i), &v->now_ms);
+    v->error = read_time(result_at(results, n, 2, i), &v->now_ms);
     if (v->error == 0)
         v->error = reply_error(marker);
     if (v->error < 0)
@@ -178,13 +182,16 @@ int64_t dlock__restart_remaining(int64_t delay_ms, long long uptime_s, const cha
                                  const char *replid, int64_t now_ms, const char *marker,
                                  bool *mark)
 {
-    char m_run_id[ID_MAX], m_replid[ID_MAX];
-    long long since_ms;
+    char m_run_id[ID_MAX], m_replid[ID_MAX], *end = NULL;
+    long long since_ms = 0;
     int64_t remaining = 0;
+    int used = 0;
     /* Whole seconds, rounded down: only that much uptime is certain. */
     if (uptime_s >= 0 && uptime_s <= delay_ms / 1000)
         remaining = delay_ms - uptime_s * 1000;
-    *mark = !marker || sscanf(marker, "%40s %40s %lld", m_run_id, m_replid, &since_ms) != 3 ||
+    if (marker && sscanf(marker, "%40s %40s %n", m_run_id, m_replid, &used) == 2 && used > 0)
+        since_ms = strtoll(marker + used, &end, 10);
+    *mark = !end || end == marker + used || *end ||
             (run_id && (strcmp(m_run_id, run_id) != 0 || strcmp(m_replid, replid) != 0)) ||
             since_ms > now_ms; /* the server's clock went back: start again */
     if (*mark)
@@ -245,13 +252,13 @@ dlock__gate dlock__guard_gate(const dlock__guard *g, const dlock__node_result *r
     dlock__gate gate = {DLOCK__GATE_OPEN, 0, 0, 0, false};
     if (g->before) {
         /* Replies come in order: the checks are in once the last one is. */
-        if (at(results, n, g->before - 1, i)->status == DLOCK__PENDING)
+        if (result_at(results, n, g->before - 1, i)->status == DLOCK__PENDING)
             gate.kind = DLOCK__GATE_PENDING;
         else
             gate = restart_gate(g, results, n, i);
     }
     if (gate.kind == DLOCK__GATE_OPEN && g->wait)
-        gate = wait_gate(g, at(results, n, g->before + g->k, i));
+        gate = wait_gate(g, result_at(results, n, g->before + g->k, i));
     return gate;
 }
 
@@ -283,7 +290,7 @@ void dlock__guard_drop_blocked(const dlock__guard *g, dlock__lane *lane,
                                const dlock__node_result *results, size_t n)
 {
     for (size_t i = 0; g->wait && i < n; i++)
-        if (at(results, n, g->before + g->k, i)->status != DLOCK__REPLIED)
+        if (result_at(results, n, g->before + g->k, i)->status != DLOCK__REPLIED)
             dlock__conn_close(&lane->conns[i]);
 }
 

@@ -13,6 +13,7 @@
 #include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -36,7 +37,7 @@ static int fail(char *why, size_t why_len, const char *fmt, ...)
 
 static char *dup_range(const char *s, size_t len)
 {
-    char *d = malloc(len + 1);
+    char *d = len < SIZE_MAX ? malloc(len + 1) : NULL; /* len + 1 must not wrap */
     if (d) {
         memcpy(d, s, len);
         d[len] = '\0';

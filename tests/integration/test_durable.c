@@ -132,7 +132,8 @@ static void assert_no_lock_left(const test_redis *r, const char *name)
 }
 
 /* --replicas 1 with the replica paused: exit 69 within the node's
- * deadline (a 3 s TTL: 150 ms), saying how many confirmed; nothing left. */
+ * deadline (a 3 s TTL on one server: 750 ms), saying how many confirmed;
+ * nothing left. */
 static void test_durable_replicas_paused(void **state)
 {
     struct pair p = {0};
