@@ -65,6 +65,12 @@
 #ifndef CHECK_FENCE
 #define CHECK_FENCE 1   /* 0: tokens are not computed (a smaller search) */
 #endif
+#ifndef CHECK_RESERVE
+#define CHECK_RESERVE 1 /* 0: the reservation is not asserted (see assert_reserved) */
+#endif
+#ifndef CHECK_STALL
+#define CHECK_STALL 1   /* 0: the bounded stall is not asserted (see the clock) */
+#endif
 /* Mutations, for the negative controls: BARGE (the mutex acquire does not
  * look the queue up), NO_LEASE_END (the fair acquire keeps dead waiters:
  * the head's reservation ignores the end of its lease), FORGET_QUEUE (the
@@ -96,6 +102,10 @@ byte rollbacks = ROLLBACK;
 
 /* Ghost: the waiters that left (a release with ARGV[3] "1" ran). */
 bool left[NT];
+/* Ghost, CHECK_STALL: the first live waiter while the lock is free, and for
+ * how many ticks it has been (since the last grant). */
+byte sh = NONE;
+byte sst;
 
 /* ---- clients' calls ------------------------------------------------------ */
 /* FACQ, FREL: the fair scripts (FREL: ARGV[3] "1", the caller's release or
@@ -185,10 +195,14 @@ inline assert_fifo(t) {
 /* A free lock is refused to a fair waiter only for a live waiter ahead of
  * it: the reservation of the head lasts no longer than its lease. */
 inline assert_reserved(t) {
+#if CHECK_RESERVE
     qe = false;
     for (k : 0 .. NT - 1) { qe = qe || (AHEAD(k, t) && LIVE_W(k)) }
     k = 0;
     assert(qe)
+#else
+    skip
+#endif
 }
 
 inline grant(t) {
@@ -199,7 +213,8 @@ inline grant(t) {
     us++;
     f = (sfence + 1 > us -> sfence + 1 : us);
 #endif
-    lk = t + 1; lttl = TTL - DRIFT; sfence = f; res = YES
+    lk = t + 1; lttl = TTL - DRIFT; sfence = f; res = YES;
+    sh = NONE; sst = 0   /* a grant ends a stall */
 }
 
 /* fair_acquire: drop the dead; ours already, or free with no head or us at
@@ -358,10 +373,35 @@ end:
 #define DEC(x) x = (x > 0 -> x - 1 : 0)
 #define AGE(x) x = (x >= FLOOR + SUB -> x - SUB : (x > FLOOR -> FLOOR : x))
 
+/* Bounded stall (CHECK_STALL): while the lock is free, one waiter stays
+ * the first live one for at most LEASE ticks. Its lease ends by then,
+ * unless it renews, and a renewal of the first live waiter finds a free
+ * lock with nobody live ahead: a grant. */
+inline check_stall() {
+#if CHECK_STALL
+    h = NONE;
+    for (i : 0 .. NT - 1) {
+        if
+        :: LIVE_W(i) && (h == NONE || arr[i] < arr[h]) -> h = i
+        :: else -> skip
+        fi
+    }
+    if
+    :: lk == 0 && h != NONE && h == sh -> sst++
+    :: lk == 0 && h != NONE && h != sh -> sh = h; sst = 1
+    :: else -> sh = NONE; sst = 0
+    fi;
+    assert(sst <= LEASE);
+    h = 0
+#else
+    skip
+#endif
+}
+
 /* A key expires by itself: NAME when its TTL ends, the queue's keys (and so
  * every entry in them, dead or not) when theirs does. */
 active proctype clock() {
-    byte i;
+    byte i, h;
 end:
     do
     :: d_step {
@@ -388,7 +428,7 @@ end:
             }
             AGE(sfence); AGE(ssfence); AGE(last_fence);
             for (i : 0 .. NC - 1) { DEC(cdl[i]); DEC(vu[i]); DEC(cvu[i]); AGE(cF[i]); AGE(cfence[i]) }
-            DEC(down); us = 0; i = 0
+            DEC(down); us = 0; check_stall(); i = 0
         }
     od
 }
