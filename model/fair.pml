@@ -9,8 +9,8 @@
  * scripts/model compares these pins with the sha1sum of each file; a
  * change to either file fails it until this model was reviewed against the
  * change and its pin updated:
- * pin src/engine/scripts.c 29f16eb238b1edcf909f17b6cc40d5dd52384a39
- * pin src/engine/attempt.c 520335dde7defdad48c4403ffa8d8c9467440f63
+ * pin src/engine/scripts.c 1f4ac280d1ec347149e46315fe2c61f5d79b7b04
+ * pin src/engine/attempt.c 5fea6f5dd535e5492d9e268bd6ee1df47f0b6c0d
  *
  * Time is kept as in dlock.pml: relative to "now", moved one tick at a time
  * by the clock process. The lock key, each presence lease and the queue's
