@@ -1,0 +1,531 @@
+/* dlock's fair lock, as SPIN sees it: the fair_acquire and fair_release
+ * Lua scripts of src/engine/scripts.c (the queue by arrival, the presence
+ * leases, the head's reservation of a free lock, the cleanup that keeps a
+ * waiter's place), the mutex's acquire with its queue lookup, release and
+ * extend, on the one server a fair lock lives on, and the attempt layer's
+ * validity and cleanup on the clients' side. docs/model.md says what is
+ * modelled, with which bounds and assumptions.
+ *
+ * scripts/model compares these pins with the sha1sum of each file; a
+ * change to either file fails it until this model was reviewed against the
+ * change and its pin updated:
+ * pin src/engine/scripts.c 1f4ac280d1ec347149e46315fe2c61f5d79b7b04
+ * pin src/engine/attempt.c 5fea6f5dd535e5492d9e268bd6ee1df47f0b6c0d
+ *
+ * Time is kept as in dlock.pml: relative to "now", moved one tick at a time
+ * by the clock process. The lock key, each presence lease and the queue's
+ * keys keep the ticks left until they end; a fencing token its distance
+ * from now in sub-ticks, clamped at FLOOR. A lease whose end has come is
+ * one the scripts call dead (`ZRANGEBYSCORE presence -inf now`): it stays
+ * in the queue until a fair script drops it, or until the queue's keys
+ * expire. Arrival times are kept as ranks (1 is the head), which is all
+ * the scripts read of them. */
+
+/* ---- parameters (scripts/model passes -D flags) -------------------------- */
+#ifndef NC
+#define NC 3            /* clients: 2 or 3 */
+#endif
+#ifndef PLAIN
+#define PLAIN 0         /* 1: the last client acquires as a plain mutex */
+#endif
+#ifndef TTL
+#define TTL 3           /* ticks */
+#endif
+#ifndef DRIFT
+#define DRIFT 1         /* the server's clock may run fast: a key lives
+                           TTL - DRIFT ticks at least; the client's drift term */
+#endif
+#ifndef LEASE
+#define LEASE 2         /* a waiter's presence lease, ticks */
+#endif
+#ifndef NDL
+#define NDL 1           /* the call's deadline, ticks */
+#endif
+#ifndef RDELAY
+#define RDELAY (TTL + 1)  /* a server that lost data stays down this long */
+#endif
+#ifndef CALLS
+#define CALLS 1         /* acquisitions per client (one token each) */
+#endif
+#ifndef EXTENDS
+#define EXTENDS 0       /* extends per client */
+#endif
+#ifndef LOSSES
+#define LOSSES 0        /* requests the network may drop */
+#endif
+#ifndef CRASH_KEEP
+#define CRASH_KEEP 0    /* crashes that keep the data */
+#endif
+#ifndef CRASH_LOSE
+#define CRASH_LOSE 0    /* crashes that lose the data */
+#endif
+#ifndef ROLLBACK
+#define ROLLBACK 0      /* restarts from an older snapshot */
+#endif
+#ifndef CHECK_FENCE
+#define CHECK_FENCE 1   /* 0: tokens are not computed (a smaller search) */
+#endif
+#ifndef CHECK_RESERVE
+#define CHECK_RESERVE 1 /* 0: the reservation is not asserted (see assert_reserved) */
+#endif
+#ifndef CHECK_STALL
+#define CHECK_STALL 1   /* 0: the bounded stall is not asserted (see the clock) */
+#endif
+/* Mutations, for the negative controls: BARGE (the mutex acquire does not
+ * look the queue up), NO_LEASE_END (the fair acquire keeps dead waiters:
+ * the head's reservation ignores the end of its lease), FORGET_QUEUE (the
+ * release of a waiter that gives up leaves it in the queue). */
+
+#define SUB 4
+#define FLOOR (-(TTL + 2) * SUB)
+#define NT (NC * CALLS) /* tokens: client c's k-th acquisition has token c * CALLS + k */
+#define NONE 255
+
+/* ---- the server ---------------------------------------------------------- */
+byte us;                 /* sub-ticks of this tick already read */
+bool up = true;
+byte down;               /* ticks before a crashed server may restart */
+byte lk;                 /* NAME: the holder's token + 1, 0 when free */
+byte lttl;               /* ticks until NAME expires */
+short sfence;            /* the fence key */
+bool inq[NT];            /* the queue: token -> ... */
+byte arr[NT];            /* ... its rank by arrival (1: the head) */
+byte lease[NT];          /* presence: ticks until the lease ends (0: dead) */
+byte qttl;               /* ticks until the queue's three keys expire */
+bool snapped;            /* the last snapshot, if any */
+byte slk, slttl, sqttl;
+short ssfence;
+bool sinq[NT];
+byte sarr[NT], slease[NT];
+byte losses = LOSSES, crash_keep = CRASH_KEEP, crash_lose = CRASH_LOSE;
+byte rollbacks = ROLLBACK;
+
+/* Ghost: the waiters that left (a release with ARGV[3] "1" ran). */
+bool left[NT];
+/* Ghost, CHECK_STALL: the first live waiter while the lock is free, and for
+ * how many ticks it has been (since the last grant). */
+byte sh = NONE;
+byte sst;
+
+/* ---- clients' calls ------------------------------------------------------ */
+/* FACQ, FREL: the fair scripts (FREL: ARGV[3] "1", the caller's release or
+ * a waiter that gives up); CLEAN: the fair release as a cleanup (ARGV[3]
+ * "0"); MACQ, MREL: the mutex's; EXT: the extend both kinds use. */
+mtype = { FACQ, FREL, CLEAN, MACQ, MREL, EXT };
+#define YES 1
+#define NO 0
+
+mtype cop[NC];
+byte ctok[NC];
+bool pend[NC];           /* the request is in flight */
+bool open[NC];           /* the call waits for its reply */
+bool answered[NC];
+byte cres[NC];
+short cfence[NC];
+byte cdl[NC];
+short cvu[NC];
+
+/* What the properties look at: a client believes it holds the lock while
+ * held[c] and its validity has not passed. */
+bool held[NC];
+short vu[NC];
+short cF[NC];
+short last_fence;        /* the token of the last grant that counted */
+
+#define BELIEVES(c) (held[c] && vu[c] > 0)
+#if NC == 3
+#define BELIEVERS (BELIEVES(0) + BELIEVES(1) + BELIEVES(2))
+#elif NC == 2
+#define BELIEVERS (BELIEVES(0) + BELIEVES(1))
+#else
+#error "NC is 2 or 3"
+#endif
+
+/* A live waiter: in the queue, its lease not ended, and it has not left. */
+#define LIVE_W(u) (inq[u] && lease[u] > 0 && !left[u])
+/* u joined before t (t not in the queue arrives now, after all of them). */
+#define AHEAD(u, t) (u != t && inq[u] && (!inq[t] || arr[u] < arr[t]))
+
+/* ---- the scripts --------------------------------------------------------- */
+/* leave(): out of the queue, presence and wake; those behind move up. */
+inline leave(t) {
+    if
+    :: inq[t] ->
+        for (j : 0 .. NT - 1) {
+            if
+            :: inq[j] && arr[j] > arr[t] -> arr[j]--
+            :: else -> skip
+            fi
+        }
+        inq[t] = false; arr[t] = 0; lease[t] = 0; j = 0
+    :: else -> skip
+    fi
+}
+
+/* gone(): the waiters whose lease ended. */
+inline drop_dead() {
+    for (k : 0 .. NT - 1) {
+        if
+        :: inq[k] && lease[k] == 0 -> leave(k)
+        :: else -> skip
+        fi
+    }
+    k = 0
+}
+
+/* An empty sorted set is no key: its TTL goes with it. */
+inline queue_empty() {
+    qe = true;
+    for (k : 0 .. NT - 1) { qe = qe && !inq[k] }
+    k = 0;
+    if
+    :: qe -> qttl = 0
+    :: else -> skip
+    fi
+}
+
+/* FIFO among live waiters: a grant to t while a live waiter is ahead of it
+ * is a barge. A retry of a call that was granted already (NAME holds our
+ * token) is no new grant: its order was checked when it was made. */
+inline assert_fifo(t) {
+    for (k : 0 .. NT - 1) { assert(lk == t + 1 || !(AHEAD(k, t) && LIVE_W(k))) }
+    k = 0
+}
+
+/* A free lock is refused to a fair waiter only for a live waiter ahead of
+ * it: the reservation of the head lasts no longer than its lease. */
+inline assert_reserved(t) {
+#if CHECK_RESERVE
+    qe = false;
+    for (k : 0 .. NT - 1) { qe = qe || (AHEAD(k, t) && LIVE_W(k)) }
+    k = 0;
+    assert(qe)
+#else
+    skip
+#endif
+}
+
+inline grant(t) {
+    assert_fifo(t);
+#if !CHECK_FENCE
+    f = FLOOR;
+#else
+    us++;
+    f = (sfence + 1 > us -> sfence + 1 : us);
+#endif
+    lk = t + 1; lttl = TTL - DRIFT; sfence = f; res = YES;
+    sh = NONE; sst = 0   /* a grant ends a stall */
+}
+
+/* fair_acquire: drop the dead; ours already, or free with no head or us at
+ * the head: granted, and we leave the queue. Else join at the tail (or keep
+ * our place) and renew our lease; the keys live as long as the longest
+ * lease, which is ours now. */
+inline fair_acquire(t) {
+#ifndef NO_LEASE_END
+    drop_dead();
+#endif
+    head = NONE;
+    for (k : 0 .. NT - 1) {
+        if
+        :: inq[k] && arr[k] == 1 -> head = k
+        :: else -> skip
+        fi
+    }
+    k = 0;
+    if
+    :: lk == t + 1 || (lk == 0 && (head == NONE || head == t)) ->
+        grant(t); leave(t); queue_empty()
+    :: else ->
+        if
+        :: lk == 0 -> assert_reserved(t)
+        :: else -> skip
+        fi;
+        if
+        :: !inq[t] ->
+            n = 0;
+            for (k : 0 .. NT - 1) { n = n + inq[k] }
+            k = 0;
+            inq[t] = true; arr[t] = n + 1
+        :: else -> skip
+        fi;
+        lease[t] = LEASE; qttl = LEASE; res = NO; f = FLOOR
+    fi;
+    head = 0; n = 0; qe = false
+}
+
+/* fair_release: NAME deleted if ours; a caller's release (not a cleanup)
+ * takes our token out of the queue; the dead go. (The wake-up it publishes
+ * is not modelled: waiters try again at any time, as their renewals do.) */
+inline fair_release(t, leaving) {
+    res = (lk == t + 1 -> YES : NO);
+    if
+    :: lk == t + 1 -> lk = 0; lttl = 0
+    :: else -> skip
+    fi;
+    if
+    :: leaving ->
+        left[t] = true;
+#ifndef FORGET_QUEUE
+        leave(t)
+#else
+        skip
+#endif
+    :: else -> skip
+    fi;
+    drop_dead(); queue_empty(); f = FLOOR; qe = false
+}
+
+/* The mutex's acquire: busy when NAME holds another token; when NAME is
+ * free, busy while the queue's key exists (PTTL of KEYS[4] not -2). */
+inline mutex_acquire(t) {
+    queue_empty();
+    if
+    :: lk != 0 && lk != t + 1 -> res = NO; f = FLOOR
+#ifndef BARGE
+    :: lk == 0 && !qe -> res = NO; f = FLOOR
+#endif
+    :: else -> grant(t)
+    fi;
+    qe = false
+}
+
+inline mutex_release(t) {
+    res = (lk == t + 1 -> YES : NO);
+    if
+    :: lk == t + 1 -> lk = 0; lttl = 0
+    :: else -> skip
+    fi;
+    f = FLOOR
+}
+
+inline extend_script(t) {
+    if
+    :: lk == t + 1 -> lttl = TTL - DRIFT; res = YES
+    :: else -> res = NO
+    fi;
+    f = FLOOR
+}
+
+/* ---- the server's process ------------------------------------------------ */
+#define SERVE(c) \
+    :: up && pend[c] && ((cop[c] != FACQ && cop[c] != MACQ) || us < SUB - 1) -> \
+        d_step { \
+            pend[c] = false; \
+            if \
+            :: cop[c] == FACQ -> fair_acquire(ctok[c]) \
+            :: cop[c] == FREL -> fair_release(ctok[c], true) \
+            :: cop[c] == CLEAN -> fair_release(ctok[c], false) \
+            :: cop[c] == MACQ -> mutex_acquire(ctok[c]) \
+            :: cop[c] == MREL -> mutex_release(ctok[c]) \
+            :: cop[c] == EXT -> extend_script(ctok[c]) \
+            fi; \
+            if \
+            :: open[c] -> answered[c] = true; cres[c] = res; cfence[c] = f \
+            :: else -> skip \
+            fi; \
+            res = 0; f = 0 \
+        }
+
+#define LOSE(c) :: losses > 0 && pend[c] -> d_step { pend[c] = false; losses-- }
+
+inline crash() {
+    up = false;
+    for (k : 0 .. NC - 1) { pend[k] = false }
+    k = 0
+}
+
+/* Restores the last snapshot (empty unless one was taken). */
+inline lose_data() {
+    lk = slk; lttl = slttl; sfence = ssfence; qttl = sqttl;
+    for (k : 0 .. NT - 1) { inq[k] = sinq[k]; arr[k] = sarr[k]; lease[k] = slease[k] }
+    k = 0
+}
+
+proctype server() {
+    byte k, j, res, head, n;
+    bool qe;
+    short f;
+end:
+    do
+    SERVE(0)
+    SERVE(1)
+    LOSE(0)
+    LOSE(1)
+#if NC == 3
+    SERVE(2)
+    LOSE(2)
+#endif
+    :: rollbacks > 0 && up ->
+        d_step {
+            snapped = true; slk = lk; slttl = lttl; ssfence = sfence; sqttl = qttl;
+            for (k : 0 .. NT - 1) { sinq[k] = inq[k]; sarr[k] = arr[k]; slease[k] = lease[k] }
+            k = 0
+        }
+    :: crash_keep > 0 && up -> d_step { crash_keep--; crash(); down = 1 }
+    :: crash_lose > 0 && up -> d_step { crash_lose--; crash(); lose_data(); down = RDELAY }
+    :: rollbacks > 0 && up && snapped -> d_step { rollbacks = 0; crash(); lose_data(); down = RDELAY }
+    :: !up && down == 0 -> up = true
+    od
+}
+
+/* ---- time ---------------------------------------------------------------- */
+#define DEC(x) x = (x > 0 -> x - 1 : 0)
+#define AGE(x) x = (x >= FLOOR + SUB -> x - SUB : (x > FLOOR -> FLOOR : x))
+
+/* Bounded stall (CHECK_STALL): while the lock is free, one waiter stays
+ * the first live one for at most LEASE ticks. Its lease ends by then,
+ * unless it renews, and a renewal of the first live waiter finds a free
+ * lock with nobody live ahead: a grant. */
+inline check_stall() {
+#if CHECK_STALL
+    h = NONE;
+    for (i : 0 .. NT - 1) {
+        if
+        :: LIVE_W(i) && (h == NONE || arr[i] < arr[h]) -> h = i
+        :: else -> skip
+        fi
+    }
+    if
+    :: lk == 0 && h != NONE && h == sh -> sst++
+    :: lk == 0 && h != NONE && h != sh -> sh = h; sst = 1
+    :: else -> sh = NONE; sst = 0
+    fi;
+    assert(sst <= LEASE);
+    h = 0
+#else
+    skip
+#endif
+}
+
+/* A key expires by itself: NAME when its TTL ends, the queue's keys (and so
+ * every entry in them, dead or not) when theirs does. */
+active proctype clock() {
+    byte i, h;
+end:
+    do
+    :: d_step {
+            DEC(lttl); DEC(slttl);
+            if
+            :: lttl == 0 -> lk = 0
+            :: else -> skip
+            fi;
+            if
+            :: slttl == 0 -> slk = 0
+            :: else -> skip
+            fi;
+            DEC(qttl); DEC(sqttl);
+            for (i : 0 .. NT - 1) {
+                DEC(lease[i]); DEC(slease[i]);
+                if
+                :: qttl == 0 -> inq[i] = false; arr[i] = 0
+                :: else -> skip
+                fi;
+                if
+                :: sqttl == 0 -> sinq[i] = false; sarr[i] = 0
+                :: else -> skip
+                fi
+            }
+            AGE(sfence); AGE(ssfence); AGE(last_fence);
+            for (i : 0 .. NC - 1) { DEC(cdl[i]); DEC(vu[i]); DEC(cvu[i]); AGE(cF[i]); AGE(cfence[i]) }
+            DEC(down); us = 0; check_stall(); i = 0
+        }
+    od
+}
+
+/* ---- clients ------------------------------------------------------------- */
+inline call(o, t, deadline, validity) {
+    cop[c] = o; ctok[c] = t; open[c] = true; answered[c] = false;
+    cvu[c] = validity; cdl[c] = deadline; pend[c] = up
+}
+
+inline settle() {
+    d_step { answered[c] || cdl[c] == 0; open[c] = false; cdl[c] = 0 }
+}
+
+/* The reply was read: what is left of it is forgotten (fewer states). */
+inline consumed() {
+    answered[c] = false; cres[c] = 0; cfence[c] = FLOOR; cvu[c] = 0
+}
+
+/* A request that nobody waits for: a cleanup, a release, a waiter leaving. */
+inline send(o) {
+    d_step { call(o, tok, 0, 0); open[c] = false }
+}
+
+inline forget() {
+    held[c] = false; vu[c] = 0; cF[c] = FLOOR
+}
+
+/* A fair waiter tries (a renewal of its lease is a try) at any moment,
+ * for as long as it likes; gives up (a deadline, a cancel) with a release
+ * that leaves the queue. A plain client (PLAIN) acquires as a mutex. A
+ * call with no answer by its deadline, or a late grant, is cleaned up with
+ * a release that keeps the waiter's place (CLEAN). */
+proctype client(byte c) {
+    byte tok, calls, extends;
+    bool plain = (PLAIN && c == NC - 1);
+
+idle:
+    if
+    :: calls < CALLS -> tok = c * CALLS + calls; calls++
+    :: else -> goto finish
+    fi;
+    do
+    :: d_step { call((plain -> MACQ : FACQ), tok, NDL, TTL - DRIFT) }
+        settle();
+        if
+        :: d_step {
+                answered[c] && cres[c] == YES && cvu[c] > 0;
+                held[c] = true; vu[c] = cvu[c]; cF[c] = cfence[c]; consumed();
+                assert(BELIEVERS <= 1);
+#if CHECK_FENCE
+                assert(cF[c] > last_fence);
+                last_fence = cF[c]
+#else
+                skip
+#endif
+            }
+            goto holding
+        :: d_step { answered[c] && cres[c] == NO; consumed() }
+        :: else -> d_step { consumed() }; send((plain -> MREL : CLEAN))
+        fi
+    :: !plain -> send(FREL); goto idle
+    :: plain -> goto idle
+    od;
+
+holding:
+    do
+    :: vu[c] == 0 -> forget(); send((plain -> MREL : FREL)); goto idle
+    :: d_step { extends < EXTENDS && vu[c] > 0; extends++; call(EXT, tok, NDL, TTL - DRIFT) }
+        settle();
+        if
+        :: d_step {
+                answered[c] && cres[c] == YES;
+                vu[c] = cvu[c]; consumed(); assert(BELIEVERS <= 1)
+            }
+        :: d_step { answered[c] && cres[c] == NO; consumed(); forget() };
+            send((plain -> MREL : FREL)); goto idle
+        :: else -> d_step { consumed() }  /* no verdict: the old validity stands */
+        fi
+    :: true -> d_step { forget() }; send((plain -> MREL : FREL)); goto idle
+    od;
+
+finish:
+    skip
+}
+
+init {
+    byte i;
+    atomic {
+        sfence = FLOOR; ssfence = FLOOR; last_fence = FLOOR;
+        for (i : 0 .. NC - 1) { cF[i] = FLOOR; cfence[i] = FLOOR }
+        run server();
+        run client(0);
+        run client(1);
+#if NC == 3
+        run client(2);
+#endif
+        i = 0
+    }
+}
