@@ -117,10 +117,17 @@ typedef struct dlock_client_options {
 
     /* Server URLs, borrowed during dlock_client_open() only:
      *   redis://[[user]:password@]host[:port][/db]     (IPv6: [::1])
+     *   rediss://...                                   (TLS)
      *   unix:///path/to/socket[?db=N]
+     *   redis-sentinel://[[user]:password@]host[:port][,host[:port]...][/db]#name
+     *                    (rediss-sentinel:// with TLS; sentinels on 26379
+     *                    by default; user, password and db are the primary's)
+     * A redis:// URL of any node of a Redis Cluster routes each name to the
+     * master of its hash slot (docs/topologies.md).
      * Percent-escapes (%40 for '@') are decoded in user and password.
-     * One URL: a lock on one server. Three or more (up to DLOCK_NODES_MAX)
-     * independent masters: Redlock, a lock held on a majority of them.
+     * Each URL is one endpoint. One URL: a lock on one endpoint. Three or
+     * more (up to DLOCK_NODES_MAX) independent endpoints: Redlock, a lock
+     * held on a majority of them.
      * Two, or the same server twice, are refused (unless `inspect` is set).
      * 0: redis://127.0.0.1:6379. */
     const char *const *urls;
