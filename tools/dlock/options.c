@@ -51,7 +51,8 @@ const struct cli_command cli_command_run = {
 
 const struct cli_command cli_command_acquire = {
     "acquire",
-    "Usage: dlock acquire [-t TTL] [-w WAIT | -n] [-E CODE] [--json] [--replicas K]\n"
+    "Usage: dlock acquire [-t TTL] [-w WAIT | -n] [-E CODE] [--json] [--permits N]\n"
+    "                     [--fair [--lease DUR]] [-s] [--replicas K]\n"
     "                     [--restart-delay DUR] NAME\n"
     "Takes the lock and prints its token, for a later 'dlock release NAME TOKEN'.\n"
     "The lock is not renewed: extend it, or it expires after TTL.\n"
