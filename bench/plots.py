@@ -142,7 +142,6 @@ def contended(by, figure):
 
 def waiters(by):
     handoffs = contended(by, lambda r: r.get("handoffs_per_s"))
-    # dlock counts its requests to Redis; the peers count the commands they send.
     requests = contended(by, lambda r: r.get("requests_per_grant", r.get("client_commands_per_grant")))
     panels = [(handoffs, "Handoffs per second (higher is better)", "handoffs/s"),
               (requests, "Requests per grant (lower is better)", "requests/grant")]
@@ -155,20 +154,25 @@ def waiters(by):
                        "processes waiting for one lock")
         x += 460
     names = used([g for groups, _, _ in panels for g in groups])
-    note = ("The peers poll: redis-py sleeps 1 ms, node-redlock retries every 1 ms. "
-            "dlock's requests are round trips to Redis; the peers' are the commands they send.")
-    return document(x - 10, 470, parts + legend(90, 435, names) + [text(90, 460, note, 11, extra='fill="#555"')])
+    notes = ["The peers poll: redis-py sleeps 1 ms, node-redlock retries every 1 ms.",
+             "dlock's requests are its round trips to Redis; the peers' are the commands they send."]
+    notes = notes if set(names) - {"dlock fair", "dlock notify-all"} else []
+    parts += [text(90, 462 + 15 * i, n, 11, extra='fill="#555"') for i, n in enumerate(notes)]
+    return document(max(x - 10, 640), 490, parts + legend(90, 435, names))
 
 
 def write(by, outdir):
-    """Writes the plots the medians allow; returns the paths written."""
+    """Writes the plots the medians allow, removing an earlier run's plot
+    this run has nothing for; returns the paths written."""
     written = []
     for name, svg in [("throughput.svg", throughput(by)), ("waiters.svg", waiters(by))]:
+        path = os.path.join(outdir, name)
         if svg:
-            path = os.path.join(outdir, name)
             with open(path, "w") as f:
                 f.write(svg)
             written.append(path)
+        elif os.path.exists(path):
+            os.remove(path)
     return written
 
 
