@@ -4,13 +4,16 @@
 usage: summarize.py RESULTS.jsonl OUT.json OUT.md
 Every input line is one measurement tagged with a "label"; the output keeps
 the median of each figure per label, and the ratios the project's targets
-are stated in (always between figures of the same run)."""
+are stated in (always between figures of the same run). The plots of
+bench/plots.py (throughput.svg, waiters.svg) go next to OUT.md."""
 import json
 import os
 import platform
 import statistics
 import subprocess
 import sys
+
+import plots
 
 FIGURES = [
     "cycles_per_s", "us_per_cycle_p50", "us_per_cycle_p99", "requests_per_cycle",
@@ -97,6 +100,7 @@ def main():
         json.dump(result, f, indent=2, sort_keys=True)
     with open(out_md, "w") as f:
         f.write(markdown(by, ratios, result["machine"]))
+    plots.write(by, os.path.dirname(out_md) or ".")
 
 
 def fmt(v, digits=0):

@@ -1,0 +1,53 @@
+#!/usr/bin/env python3
+"""bench/summarize.py draws both plots, as SVG a parser accepts, from the
+committed results, and leaves out what a run lacks.
+
+usage: plots.py SOURCE_DIR"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def summarize(medians, out):
+    """Runs the summarizer on one measurement per label, as scripts/bench does."""
+    runs = os.path.join(out, "runs.jsonl")
+    with open(runs, "w") as f:
+        for label, figures in medians.items():
+            f.write(json.dumps(dict(figures, label=label)) + "\n")
+    subprocess.run([sys.executable, os.path.join(sys.argv[1], "bench", "summarize.py"), runs,
+                    os.path.join(out, "latest.json"), os.path.join(out, "latest.md")], check=True)
+    return sorted(f for f in os.listdir(out) if f.endswith(".svg"))
+
+
+def texts(path):
+    root = ET.parse(path).getroot()
+    assert root.tag == SVG + "svg", root.tag
+    return [t.text for t in root.iter(SVG + "text")]
+
+
+def main():
+    medians = json.load(open(os.path.join(sys.argv[1], "bench", "results", "latest.json")))["medians"]
+    with tempfile.TemporaryDirectory() as out:
+        assert summarize(medians, out) == ["throughput.svg", "waiters.svg"]
+        words = texts(os.path.join(out, "throughput.svg"))
+        for expected in ["dlock", "redis-py", "node-redlock", "cycles/s", "1 node", "18.8k"]:
+            assert expected in words, (expected, words)
+        words = texts(os.path.join(out, "waiters.svg"))
+        for expected in ["dlock notify-all", "handoffs/s", "requests/grant", "8", "3.77k"]:
+            assert expected in words, (expected, words)
+    # A run without peers nor contended workloads: throughput only, dlock only.
+    dlock_only = {l: medians[l] for l in ["uncontended", "redlock", "floor"]}
+    with tempfile.TemporaryDirectory() as out:
+        assert summarize(dlock_only, out) == ["throughput.svg"]
+        words = texts(os.path.join(out, "throughput.svg"))
+        assert "dlock" in words and "redis-py" not in words, words
+    print("plots: ok")
+
+
+if __name__ == "__main__":
+    main()
