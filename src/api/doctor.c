@@ -267,11 +267,15 @@ static void check_persistence(dlock_client *c, size_t i, const struct node *nd, 
 
 static const char fix_replicas[] =
     "replicas receive writes asynchronously: a failover can promote one that never saw a "
-    "lock. Use independent masters (Redlock) and no automatic failover, or wait for the "
-    "replicas (--replicas, when available), and apply the restart rule to a promoted replica";
+    "lock. Use independent masters (Redlock) and no automatic failover, or have every grant "
+    "wait for the replicas (--replicas K, the client option replicas), and apply the "
+    "restart rule (--restart-delay) to a promoted replica";
 static const char fix_replica[] = "point dlock at the master, not at a replica";
 
-static void check_replication(const struct node *nd, dlock_report *r)
+/* A client that waits for `waited` replicas (--replicas) has only the
+ * connected ones beyond those replicated asynchronously: a failover may
+ * promote one of them. */
+static void check_replication(const struct node *nd, int waited, dlock_report *r)
 {
     char role[16], replicas[16];
     field(nd, "role", role, sizeof(role));
@@ -281,9 +285,10 @@ static void check_replication(const struct node *nd, dlock_report *r)
         field(nd, "master_host", master, sizeof(master));
         add(r, "REPLICA", DLOCK_SEVERITY_ERROR, nd->label, 0, fix_replica,
             "this server is a replica (of %s): it refuses writes (READONLY)", master);
-    } else if (strtol(replicas, NULL, 10) > 0) {
+    } else if (strtol(replicas, NULL, 10) > waited) {
         add(r, "ASYNC_REPLICAS", DLOCK_SEVERITY_WARNING, nd->label, 0, fix_replicas,
-            "%s replica(s) connected (connected_slaves), replicated asynchronously", replicas);
+            "%s replica(s) connected (connected_slaves), %d waited for (--replicas): the others "
+            "are replicated asynchronously", replicas, waited);
     }
 }
 
@@ -473,7 +478,7 @@ static void examine(dlock_client *c, struct node *nd, int64_t ttl_ms, dlock_repo
         return;
     check_eviction(nd, r);
     check_persistence(c, i, nd, r);
-    check_replication(nd, r);
+    check_replication(nd, c->replicas, r);
     check_version(nd, r);
     check_round_trip(c, nd, ttl_ms, r);
     check_clock(nd, r);

@@ -151,6 +151,25 @@ static void test_durable_replicas_paused(void **state)
     stop_pairs(&p, 1);
 }
 
+/* doctor on a primary with one replica: ASYNC_REPLICAS, unless told that
+ * the locks wait for that replica (--replicas 1). */
+static void test_durable_doctor_counts_waited_replicas(void **state)
+{
+    struct pair p = {0};
+    const char *plain[] = {"doctor", NULL};
+    const char *waited[] = {"doctor", "--replicas", "1", NULL};
+    cli_proc proc;
+    (void)state;
+    start_pairs(&p, 1);
+    cli_run(&proc, p.primary.url, plain, 10000 * test_slowdown());
+    assert_non_null(strstr(proc.out, "ASYNC_REPLICAS"));
+    assert_non_null(strstr(proc.out, "0 waited for"));
+    cli_run(&proc, p.primary.url, waited, 10000 * test_slowdown());
+    assert_null(strstr(proc.out, "ASYNC_REPLICAS"));
+    assert_non_null(strstr(proc.out, "NO_PERSISTENCE")); /* it did look at the server */
+    stop_pairs(&p, 1);
+}
+
 /* With the replica running the grant counts, and it is on the replica as
  * soon as the command returns. */
 static void test_durable_replicas_running(void **state)
@@ -437,6 +456,7 @@ int main(void)
         cmocka_unit_test(test_durable_cli_usage),
         cmocka_unit_test(test_durable_replicas_paused),
         cmocka_unit_test(test_durable_replicas_running),
+        cmocka_unit_test(test_durable_doctor_counts_waited_replicas),
         cmocka_unit_test(test_durable_wait_outlasts_a_paused_replica),
         cmocka_unit_test(test_durable_extend_unacknowledged),
         cmocka_unit_test(test_durable_wait_follows_fallback),

@@ -73,9 +73,6 @@ int cli_parse_exit_code(const char *s, int *code);
  * an exit code (after printing why). */
 int cli_open_client(const struct cli *cli, dlock_client **out);
 
-/* The same, for looking at the servers (doctor): it opens two of them, or
- * one given twice, which cli_open_client() refuses. */
-int cli_open_inspector(const struct cli *cli, dlock_client **out);
 
 struct cli_wait {
     int64_t ttl_ms;
@@ -154,6 +151,12 @@ struct cli_command_opts {
 /* cli_open_client() with the command's --replicas and --restart-delay. */
 int cli_open_client_for(const struct cli *cli, const struct cli_command_opts *o,
                         dlock_client **out);
+
+/* The same, for looking at the servers (doctor): it opens two of them, or
+ * one given twice, which cli_open_client() refuses; `o` as for
+ * cli_open_client_for(). */
+int cli_open_inspector(const struct cli *cli, const struct cli_command_opts *o,
+                       dlock_client **out);
 
 /* Parses the arguments of subcommand `cmd` (argv[0] is its name). Returns
  * 0, CLI_HELP after printing the help, or EXIT_USAGE after saying why. */

@@ -48,7 +48,7 @@ int cmd_doctor(struct cli *cli, int argc, char **argv)
     if (rc)
         return rc == CLI_HELP ? EXIT_DONE : rc;
     /* Every server given, even those a lock client refuses: that is a finding */
-    if ((rc = cli_open_inspector(cli, &client)))
+    if ((rc = cli_open_inspector(cli, &o, &client)))
         return rc;
     rc = dlock_doctor(&report, client, o.name, o.wait.ttl_ms);
     if (rc < 0) {

@@ -171,9 +171,10 @@ int cli_open_client(const struct cli *cli, dlock_client **out)
     return open_client(cli, 0, NULL, out);
 }
 
-int cli_open_inspector(const struct cli *cli, dlock_client **out)
+int cli_open_inspector(const struct cli *cli, const struct cli_command_opts *o,
+                       dlock_client **out)
 {
-    return open_client(cli, 1, NULL, out);
+    return open_client(cli, 1, o, out);
 }
 
 int cli_open_client_for(const struct cli *cli, const struct cli_command_opts *o,

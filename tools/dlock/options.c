@@ -130,7 +130,7 @@ const struct cli_command cli_command_list = {
 
 const struct cli_command cli_command_doctor = {
     "doctor",
-    "Usage: dlock doctor [-t TTL] [--json] [NAME]\n"
+    "Usage: dlock doctor [-t TTL] [--json] [--replicas K] [NAME]\n"
     "Checks whether the servers can keep a lock: eviction, persistence, replicas,\n"
     "permissions, clocks, round trips, versions. Prints each finding with its ID,\n"
     "severity, evidence and fix. The commands dlock needs are tried on a scratch\n"
@@ -138,9 +138,11 @@ const struct cli_command cli_command_doctor = {
     "removed; nothing else is written.\n"
     "  -t, --ttl DUR     the TTL your locks use, to judge round trips (default 30s)\n"
     "      --json        print {\"findings\":[...]} as JSON\n"
+    "      --replicas K  the --replicas your locks use: replicas beyond K are\n"
+    "                    reported as asynchronous (ASYNC_REPLICAS)\n"
     "Exit 0 without a finding of severity error, 78 with one, 69 when a server\n"
     "could not be reached.\n",
-    CLI_OPT_TTL | CLI_OPT_JSON | CLI_OPT_NAME_OPTIONAL,
+    CLI_OPT_TTL | CLI_OPT_JSON | CLI_OPT_NAME_OPTIONAL | CLI_OPT_REPLICAS,
     "[NAME]",
     1,
 };
