@@ -1,7 +1,7 @@
 /* The URL parser: whatever it accepts, written out again (percent-encoding
  * the user and password) parses to the same endpoint, and the printable
- * label is made of the host and port or the path alone: never the
- * password. */
+ * label is made of the host and port, the path, or a sentinel URL's
+ * primary name and sentinels alone: never the password. */
 #include "url.h"
 
 #include <assert.h>
@@ -42,6 +42,9 @@ static void serialize(const dlock__endpoint *ep, char *out, size_t cap)
         snprintf(auth, sizeof(auth), "%s%s%s@", user, ep->password ? ":" : "", password);
     if (ep->transport == DLOCK__UNIX)
         snprintf(out, cap, "unix://%s?db=%d", ep->path, ep->db);
+    else if (ep->service)
+        snprintf(out, cap, "%s-sentinel://%s%s/%d#%s", ep->tls ? "rediss" : "redis", auth,
+                 ep->sentinels, ep->db, ep->service);
     else
         snprintf(out, cap, "%s://%s%s%s%s:%s/%d", ep->tls ? "rediss" : "redis", auth,
                  strchr(ep->host, ':') ? "[" : "", ep->host, strchr(ep->host, ':') ? "]" : "",
@@ -67,9 +70,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         free(url);
         return 0;
     }
-    /* The label is made of the host and port (or the path) alone. */
+    /* The label is made of the host and port (or the path, or the
+     * primary's name and its sentinels) alone. */
     if (ep.transport == DLOCK__UNIX) {
         assert(strcmp(ep.label, ep.path) == 0);
+    } else if (ep.service) {
+        char label[4200];
+        snprintf(label, sizeof(label), "%s@%s", ep.service, ep.sentinels);
+        assert(strcmp(ep.label, label) == 0);
     } else {
         char label[4200];
         snprintf(label, sizeof(label), strchr(ep.host, ':') ? "[%s]:%s" : "%s:%s", ep.host,
@@ -83,6 +91,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         assert(ep.transport == ep2.transport && ep.tls == ep2.tls && ep.db == ep2.db);
         assert(same(ep.host, ep2.host) && same(ep.path, ep2.path) && same(ep.port, ep2.port));
         assert(same(ep.user, ep2.user) && same(ep.password, ep2.password));
+        assert(same(ep.service, ep2.service) && same(ep.sentinels, ep2.sentinels));
         dlock__endpoint_clear(&ep2);
     }
     dlock__endpoint_clear(&ep);
