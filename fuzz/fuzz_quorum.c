@@ -1,7 +1,8 @@
 /* The acquire decision: from any mix of node answers (grants with tokens,
- * refusals with PTTLs, errors, replies of the wrong shape, no answer) and
- * any timing, a grant implies a majority of grants, 0 < validity <= ttl -
- * elapsed - drift, and the largest token that a granting node gave. */
+ * a semaphore's grants with their slot, refusals with PTTLs, errors,
+ * replies of the wrong shape, no answer) and any timing, a grant implies a
+ * majority of grants, 0 < validity <= ttl - elapsed - drift, and the
+ * largest token that a granting node gave. */
 #include "attempt.h"
 #include "resp.h"
 
@@ -69,7 +70,7 @@ static void answer(struct input *in, dlock__node_result *res, uint64_t *fence)
     case 1: /* busy */
         res->reply = array(2, (dlock__reply *[]){integer(0), integer((long long)*fence * 100)});
         break;
-    case 2: /* an older three-element grant: garbage now */
+    case 2: /* a semaphore's grant names its slot */
         res->reply = array(3, (dlock__reply *[]){integer(1), string(digits), integer(1)});
         break;
     case 3:
@@ -113,7 +114,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         int64_t drift_ns = (int64_t)((double)ttl_ms * drift * 1000000) + 2000000;
         for (size_t i = 0; i < n; i++) {
             const dlock__reply *r = results[i].reply;
-            int grant = r && r->type == DLOCK__REPLY_ARRAY && r->elements == 2 &&
+            int grant = r && r->type == DLOCK__REPLY_ARRAY &&
+                        (r->elements == 2 || r->elements == 3) &&
                         r->element[0]->integer == 1 && fences[i] > 0;
             granted += grant;
             largest = grant && fences[i] > largest ? fences[i] : largest;
