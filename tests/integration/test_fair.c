@@ -31,33 +31,16 @@ static dlock_acquire_options fair(int64_t lease_ms, int64_t wait_ms)
     return o;
 }
 
-static int setup(void **state)
-{
-    *state = test_redis_connect(&server, NULL);
-    return *state ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    redisFree(*state);
-    return 0;
-}
-
+/* How many wait in name's queue. */
 static long long queued(redisContext *redis, const char *name)
 {
-    redisReply *r = run(redis, "ZCARD %s", aux_key(name, "queue"));
-    long long n = r->integer;
-    freeReplyObject(r);
-    return n;
+    return zcard(redis, aux_key(name, "queue"));
 }
 
 /* Waits (10 s at most, times the slowdown) until n waiters queue on name. */
 static void wait_queued(redisContext *redis, const char *name, long long n)
 {
-    long long until = test_now_ms() + 10000LL * test_slowdown();
-    while (queued(redis, name) != n && test_now_ms() < until)
-        usleep(2000);
-    assert_int_equal(queued(redis, name), n);
+    wait_for_zcard(redis, aux_key(name, "queue"), n);
 }
 
 /* `dlock run --fair --lease LEASE NAME -c 'echo ID >>LOG'`, started. */
@@ -372,16 +355,16 @@ static void test_fair_several_servers_refused(void **state)
 
 int main(void)
 {
+#define T(name) cmocka_unit_test_setup_teardown(name, setup_group_redis, teardown_group_redis)
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_fair_sixteen_granted_in_queue_order, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_fair_dead_head_costs_at_most_its_lease, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_fair_slow_head_keeps_its_place, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_fair_release_wakes_only_the_head, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_fair_plain_acquire_does_not_barge, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_fair_cli_nowait_on_a_queued_name_is_busy, setup,
-                                        teardown),
+        T(test_fair_sixteen_granted_in_queue_order),
+        T(test_fair_dead_head_costs_at_most_its_lease),
+        T(test_fair_slow_head_keeps_its_place),
+        T(test_fair_release_wakes_only_the_head),
+        T(test_fair_plain_acquire_does_not_barge),
+        T(test_fair_cli_nowait_on_a_queued_name_is_busy),
         cmocka_unit_test(test_fair_several_servers_refused),
     };
+#undef T
     return cmocka_run_group_tests(tests, group_setup_server, group_teardown_server);
 }
