@@ -35,6 +35,11 @@ double bench_now(void); /* seconds, CLOCK_MONOTONIC */
 double bench_percentile(const double *sorted, size_t n, double p);
 void bench_sort(double *v, size_t n);
 
+/* Runs cycle(ctx) (0, or -1 after saying why on stderr) until `end` or
+ * max_cycles; each one's latency into lat (may be NULL). Returns the number
+ * of cycles, or -1. */
+long bench_cycles(int (*cycle)(void *ctx), void *ctx, double end, long max_cycles, double *lat);
+
 /* INFO commandstats, without the INFO calls themselves: calls summed as
  * "every command Redis ran" and as "top-level requests" (what dlock sends:
  * evalsha, eval, subscribe, unsubscribe, script), and the microseconds
