@@ -145,6 +145,17 @@ int key_exists(redisContext *c, const char *key)
     return v;
 }
 
+void assert_empty(const test_redis *server)
+{
+    redisContext *c = test_redis_connect(server, NULL);
+    redisReply *r;
+    assert_non_null(c);
+    r = run(c, "DBSIZE");
+    assert_int_equal(r->integer, 0);
+    freeReplyObject(r);
+    redisFree(c);
+}
+
 dlock_lock *must_acquire(dlock_client *c, const char *name, int64_t ttl_ms,
                          const dlock_acquire_options *opts)
 {

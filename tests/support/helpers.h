@@ -63,6 +63,10 @@ long long info_count(redisContext *c, const char *section, const char *field);
  * (one of 4 in turn): use it before the fifth call. */
 const char *aux_key(const char *name, const char *kind);
 
+/* Fails the test unless `server` holds no key at all: what was refused
+ * wrote nothing, what was checked left nothing behind. */
+void assert_empty(const test_redis *server);
+
 /* 1 if `key` exists. */
 int key_exists(redisContext *c, const char *key);
 
