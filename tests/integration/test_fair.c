@@ -56,6 +56,16 @@ static void start_fair_run(cli_proc *p, const char *name, const char *lease, int
                      0);
 }
 
+/* Two such runs queued on `name` in turn, ids 0 (the head) and 1. */
+static void queue_two(redisContext *redis, cli_proc *head, cli_proc *next, const char *name,
+                      const char *lease, const char *log)
+{
+    start_fair_run(head, name, lease, 0, log);
+    wait_queued(redis, name, 1);
+    start_fair_run(next, name, lease, 1, log);
+    wait_queued(redis, name, 2);
+}
+
 /* The ids the runs wrote to `log`, in order, into ids; how many. */
 static int read_ids(const char *log, int *ids, int max)
 {
@@ -113,10 +123,7 @@ static void test_fair_dead_head_costs_at_most_its_lease(void **state)
     long long released, waited;
 
     scratch_path(log, sizeof(log), server.dir, "fair-dead");
-    start_fair_run(&head, "fair:dead", "1s", 0, log);
-    wait_queued(redis, "fair:dead", 1);
-    start_fair_run(&next, "fair:dead", "1s", 1, log);
-    wait_queued(redis, "fair:dead", 2);
+    queue_two(redis, &head, &next, "fair:dead", "1s", log);
     kill(head.pid, SIGKILL);
     released = test_now_ms();
     assert_int_equal(dlock_lock_release(holder), 0);
@@ -144,10 +151,7 @@ static void test_fair_slow_head_keeps_its_place(void **state)
     int ids[3] = {0};
 
     scratch_path(log, sizeof(log), server.dir, "fair-slow");
-    start_fair_run(&head, "fair:slow", "4s", 0, log);
-    wait_queued(redis, "fair:slow", 1);
-    start_fair_run(&next, "fair:slow", "4s", 1, log);
-    wait_queued(redis, "fair:slow", 2);
+    queue_two(redis, &head, &next, "fair:slow", "4s", log);
     kill(head.pid, SIGSTOP);
     assert_int_equal(dlock_lock_release(holder), 0);
     usleep(2000 * 1000);
