@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #define BENCH_PORTS_MAX 15
+#define BENCH_PROCS_MAX 64 /* contended, semaphore: processes */
 
 struct bench_args {
     const char *workload;
@@ -34,6 +35,11 @@ double bench_now(void); /* seconds, CLOCK_MONOTONIC */
 double bench_percentile(const double *sorted, size_t n, double p);
 void bench_sort(double *v, size_t n);
 
+/* Runs cycle(ctx) (0, or -1 after saying why on stderr) until `end` or
+ * max_cycles; each one's latency into lat (may be NULL). Returns the number
+ * of cycles, or -1. */
+long bench_cycles(int (*cycle)(void *ctx), void *ctx, double end, long max_cycles, double *lat);
+
 /* INFO commandstats, without the INFO calls themselves: calls summed as
  * "every command Redis ran" and as "top-level requests" (what dlock sends:
  * evalsha, eval, subscribe, unsubscribe, script), and the microseconds
@@ -52,6 +58,24 @@ void bench_json_server_cost(const struct command_counts *before,
 
 /* A client on 127.0.0.1 at every port of `a`. */
 dlock_client *bench_client(const struct bench_args *a);
+
+/* P processes (a->procs, at most BENCH_PROCS_MAX) taking turns on one
+ * name for a->seconds: each acquires with `opts` (wait_ms: what is left of
+ * the window) and calls on_grant before it releases. */
+struct bench_turns {
+    const char *name;
+    dlock_acquire_options opts;
+    volatile double *start_at; /* in memory the processes share; 0 until the window opens */
+    /* With each grant (asked: when the attempt began); nonzero: this
+     * process stops. */
+    int (*on_grant)(void *ctx, int proc, double asked, double end);
+    void *ctx; /* shared with the processes too, where on_grant writes */
+};
+/* Forks the processes, opens the window once they had time to connect and
+ * waits for them; the server's counts just before and after the window.
+ * 0, or 1 if a process failed. */
+int bench_turns_run(const struct bench_args *a, const struct bench_turns *t,
+                    struct command_counts *before, struct command_counts *after);
 
 /* JSON output helpers: bench_json_begin("uncontended") ... bench_json_end(). */
 void bench_json_begin(const char *workload);

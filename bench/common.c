@@ -1,4 +1,5 @@
-/* dlock-bench: time, statistics, INFO commandstats, JSON output. */
+/* dlock-bench: time, statistics, the cycle loop, INFO commandstats, JSON
+ * output. */
 #include "bench.h"
 
 #include <hiredis/hiredis.h>
@@ -32,6 +33,23 @@ double bench_percentile(const double *sorted, size_t n, double p)
         return 0;
     i = (size_t)(p / 100.0 * (double)(n - 1) + 0.5);
     return sorted[i < n ? i : n - 1];
+}
+
+long bench_cycles(int (*cycle)(void *ctx), void *ctx, double end, long max_cycles, double *lat)
+{
+    double prev = bench_now();
+    long n = 0;
+    while (n < max_cycles && prev < end) {
+        double now;
+        if (cycle(ctx) < 0)
+            return -1;
+        now = bench_now();
+        if (lat)
+            lat[n] = now - prev;
+        n++;
+        prev = now;
+    }
+    return n;
 }
 
 static int is_top_level(const char *name)

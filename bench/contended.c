@@ -5,13 +5,10 @@
  * latency runs from the previous holder's release to this grant. */
 #include "bench.h"
 
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #define NAME "bench:contended"
 #define GRANTS_MAX 400000 /* per process */
@@ -23,52 +20,22 @@ struct grant {
 
 struct shared {
     volatile double start_at; /* 0 until the parent says go */
-    long count[64];
+    long count[BENCH_PROCS_MAX];
     struct grant grants[];    /* procs * GRANTS_MAX */
 };
 
-static void worker(const struct bench_args *a, struct shared *sh, int proc)
+/* Records the grant; the release is sent next. */
+static int record_grant(void *ctx, int proc, double asked, double end)
 {
-    dlock_client *c = bench_client(a);
-    dlock_acquire_options opts = DLOCK_ACQUIRE_OPTIONS_INIT;
-    struct grant *mine = &sh->grants[(size_t)proc * GRANTS_MAX];
-    double end;
-    long n = 0;
-    if (!c)
-        _exit(1);
-    opts.fair = a->fair;
-    while (sh->start_at == 0)
-        usleep(100);
-    while (bench_now() < sh->start_at)
-        ;
-    end = sh->start_at + a->seconds;
-    while (n < GRANTS_MAX) {
-        dlock_lock *lock = NULL;
-        double asked = bench_now();
-        int rc;
-        if (asked >= end)
-            break;
-        opts.wait_ms = (int64_t)((end - asked) * 1000) + 1;
-        rc = dlock_lock_acquire(&lock, c, NAME, 30000, &opts);
-        if (rc == DLOCK_EBUSY)
-            break; /* the window closed while we waited */
-        if (rc < 0) {
-            fprintf(stderr, "dlock-bench: %s: %s\n", dlock_strerror(rc), dlock_client_errmsg(c));
-            _exit(1);
-        }
-        mine[n] = (struct grant){.asked = asked, .got = bench_now(), .proc = proc};
-        /* The critical section is empty: we measure the lock. A handoff
-         * starts when the release is sent: its reply and the waiters' wake-up
-         * travel at the same time. */
-        mine[n++].released = bench_now();
-        rc = dlock_lock_release(lock);
-        dlock_lock_free(lock);
-        if (rc < 0)
-            _exit(1);
-    }
-    sh->count[proc] = n;
-    dlock_client_close(c);
-    _exit(0);
+    struct shared *sh = ctx;
+    struct grant *g = &sh->grants[(size_t)proc * GRANTS_MAX + (size_t)sh->count[proc]];
+    (void)end;
+    *g = (struct grant){.asked = asked, .got = bench_now(), .proc = proc};
+    /* The critical section is empty: we measure the lock. A handoff
+     * starts when the release is sent: its reply and the waiters' wake-up
+     * travel at the same time. */
+    g->released = bench_now();
+    return ++sh->count[proc] == GRANTS_MAX;
 }
 
 static int by_time(const void *x, const void *y)
@@ -122,29 +89,17 @@ int bench_contended(const struct bench_args *a)
 {
     size_t size = sizeof(struct shared) + sizeof(struct grant) * GRANTS_MAX * (size_t)a->procs;
     struct shared *sh = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    struct bench_turns turns = {.name = NAME, .opts = DLOCK_ACQUIRE_OPTIONS_INIT,
+                                .on_grant = record_grant};
     struct command_counts before, after;
-    pid_t pids[64];
     size_t n = 0;
-    int failed = 0;
 
-    if (sh == MAP_FAILED || a->procs < 1 || a->procs > 64)
+    if (sh == MAP_FAILED || a->procs < 1 || a->procs > BENCH_PROCS_MAX)
         return 1;
-    for (int p = 0; p < a->procs; p++) {
-        pids[p] = fork();
-        if (pids[p] == 0)
-            worker(a, sh, p);
-    }
-    usleep(300 * 1000); /* let every worker connect */
-    bench_command_counts(a->port, &before);
-    sh->start_at = bench_now() + 0.05;
-    usleep((useconds_t)((a->seconds + 0.05) * 1e6));
-    bench_command_counts(a->port, &after); /* at the window's end, like the peers */
-    for (int p = 0; p < a->procs; p++) {
-        int status;
-        waitpid(pids[p], &status, 0);
-        failed |= !WIFEXITED(status) || WEXITSTATUS(status) != 0;
-    }
-    if (failed)
+    turns.opts.fair = a->fair;
+    turns.start_at = &sh->start_at;
+    turns.ctx = sh;
+    if (bench_turns_run(a, &turns, &before, &after) != 0)
         return 1;
     /* Gather the grants inside the window. */
     for (int p = 0; p < a->procs; p++)

@@ -51,31 +51,26 @@ static int load_script(redisContext *c, const char *source, char sha[41])
     return ok ? 0 : -1;
 }
 
-/* Runs acquire+release cycles (two calls) until `end` or max_cycles;
- * latencies into lat (may be NULL). Returns the number of cycles, or -1. */
-static long cycles(redisContext *c, const struct floor_call calls[2], double end, long max_cycles,
-                   double *lat)
+/* An acquire+release cycle: two calls on one connection. */
+struct floor_cycle {
+    redisContext *c;
+    const struct floor_call *calls;
+};
+
+static int run_cycle(void *ctx)
 {
-    double prev = bench_now();
-    long n = 0;
-    while (n < max_cycles && prev < end) {
-        double now;
-        for (int i = 0; i < 2; i++) {
-            redisReply *r = redisCommandArgv(c, calls[i].argc, calls[i].argv, NULL);
-            int ok = succeeded(r);
-            freeReplyObject(r);
-            if (!ok) {
-                fprintf(stderr, "dlock-bench floor: unexpected reply to %s\n", calls[i].argv[0]);
-                return -1;
-            }
+    const struct floor_cycle *f = ctx;
+    for (int i = 0; i < 2; i++) {
+        const struct floor_call *call = &f->calls[i];
+        redisReply *r = redisCommandArgv(f->c, call->argc, call->argv, NULL);
+        int ok = succeeded(r);
+        freeReplyObject(r);
+        if (!ok) {
+            fprintf(stderr, "dlock-bench floor: unexpected reply to %s\n", call->argv[0]);
+            return -1;
         }
-        now = bench_now();
-        if (lat)
-            lat[n] = now - prev;
-        n++;
-        prev = now;
     }
-    return n;
+    return 0;
 }
 
 /* Warm-up, then the timed window with the server's cost over it; prints
@@ -83,16 +78,17 @@ static long cycles(redisContext *c, const struct floor_call calls[2], double end
 static int measure(redisContext *c, const struct bench_args *a, const struct floor_call calls[2])
 {
     double *lat = malloc(sizeof(double) * (size_t)a->max_cycles);
+    struct floor_cycle cycle = {c, calls};
     struct command_counts before, after;
     double start, elapsed;
     long n;
-    if (!lat || cycles(c, calls, bench_now() + 0.2, 1000, NULL) < 0 ||
+    if (!lat || bench_cycles(run_cycle, &cycle, bench_now() + 0.2, 1000, NULL) < 0 ||
         bench_command_counts(a->port, &before) < 0) {
         free(lat);
         return 1;
     }
     start = bench_now();
-    n = cycles(c, calls, start + a->seconds, a->max_cycles, lat);
+    n = bench_cycles(run_cycle, &cycle, start + a->seconds, a->max_cycles, lat);
     elapsed = bench_now() - start;
     if (n <= 0 || bench_command_counts(a->port, &after) < 0) {
         free(lat);

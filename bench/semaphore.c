@@ -10,18 +10,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #define NAME "bench:semaphore"
-#define PROCS_MAX 64
 
 struct shared {
     volatile double start_at; /* 0 until the parent says go */
     atomic_int inside;        /* processes in their critical section now */
     atomic_int most_inside;
-    long grants[PROCS_MAX];
-    long waited_us[PROCS_MAX]; /* sum of the waits, for the mean */
+    int cs_us;                /* the critical section */
+    long grants[BENCH_PROCS_MAX];
+    long waited_us[BENCH_PROCS_MAX]; /* sum of the waits, for the mean */
 };
 
 static void enter(struct shared *sh)
@@ -32,47 +31,18 @@ static void enter(struct shared *sh)
         ;
 }
 
-static void worker(const struct bench_args *a, struct shared *sh, int proc)
+/* Holds the permit for the critical section, counted inside it. */
+static int hold(void *ctx, int proc, double asked, double end)
 {
-    dlock_client *c = bench_client(a);
-    dlock_acquire_options opts = DLOCK_ACQUIRE_OPTIONS_INIT;
-    double end;
-    if (!c)
-        _exit(1);
-    opts.permits = (unsigned)a->permits;
-    while (sh->start_at == 0)
-        usleep(100);
-    while (bench_now() < sh->start_at)
-        ;
-    end = sh->start_at + a->seconds;
-    for (;;) {
-        dlock_lock *lock = NULL;
-        double asked = bench_now();
-        int rc;
-        if (asked >= end)
-            break;
-        opts.wait_ms = (int64_t)((end - asked) * 1000) + 1;
-        rc = dlock_lock_acquire(&lock, c, NAME, 30000, &opts);
-        if (rc == DLOCK_EBUSY)
-            break; /* the window closed while we waited */
-        if (rc < 0) {
-            fprintf(stderr, "dlock-bench: %s: %s\n", dlock_strerror(rc), dlock_client_errmsg(c));
-            _exit(1);
-        }
-        enter(sh);
-        if (bench_now() <= end) {
-            sh->grants[proc]++;
-            sh->waited_us[proc] += (long)((bench_now() - asked) * 1e6);
-        }
-        usleep((useconds_t)a->cs_us);
-        atomic_fetch_sub(&sh->inside, 1);
-        rc = dlock_lock_release(lock);
-        dlock_lock_free(lock);
-        if (rc < 0)
-            _exit(1);
+    struct shared *sh = ctx;
+    enter(sh);
+    if (bench_now() <= end) {
+        sh->grants[proc]++;
+        sh->waited_us[proc] += (long)((bench_now() - asked) * 1e6);
     }
-    dlock_client_close(c);
-    _exit(0);
+    usleep((useconds_t)sh->cs_us);
+    atomic_fetch_sub(&sh->inside, 1);
+    return 0;
 }
 
 static void report(const struct bench_args *a, const struct shared *sh,
@@ -110,28 +80,18 @@ int bench_semaphore(const struct bench_args *a)
 {
     struct shared *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
                              -1, 0);
+    struct bench_turns turns = {.name = NAME, .opts = DLOCK_ACQUIRE_OPTIONS_INIT, .on_grant = hold};
     struct command_counts before, after;
-    pid_t pids[PROCS_MAX];
-    int failed = 0;
+    int failed;
 
-    if (sh == MAP_FAILED || a->procs < 1 || a->procs > PROCS_MAX || a->permits < 2 ||
+    if (sh == MAP_FAILED || a->procs < 1 || a->procs > BENCH_PROCS_MAX || a->permits < 2 ||
         a->permits > DLOCK_PERMITS_MAX)
         return 1;
-    for (int p = 0; p < a->procs; p++) {
-        pids[p] = fork();
-        if (pids[p] == 0)
-            worker(a, sh, p);
-    }
-    usleep(300 * 1000); /* let every worker connect */
-    bench_command_counts(a->port, &before);
-    sh->start_at = bench_now() + 0.05;
-    usleep((useconds_t)((a->seconds + 0.05) * 1e6));
-    bench_command_counts(a->port, &after);
-    for (int p = 0; p < a->procs; p++) {
-        int status;
-        waitpid(pids[p], &status, 0);
-        failed |= !WIFEXITED(status) || WEXITSTATUS(status) != 0;
-    }
+    sh->cs_us = a->cs_us;
+    turns.opts.permits = (unsigned)a->permits;
+    turns.start_at = &sh->start_at;
+    turns.ctx = sh;
+    failed = bench_turns_run(a, &turns, &before, &after);
     if (!failed)
         report(a, sh, &before, &after);
     if (!failed && atomic_load(&sh->most_inside) > a->permits) {

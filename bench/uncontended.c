@@ -7,30 +7,33 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* An acquire+release cycle of one name. */
+struct cycle {
+    dlock_client *c;
+    const char *name;
+};
+
+static int run_cycle(void *ctx)
+{
+    const struct cycle *cy = ctx;
+    dlock_lock *lock = NULL;
+    int rc = dlock_lock_acquire(&lock, cy->c, cy->name, 30000, NULL);
+    if (rc == 0)
+        rc = dlock_lock_release(lock);
+    dlock_lock_free(lock);
+    if (rc < 0) {
+        fprintf(stderr, "dlock-bench: %s: %s\n", dlock_strerror(rc), dlock_client_errmsg(cy->c));
+        return -1;
+    }
+    return 0;
+}
+
 /* Runs cycles on `name` until `end` or max_cycles; latencies into lat (may
  * be NULL). Returns the number of cycles, or -1. */
 static long cycles(dlock_client *c, const char *name, double end, long max_cycles, double *lat)
 {
-    double prev = bench_now();
-    long n = 0;
-    while (n < max_cycles && prev < end) {
-        dlock_lock *lock = NULL;
-        double now;
-        int rc = dlock_lock_acquire(&lock, c, name, 30000, NULL);
-        if (rc == 0)
-            rc = dlock_lock_release(lock);
-        dlock_lock_free(lock);
-        if (rc < 0) {
-            fprintf(stderr, "dlock-bench: %s: %s\n", dlock_strerror(rc), dlock_client_errmsg(c));
-            return -1;
-        }
-        now = bench_now();
-        if (lat)
-            lat[n] = now - prev;
-        n++;
-        prev = now;
-    }
-    return n;
+    struct cycle cy = {c, name};
+    return bench_cycles(run_cycle, &cy, end, max_cycles, lat);
 }
 
 int bench_uncontended(const struct bench_args *a)

@@ -11,11 +11,12 @@
  * are held. Exit status: 0, 75 when no permit came free within the minute,
  * 70 when the permit was lost, 1 on other errors. */
 
+#include "example.h"
+
 #include <dlock.h>
 
 #include <inttypes.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <time.h>
 
 #define TTL_MS 2000
@@ -58,23 +59,18 @@ static int hold(dlock_client *client, const char *name, unsigned permits, long w
 
 int main(int argc, char **argv)
 {
-    dlock_client_options opts = DLOCK_CLIENT_OPTIONS_INIT;
+    long permits = argc == 5 ? example_number(argv[3]) : -1;
+    long work_ms = argc == 5 ? example_number(argv[4]) : -1;
     dlock_client *client;
-    char why[256], *end1 = NULL, *end2 = NULL;
-    long permits = argc == 5 ? strtol(argv[3], &end1, 10) : -1;
-    long work_ms = argc == 5 ? strtol(argv[4], &end2, 10) : -1;
     int rc;
 
-    if (permits < 2 || permits > DLOCK_PERMITS_MAX || *end1 || work_ms < 0 || end2 == argv[4] || *end2) {
+    if (permits < 2 || permits > DLOCK_PERMITS_MAX || work_ms < 0) {
         fprintf(stderr, "usage: semaphore URL NAME PERMITS(2..%d) WORK_MS\n", DLOCK_PERMITS_MAX);
         return 64;
     }
-    opts.urls = (const char *const *)&argv[1];
-    opts.n_urls = 1;
-    if (dlock_client_open(&client, &opts, why, sizeof(why)) < 0) {
-        fprintf(stderr, "semaphore: %s\n", why);
+    client = example_client("semaphore", argv[1]);
+    if (!client)
         return 1;
-    }
     rc = hold(client, argv[2], (unsigned)permits, work_ms);
     dlock_client_close(client);
     return rc;

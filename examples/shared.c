@@ -13,11 +13,12 @@
  * the name stayed busy for the whole minute, 70 when the hold was lost, 1
  * on other errors. */
 
+#include "example.h"
+
 #include <dlock.h>
 
 #include <inttypes.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -62,23 +63,17 @@ static int hold(dlock_client *client, const char *name, int reader, long work_ms
 
 int main(int argc, char **argv)
 {
-    dlock_client_options opts = DLOCK_CLIENT_OPTIONS_INIT;
+    long work_ms = argc == 5 ? example_number(argv[4]) : -1;
     dlock_client *client;
-    char why[256], *end = NULL;
-    long work_ms = argc == 5 ? strtol(argv[4], &end, 10) : -1;
     int rc;
 
-    if (work_ms < 0 || end == argv[4] || *end ||
-        (strcmp(argv[3], "read") != 0 && strcmp(argv[3], "write") != 0)) {
+    if (work_ms < 0 || (strcmp(argv[3], "read") != 0 && strcmp(argv[3], "write") != 0)) {
         fprintf(stderr, "usage: shared URL NAME read|write WORK_MS\n");
         return 64;
     }
-    opts.urls = (const char *const *)&argv[1];
-    opts.n_urls = 1;
-    if (dlock_client_open(&client, &opts, why, sizeof(why)) < 0) {
-        fprintf(stderr, "shared: %s\n", why);
+    client = example_client("shared", argv[1]);
+    if (!client)
         return 1;
-    }
     rc = hold(client, argv[2], strcmp(argv[3], "read") == 0, work_ms);
     dlock_client_close(client);
     return rc;

@@ -79,50 +79,45 @@ static void pick_nodes(struct run *r, int count)
     r->second = count > 1 ? (r->target + 1 + (int)(rand_r(&r->rng) % (unsigned)(n - 1))) % n : -1;
 }
 
-static void pause_a_holder(struct run *r, int64_t now)
+/* SIGSTOPs a client `pick` chooses (none: try again later), and SIGCONTs
+ * it `hold_ms` plus [lo, hi] ms later. */
+static void pause_a_client(struct run *r, int64_t now,
+                           int (*pick)(const struct checker *k, int from), int64_t hold_ms,
+                           int lo, int hi)
 {
     if (r->heal_ns && now >= r->heal_ns) {
-        /* Recorded before the holder runs again: it may hear of its loss
+        /* Recorded before the client runs again: it may hear of its loss
          * within microseconds, before a record taken after the signal. */
         record(r, FAULT_CLIENT_RESUME, r->target, 0, false);
         kill(r->pids[r->target], SIGCONT);
         r->heal_ns = 0;
         r->next_fault_ns = now + between(r, 1000, 2000);
     } else if (!r->heal_ns && now >= r->next_fault_ns) {
-        int c = checker_client_in_section(r->checker, (int)(rand_r(&r->rng) % (unsigned)r->cfg.clients));
+        int c = pick(r->checker, (int)(rand_r(&r->rng) % (unsigned)r->cfg.clients));
         if (c < 0)
             return;
         kill(r->pids[c], SIGSTOP);
         record(r, FAULT_CLIENT_PAUSE, c, 0, false);
         r->target = c;
         r->faults++;
-        /* Past the TTL, and past the section of the next holder, so that
-         * its write comes first and this one's is stale. */
-        r->heal_ns = now + ms_ns(r->cfg.ttl_ms + r->cfg.cs_ms) + between(r, 300, 1000);
+        r->heal_ns = now + ms_ns(hold_ms) + between(r, lo, hi);
     }
 }
 
-/* Fair runs: SIGSTOP a client that holds nothing (a waiter, most likely)
- * past its presence lease, so that it loses its place, and stalls the
- * queue for at most a lease when it was the head. */
+/* A holder in its section, past the TTL and past the section of the next
+ * holder, so that its write comes first and this one's is stale. */
+static void pause_a_holder(struct run *r, int64_t now)
+{
+    pause_a_client(r, now, checker_client_in_section, r->cfg.ttl_ms + r->cfg.cs_ms, 300, 1000);
+}
+
+/* Fair runs: a client that holds nothing (a waiter, most likely), past its
+ * presence lease, so that it loses its place, and stalls the queue for at
+ * most a lease when it was the head. */
 static void pause_a_waiter(struct run *r, int64_t now)
 {
     int lease = r->cfg.lease_ms ? r->cfg.lease_ms : DLOCK_LEASE_DEFAULT_MS;
-    if (r->heal_ns && now >= r->heal_ns) {
-        record(r, FAULT_CLIENT_RESUME, r->target, 0, false);
-        kill(r->pids[r->target], SIGCONT);
-        r->heal_ns = 0;
-        r->next_fault_ns = now + between(r, 1000, 2000);
-    } else if (!r->heal_ns && now >= r->next_fault_ns) {
-        int c = checker_client_waiting(r->checker, (int)(rand_r(&r->rng) % (unsigned)r->cfg.clients));
-        if (c < 0)
-            return;
-        kill(r->pids[c], SIGSTOP);
-        record(r, FAULT_CLIENT_PAUSE, c, 0, false);
-        r->target = c;
-        r->faults++;
-        r->heal_ns = now + ms_ns(lease) + between(r, 500, 1500);
-    }
+    pause_a_client(r, now, checker_client_waiting, lease, 500, 1500);
 }
 
 /* Crash `count` nodes at once; restart them empty after `down` ms (0: at

@@ -20,27 +20,6 @@
 /* The group's server: group_server, from the helpers. */
 #define server group_server
 
-static int setup(void **state)
-{
-    *state = test_redis_connect(&server, NULL);
-    return *state ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    redisFree(*state);
-    return 0;
-}
-
-#define DLOCK(p, timeout_ms, ...)                                                                  \
-    cli_run((p), server.url, (const char *const[]){__VA_ARGS__, NULL}, (timeout_ms))
-
-/* A scratch file in the server's directory. */
-static void scratch(char *path, size_t len, const char *name)
-{
-    scratch_path(path, len, server.dir, name);
-}
-
 static int process_gone(pid_t pid, int within_ms)
 {
     long long until = test_now_ms() + (long long)within_ms * test_slowdown();
@@ -691,7 +670,7 @@ static void test_cli_stopped_server_leaves_no_directory(void **state)
 
 int main(void)
 {
-#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+#define T(name) cmocka_unit_test_setup_teardown(name, setup_group_redis, teardown_group_redis)
     const struct CMUnitTest tests[] = {
         T(test_cli_classic_sequence),
         T(test_cli_acquire_json),

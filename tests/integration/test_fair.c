@@ -31,33 +31,16 @@ static dlock_acquire_options fair(int64_t lease_ms, int64_t wait_ms)
     return o;
 }
 
-static int setup(void **state)
-{
-    *state = test_redis_connect(&server, NULL);
-    return *state ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    redisFree(*state);
-    return 0;
-}
-
+/* How many wait in name's queue. */
 static long long queued(redisContext *redis, const char *name)
 {
-    redisReply *r = run(redis, "ZCARD %s", aux_key(name, "queue"));
-    long long n = r->integer;
-    freeReplyObject(r);
-    return n;
+    return zcard(redis, aux_key(name, "queue"));
 }
 
 /* Waits (10 s at most, times the slowdown) until n waiters queue on name. */
 static void wait_queued(redisContext *redis, const char *name, long long n)
 {
-    long long until = test_now_ms() + 10000LL * test_slowdown();
-    while (queued(redis, name) != n && test_now_ms() < until)
-        usleep(2000);
-    assert_int_equal(queued(redis, name), n);
+    wait_for_zcard(redis, aux_key(name, "queue"), n);
 }
 
 /* `dlock run --fair --lease LEASE NAME -c 'echo ID >>LOG'`, started. */
@@ -71,6 +54,16 @@ static void start_fair_run(cli_proc *p, const char *name, const char *lease, int
                                                      script, NULL},
                                NULL),
                      0);
+}
+
+/* Two such runs queued on `name` in turn, ids 0 (the head) and 1. */
+static void queue_two(redisContext *redis, cli_proc *head, cli_proc *next, const char *name,
+                      const char *lease, const char *log)
+{
+    start_fair_run(head, name, lease, 0, log);
+    wait_queued(redis, name, 1);
+    start_fair_run(next, name, lease, 1, log);
+    wait_queued(redis, name, 2);
 }
 
 /* The ids the runs wrote to `log`, in order, into ids; how many. */
@@ -130,10 +123,7 @@ static void test_fair_dead_head_costs_at_most_its_lease(void **state)
     long long released, waited;
 
     scratch_path(log, sizeof(log), server.dir, "fair-dead");
-    start_fair_run(&head, "fair:dead", "1s", 0, log);
-    wait_queued(redis, "fair:dead", 1);
-    start_fair_run(&next, "fair:dead", "1s", 1, log);
-    wait_queued(redis, "fair:dead", 2);
+    queue_two(redis, &head, &next, "fair:dead", "1s", log);
     kill(head.pid, SIGKILL);
     released = test_now_ms();
     assert_int_equal(dlock_lock_release(holder), 0);
@@ -161,10 +151,7 @@ static void test_fair_slow_head_keeps_its_place(void **state)
     int ids[3] = {0};
 
     scratch_path(log, sizeof(log), server.dir, "fair-slow");
-    start_fair_run(&head, "fair:slow", "4s", 0, log);
-    wait_queued(redis, "fair:slow", 1);
-    start_fair_run(&next, "fair:slow", "4s", 1, log);
-    wait_queued(redis, "fair:slow", 2);
+    queue_two(redis, &head, &next, "fair:slow", "4s", log);
     kill(head.pid, SIGSTOP);
     assert_int_equal(dlock_lock_release(holder), 0);
     usleep(2000 * 1000);
@@ -372,16 +359,16 @@ static void test_fair_several_servers_refused(void **state)
 
 int main(void)
 {
+#define T(name) cmocka_unit_test_setup_teardown(name, setup_group_redis, teardown_group_redis)
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_fair_sixteen_granted_in_queue_order, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_fair_dead_head_costs_at_most_its_lease, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_fair_slow_head_keeps_its_place, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_fair_release_wakes_only_the_head, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_fair_plain_acquire_does_not_barge, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_fair_cli_nowait_on_a_queued_name_is_busy, setup,
-                                        teardown),
+        T(test_fair_sixteen_granted_in_queue_order),
+        T(test_fair_dead_head_costs_at_most_its_lease),
+        T(test_fair_slow_head_keeps_its_place),
+        T(test_fair_release_wakes_only_the_head),
+        T(test_fair_plain_acquire_does_not_barge),
+        T(test_fair_cli_nowait_on_a_queued_name_is_busy),
         cmocka_unit_test(test_fair_several_servers_refused),
     };
+#undef T
     return cmocka_run_group_tests(tests, group_setup_server, group_teardown_server);
 }

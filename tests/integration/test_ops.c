@@ -40,16 +40,6 @@ static const dlock_finding *finding(const dlock_report *r, const char *id)
     return NULL;
 }
 
-/* Doctor wrote nothing that stayed. */
-static void assert_empty(const test_redis *server)
-{
-    redisContext *rc = test_redis_connect(server, NULL);
-    redisReply *r = run(rc, "DBSIZE");
-    assert_int_equal(r->integer, 0);
-    freeReplyObject(r);
-    redisFree(rc);
-}
-
 /* A server started with `extra`, the doctor's report on it, and the
  * command's exit status for the same server. */
 static dlock_report *doctor_of(test_redis *server, const char *const *extra, int *exit_status)

@@ -26,29 +26,17 @@
 
 #define server group_server
 
-static int setup(void **state)
-{
-    *state = test_redis_connect(&server, NULL);
-    return *state ? 0 : -1;
-}
-
 /* The interactive shell of the terminal tests; stopped here even when a
  * test failed half-way. */
 static pty_shell shell;
 
 static int teardown(void **state)
 {
-    redisFree(*state);
+    teardown_group_redis(state);
     if (shell.pid > 0)
         pty_shell_stop(&shell);
     shell.pid = 0;
     return 0;
-}
-
-/* A scratch file in the server's directory. */
-static void scratch(char *path, size_t len, const char *name)
-{
-    scratch_path(path, len, server.dir, name);
 }
 
 /* Waits until `path` exists, at most `within_ms` (scaled); when it was
@@ -318,7 +306,7 @@ static void test_run_silent_network_stops_the_command_by_the_end_of_validity(voi
 
 int main(void)
 {
-#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+#define T(name) cmocka_unit_test_setup_teardown(name, setup_group_redis, teardown)
     const struct CMUnitTest tests[] = {
         T(test_run_loss_with_a_stuck_stderr_still_stops_the_command),
         T(test_run_loss_kills_what_the_command_left_behind),

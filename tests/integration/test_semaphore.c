@@ -25,36 +25,6 @@ static dlock_acquire_options permits(unsigned n)
     return o;
 }
 
-static int setup(void **state)
-{
-    *state = test_redis_connect(&server, NULL);
-    return *state ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    redisFree(*state);
-    return 0;
-}
-
-static long long zcard(redisContext *redis, const char *name)
-{
-    redisReply *r = run(redis, "ZCARD %s", name);
-    long long n = r->integer;
-    freeReplyObject(r);
-    return n;
-}
-
-/* The server's whole data set, as DEBUG DIGEST: unchanged means nothing was
- * written. */
-static char *digest(redisContext *redis)
-{
-    redisReply *r = run(redis, "DEBUG DIGEST");
-    char *d = strdup(r->str);
-    freeReplyObject(r);
-    return d;
-}
-
 static void test_sem_three_holders_distinct_slots_fourth_busy(void **state)
 {
     redisContext *redis = *state;
@@ -367,33 +337,27 @@ static void test_sem_several_servers_refused(void **state)
     c = open_nodes(urls, 3, 0, 0);
     assert_int_equal(dlock_lock_acquire(&l, c, "sem:redlock", 30000, &o), DLOCK_EINVAL);
     assert_non_null(strstr(dlock_client_errmsg(c), "majority"));
-    for (int i = 0; i < 3; i++) {
-        redisContext *redis = test_redis_connect(&r[i], NULL);
-        redisReply *n = run(redis, "DBSIZE");
-        assert_int_equal(n->integer, 0);
-        freeReplyObject(n);
-        redisFree(redis);
-    }
+    for (int i = 0; i < 3; i++)
+        assert_empty(&r[i]);
     dlock_client_close(c);
     test_redis_stop_all(r, 3);
 }
 
 int main(void)
 {
+#define T(name) cmocka_unit_test_setup_teardown(name, setup_group_redis, teardown_group_redis)
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_sem_three_holders_distinct_slots_fourth_busy, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_sem_other_limit_refused_naming_the_limit_in_force,
-                                        setup, teardown),
-        cmocka_unit_test_setup_teardown(test_sem_wrong_kind_both_ways_writes_nothing, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_sem_release_extend_by_token, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_sem_dead_permit_frees_after_its_ttl, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_sem_release_wakes_a_waiter, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_sem_removed_permit_is_lost, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_sem_bad_permits, setup, teardown),
+        T(test_sem_three_holders_distinct_slots_fourth_busy),
+        T(test_sem_other_limit_refused_naming_the_limit_in_force),
+        T(test_sem_wrong_kind_both_ways_writes_nothing),
+        T(test_sem_release_extend_by_token),
+        T(test_sem_dead_permit_frees_after_its_ttl),
+        T(test_sem_release_wakes_a_waiter),
+        T(test_sem_removed_permit_is_lost),
+        T(test_sem_bad_permits),
         cmocka_unit_test(test_sem_fences_grow_per_slot_across_restarts),
         cmocka_unit_test(test_sem_several_servers_refused),
     };
+#undef T
     return cmocka_run_group_tests(tests, group_setup_server, group_teardown_server);
 }

@@ -20,55 +20,6 @@
 
 #define server group_server
 
-#define DLOCK(p, timeout_ms, ...)                                                                  \
-    cli_run((p), server.url, (const char *const[]){__VA_ARGS__, NULL}, (timeout_ms))
-
-static int setup(void **state)
-{
-    *state = test_redis_connect(&server, NULL);
-    return *state ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    redisFree(*state);
-    return 0;
-}
-
-/* A whole decimal number, or the test fails. */
-static long long number_of(const char *s)
-{
-    char *end;
-    long long n = strtoll(s, &end, 10);
-    assert_true(end != s && (*end == '\0' || *end == '\n' || *end == ' '));
-    return n;
-}
-
-static char *digest(redisContext *redis)
-{
-    redisReply *r = run(redis, "DEBUG DIGEST");
-    char *d = strdup(r->str);
-    freeReplyObject(r);
-    return d;
-}
-
-static long long zcard(redisContext *redis, const char *name)
-{
-    redisReply *r = run(redis, "ZCARD %s", name);
-    long long n = r->integer;
-    freeReplyObject(r);
-    return n;
-}
-
-/* Waits (10 s at most, times the slowdown) until `name` has n permits. */
-static void wait_for_permits(redisContext *redis, const char *name, long long n)
-{
-    long long until = test_now_ms() + 10000LL * test_slowdown();
-    while (zcard(redis, name) != n && test_now_ms() < until)
-        usleep(10000);
-    assert_int_equal(zcard(redis, name), n);
-}
-
 /* 12 runs, 3 permits, holds of a second: each logs its start and end to
  * one append-only file. A start is appended while the permit is held, an
  * end before it is released: counting them in file order never gives more
@@ -150,7 +101,7 @@ static void test_semcli_dead_holders_free_their_permits(void **state)
         const char *args[] = {"run", "--permits", "3", "-t", "5", "sem:dead", "-c", script, NULL};
         assert_int_equal(cli_start(&holders[i], server.url, args, NULL), 0);
     }
-    wait_for_permits(redis, "sem:dead", 3);
+    wait_for_zcard(redis, "sem:dead", 3);
     for (int i = 0; i < 3; i++) {
         assert_true(wait_for_number(pidfile[i]) > 0);
         kill(holders[i].pid, SIGSTOP);
@@ -391,13 +342,8 @@ static void test_semcli_several_servers_refused(void **state)
     const char *args[] = {"acquire", "--permits", "2", "sem:three", NULL};
     assert_int_equal(cli_run(&p, list, args, 10000), 64);
     assert_non_null(strstr(p.err, "a majority cannot bound its holders"));
-    for (int i = 0; i < 3; i++) {
-        redisContext *redis = test_redis_connect(&r[i], NULL);
-        redisReply *n = run(redis, "DBSIZE");
-        assert_int_equal(n->integer, 0);
-        freeReplyObject(n);
-        redisFree(redis);
-    }
+    for (int i = 0; i < 3; i++)
+        assert_empty(&r[i]);
     test_redis_stop_all(r, 3);
 }
 
@@ -445,19 +391,18 @@ static void test_semcli_status_text_and_json(void **state)
 
 int main(void)
 {
+#define T(name) cmocka_unit_test_setup_teardown(name, setup_group_redis, teardown_group_redis)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_semcli_twelve_runs_three_at_a_time),
-        cmocka_unit_test_setup_teardown(test_semcli_dead_holders_free_their_permits, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_semcli_refusals_leave_the_set_alone, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_semcli_semaphore_on_a_mutex_writes_nothing, setup,
-                                        teardown),
+        T(test_semcli_dead_holders_free_their_permits),
+        T(test_semcli_refusals_leave_the_set_alone),
+        T(test_semcli_semaphore_on_a_mutex_writes_nothing),
         cmocka_unit_test(test_semcli_fences_per_slot_across_restarts),
-        cmocka_unit_test_setup_teardown(test_semcli_removed_permit_stops_the_command, setup,
-                                        teardown),
+        T(test_semcli_removed_permit_stops_the_command),
         cmocka_unit_test(test_semcli_several_servers_refused),
         cmocka_unit_test(test_semcli_bad_permits),
         cmocka_unit_test(test_semcli_status_text_and_json),
     };
+#undef T
     return cmocka_run_group_tests(tests, group_setup_server, group_teardown_server);
 }

@@ -31,41 +31,14 @@ static dlock_acquire_options shared(int64_t wait_ms)
     return o;
 }
 
-static int setup(void **state)
-{
-    *state = test_redis_connect(&server, NULL);
-    return *state ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    redisFree(*state);
-    return 0;
-}
-
-static long long readers(redisContext *redis, const char *name)
-{
-    redisReply *r = run(redis, "ZCARD %s", aux_key(name, "readers"));
-    long long n = r->integer;
-    freeReplyObject(r);
-    return n;
-}
+/* A plain connection to the group's server, from the helpers. */
+#define setup setup_group_redis
+#define teardown teardown_group_redis
 
 /* Waits (10 s at most, times the slowdown) until n hold `name` shared. */
 static void wait_until(redisContext *redis, const char *name, long long n)
 {
-    long long until = test_now_ms() + 10000LL * test_slowdown();
-    while (readers(redis, name) != n && test_now_ms() < until)
-        usleep(2000);
-    assert_int_equal(readers(redis, name), n);
-}
-
-static void wait_for_key(redisContext *redis, const char *key)
-{
-    long long until = test_now_ms() + 10000LL * test_slowdown();
-    while (!key_exists(redis, key) && test_now_ms() < until)
-        usleep(2000);
-    assert_true(key_exists(redis, key));
+    wait_for_zcard(redis, aux_key(name, "readers"), n);
 }
 
 /* `dlock run [-s] NAME -c ...` that logs "start K" and "end K" (K s or x)

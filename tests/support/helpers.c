@@ -54,6 +54,46 @@ redisReply *run(redisContext *c, const char *fmt, ...)
     return reply;
 }
 
+long long zcard(redisContext *c, const char *key)
+{
+    redisReply *r = run(c, "ZCARD %s", key);
+    long long n = r->integer;
+    freeReplyObject(r);
+    return n;
+}
+
+void wait_for_zcard(redisContext *c, const char *key, long long n)
+{
+    long long until = test_now_ms() + 10000LL * test_slowdown();
+    while (zcard(c, key) != n && test_now_ms() < until)
+        usleep(2000);
+    assert_int_equal(zcard(c, key), n);
+}
+
+void wait_for_key(redisContext *c, const char *key)
+{
+    long long until = test_now_ms() + 10000LL * test_slowdown();
+    while (!key_exists(c, key) && test_now_ms() < until)
+        usleep(2000);
+    assert_true(key_exists(c, key));
+}
+
+char *digest(redisContext *c)
+{
+    redisReply *r = run(c, "DEBUG DIGEST");
+    char *d = strdup(r->str);
+    freeReplyObject(r);
+    return d;
+}
+
+long long number_of(const char *s)
+{
+    char *end;
+    long long n = strtoll(s, &end, 10);
+    assert_true(end != s && (*end == '\0' || *end == '\n' || *end == ' '));
+    return n;
+}
+
 char *get_string(redisContext *c, const char *key)
 {
     redisReply *r = run(c, "GET %s", key);
@@ -105,6 +145,17 @@ int key_exists(redisContext *c, const char *key)
     return v;
 }
 
+void assert_empty(const test_redis *server)
+{
+    redisContext *c = test_redis_connect(server, NULL);
+    redisReply *r;
+    assert_non_null(c);
+    r = run(c, "DBSIZE");
+    assert_int_equal(r->integer, 0);
+    freeReplyObject(r);
+    redisFree(c);
+}
+
 dlock_lock *must_acquire(dlock_client *c, const char *name, int64_t ttl_ms,
                          const dlock_acquire_options *opts)
 {
@@ -130,6 +181,23 @@ int teardown_server(void **state)
 }
 
 test_redis group_server;
+
+int setup_group_redis(void **state)
+{
+    *state = test_redis_connect(&group_server, NULL);
+    return *state ? 0 : -1;
+}
+
+int teardown_group_redis(void **state)
+{
+    redisFree(*state);
+    return 0;
+}
+
+void scratch(char *path, size_t len, const char *name)
+{
+    scratch_path(path, len, group_server.dir, name);
+}
 
 int group_setup_server(void **state)
 {

@@ -2,6 +2,7 @@
 #ifndef TEST_HELPERS_H
 #define TEST_HELPERS_H
 
+#include "cli_runner.h"
 #include "redis_server.h"
 
 #include <dlock.h>
@@ -21,6 +22,25 @@ dlock_client *open_nodes(const char *const *urls, size_t n, int node_timeout_ms,
 /* Runs a command on a plain hiredis connection and returns the reply
  * (caller frees); fails the test if there is no reply. */
 redisReply *run(redisContext *c, const char *fmt, ...);
+
+/* ZCARD of `key`. */
+long long zcard(redisContext *c, const char *key);
+
+/* Waits (10 s at most, times the slowdown) until ZCARD of `key` is n;
+ * fails the test if it is not by then. */
+void wait_for_zcard(redisContext *c, const char *key, long long n);
+
+/* Waits (10 s at most, times the slowdown) until `key` exists; fails the
+ * test if it does not by then. */
+void wait_for_key(redisContext *c, const char *key);
+
+/* The server's whole data set, as DEBUG DIGEST: unchanged means nothing was
+ * written. Caller frees. */
+char *digest(redisContext *c);
+
+/* The whole decimal number `s` starts with (ended by the end, a newline or
+ * a space), or the test fails. */
+long long number_of(const char *s);
 
 /* The string value of `key`, or NULL; caller frees. */
 char *get_string(redisContext *c, const char *key);
@@ -42,6 +62,10 @@ long long info_count(redisContext *c, const char *section, const char *field);
  * name's hash tag if it has one, else the name. Returns a static buffer
  * (one of 4 in turn): use it before the fifth call. */
 const char *aux_key(const char *name, const char *kind);
+
+/* Fails the test unless `server` holds no key at all: what was refused
+ * wrote nothing, what was checked left nothing behind. */
+void assert_empty(const test_redis *server);
 
 /* 1 if `key` exists. */
 int key_exists(redisContext *c, const char *key);
@@ -86,6 +110,18 @@ dlock_lock *must_acquire(dlock_client *c, const char *name, int64_t ttl_ms,
 extern test_redis group_server;
 int group_setup_server(void **state);
 int group_teardown_server(void **state);
+
+/* cmocka setup/teardown: a plain connection to group_server in *state. */
+int setup_group_redis(void **state);
+int teardown_group_redis(void **state);
+
+/* A scratch file in group_server's directory: scratch_path() there. */
+void scratch(char *path, size_t len, const char *name);
+
+/* `dlock ARG...` against group_server into *p, at most timeout_ms; its
+ * exit status, as cli_run(). */
+#define DLOCK(p, timeout_ms, ...)                                                                  \
+    cli_run((p), group_server.url, (const char *const[]){__VA_ARGS__, NULL}, (timeout_ms))
 
 /* cmocka setup/teardown: a redis-server of the test's own in *state. */
 int setup_server(void **state);
