@@ -548,7 +548,8 @@ DLOCK_EXTERN const char *dlock_client_node_label(const dlock_client *client, siz
  * server whose marker is missing or names another server shows the whole
  * delay, which starts when an acquire first finds it so. Returns 0,
  * DLOCK_EINVAL, or the server's failure (DLOCK_EAUTH without TIME or GET on
- * the marker key).
+ * the marker key). On a cluster endpoint: the master its last call went to
+ * (after dlock_status_query(), the one that serves the name).
  */
 DLOCK_EXTERN int dlock_restart_remaining(int64_t *out, dlock_client *client, size_t node);
 

@@ -6,7 +6,7 @@ int dlock_restart_remaining(int64_t *out, dlock_client *c, size_t node)
 {
     dlock__node_result results[DLOCK__CHECK_CALLS];
     dlock__guard g;
-    dlock__gate gate = {DLOCK__GATE_OPEN, 0, 0, 0, false};
+    dlock__gate gate = {DLOCK__GATE_OPEN, 0, 0, 0, false, false};
     int64_t deadline;
     int rc = dlock__call_start(c, out);
     if (rc == 0 && node >= c->n) {
@@ -16,10 +16,13 @@ int dlock_restart_remaining(int64_t *out, dlock_client *c, size_t node)
     if (rc < 0)
         return rc;
     deadline = dlock__node_deadline(c, 0, dlock__now_ns());
-    rc = dlock__guard_init(&g, c, DLOCK__GUARD_CHECK, NULL, 0, deadline);
+    /* On a cluster: the master the last call went to (dlock_status_query()
+     * leaves it at the name's), and its marker. */
+    rc = dlock__guard_init(&g, c, &c->main.conns[node], 1, DLOCK__GUARD_CHECK, NULL, 0, deadline);
     if (rc == 0 && g.before) {
         dlock__fanout_batch(&c->main.conns[node], 1, g.calls, g.n_calls, deadline, results, NULL,
                             NULL);
+        dlock__guard_rerouted(&g, &c->main.conns[node], 1);
         gate = dlock__guard_gate(&g, results, 1, 0);
         rc = gate.kind == DLOCK__GATE_FAILED ? gate.error : 0;
         if (rc < 0) {

@@ -5,7 +5,6 @@
 #include "clock.h"
 #include "durable.h"
 #include "owner.h"
-#include "route.h"
 #include "scripts.h"
 #include "token.h"
 #include "wipe.h"
@@ -442,24 +441,9 @@ static int confirm_grant(dlock__claim *cl, dlock__lane *lane, const dlock__tally
     return rc;
 }
 
-/* The restart rule's marker is one key per server: on a cluster it would
- * live on one master, not on the one that grants (docs/durability.md). */
-static int refuse_restart_rule_on_a_cluster(const dlock_client *c, dlock__lane *lane)
-{
-    if (c->restart_delay_ms <= 0)
-        return 0;
-    for (size_t i = 0; i < c->n; i++) {
-        if (dlock__route_is_cluster(&lane->conns[i])) {
-            dlock__set_error(lane, "%s is a Redis Cluster: the restart delay works on standalone "
-                                   "servers and sentinel-managed primaries only",
-                             lane->conns[i].ep->label);
-            return DLOCK_EINVAL;
-        }
-    }
-    return 0;
-}
-
-int dlock__attempt_acquire(dlock__claim *cl, dlock__lane *lane, int64_t ttl_ms)
+/* One attempt; *rerouted: a cluster or the sentinels sent some node's
+ * calls elsewhere, so its check and WAIT said nothing (durable.h). */
+static int acquire_once(dlock__claim *cl, dlock__lane *lane, int64_t ttl_ms, bool *rerouted)
 {
     dlock_client *c = cl->client;
     dlock__node_result results[(DLOCK__CHECK_CALLS + 2) * DLOCK__NODES_MAX];
@@ -478,8 +462,6 @@ int dlock__attempt_acquire(dlock__claim *cl, dlock__lane *lane, int64_t ttl_ms)
     dlock__owner_format(owner, sizeof(owner), c->host, (long)dlock__token_pool_pid(c->tokens),
                         cl->token);
     cl->attempts++;
-    if ((rc = refuse_restart_rule_on_a_cluster(c, lane)) < 0)
-        return rc;
     rc = encode_kind_call(&kc, cl, cl->kind->acquire, keys, 3, args, 4);
     if (rc < 0) {
         dlock__set_error(lane, "cannot encode the acquire command");
@@ -487,7 +469,8 @@ int dlock__attempt_acquire(dlock__claim *cl, dlock__lane *lane, int64_t ttl_ms)
     }
     start = dlock__now_ns();
     deadline = dlock__node_deadline(c, ttl_ms, start);
-    rc = dlock__guard_init(&g, c, DLOCK__GUARD_CHECK | DLOCK__GUARD_WAIT, &script, 1, deadline);
+    rc = dlock__guard_init(&g, c, lane->conns, c->n, DLOCK__GUARD_CHECK | DLOCK__GUARD_WAIT,
+                           &script, 1, deadline);
     if (rc < 0) {
         dlock__set_error(lane, "cannot encode the acquire command");
         goto out_free_guard;
@@ -495,6 +478,7 @@ int dlock__attempt_acquire(dlock__claim *cl, dlock__lane *lane, int64_t ttl_ms)
     /* The restart check, the script and WAIT: one round trip per node. */
     d.guard = &g;
     dlock__fanout_batch(lane->conns, c->n, g.calls, g.n_calls, deadline, results, decided, &d);
+    *rerouted = dlock__guard_rerouted(&g, lane->conns, c->n);
     dlock__guard_drop_blocked(&g, lane, results, c->n);
     dlock__guard_mark(&g, lane, results, c->n, dlock__node_deadline(c, ttl_ms, dlock__now_ns()));
     rc = judge(&d.tally, results, c->n, &g, ttl_ms, c->drift_factor, start, dlock__now_ns(),
@@ -515,6 +499,18 @@ int dlock__attempt_acquire(dlock__claim *cl, dlock__lane *lane, int64_t ttl_ms)
 out_free_guard:
     dlock__guard_free(&g);
     dlock__script_call_free(&kc.call);
+    return rc;
+}
+
+int dlock__attempt_acquire(dlock__claim *cl, dlock__lane *lane, int64_t ttl_ms)
+{
+    bool rerouted = false;
+    int rc = acquire_once(cl, lane, ttl_ms, &rerouted);
+    /* A redirect taught the router where the name lives (a client's first
+     * call on a cluster, a moved slot, a failover): at once once more, so
+     * that the check and WAIT reach the server that grants. */
+    if (rc < 0 && rerouted)
+        rc = acquire_once(cl, lane, ttl_ms, &rerouted);
     return rc;
 }
 
@@ -678,10 +674,11 @@ void dlock__attempt_extend(dlock__claim *const *claims, size_t k, dlock__lane *l
         calls[encoded] = &jobs[encoded].call.call.call;
     }
     if (rc == 0)
-        rc = dlock__guard_init(&g, c, DLOCK__GUARD_WAIT, calls, k, deadline);
+        rc = dlock__guard_init(&g, c, lane->conns, c->n, DLOCK__GUARD_WAIT, calls, k, deadline);
     if (rc == 0) {
         d.guard = &g;
         dlock__fanout_batch(lane->conns, c->n, g.calls, g.n_calls, deadline, results, decided, &d);
+        dlock__guard_rerouted(&g, lane->conns, c->n);
         dlock__guard_drop_blocked(&g, lane, results, c->n);
         for (size_t j = 0; j < k; j++)
             rcs[j] = finish_extend(claims[j], lane, &jobs[j], results, &g, j, ttls[j], start);

@@ -2,6 +2,8 @@
 #include "durable.h"
 
 #include "clock.h"
+#include "route.h"
+#include "slot.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -11,6 +13,10 @@
 
 #define ID_MAX 41 /* run_id and replid: 40 hex characters */
 #define WAIT_TICK_MS 110 /* a server tick at the default hz (10), and a little */
+/* Marker keys tried for one that lives with the grant's server on every
+ * cluster endpoint: a master with 1/m of the slots of each of e clusters
+ * takes m^e tries on average (9 for two clusters of 3 masters). */
+#define MARKER_TRIES 65536
 
 static int encode(dlock__call *call, int argc, const char **argv)
 {
@@ -25,14 +31,47 @@ static int encode(dlock__call *call, int argc, const char **argv)
     return 0;
 }
 
-static int encode_check(dlock__guard *g)
+/* Does a call about slot `a` go where one about `b` goes, on every node? */
+static bool goes_along(const dlock__conn *conns, size_t n, int a, int b)
+{
+    for (size_t i = 0; i < n; i++)
+        if (dlock__route_server(&conns[i], a) != dlock__route_server(&conns[i], b))
+            return false;
+    return true;
+}
+
+/* The marker's key: the first candidate (durable.h) that goes where `slot`
+ * goes on every node. Standalone servers and sentinel primaries take the
+ * first, so the key of a plain server is DLOCK__MARKER_KEY. */
+static void choose_marker(dlock__guard *g, const dlock__conn *conns, size_t n, int slot)
+{
+    for (int t = 0; t < MARKER_TRIES; t++) {
+        if (t == 0)
+            snprintf(g->marker, sizeof(g->marker), "%s", DLOCK__MARKER_KEY);
+        else
+            snprintf(g->marker, sizeof(g->marker), "%s{%d}", DLOCK__MARKER_KEY, t);
+        g->marker_slot = (int)dlock__key_slot(g->marker, strlen(g->marker));
+        if (goes_along(conns, n, g->marker_slot, slot))
+            return;
+    }
+    g->marker[0] = '\0';
+}
+
+/* The check's calls all go where `slot` goes, as one group with the script
+ * (fanout.h), the GET too: its key lives there. A map that changed in the
+ * meantime redirects some of them: dlock__guard_rerouted() sees it. */
+static int encode_check(dlock__guard *g, const dlock__conn *conns, size_t n, int slot)
 {
     static const char *const commands[DLOCK__CHECK_CALLS][2] = {
-        {"INFO", "server"}, {"INFO", "replication"}, {"TIME", NULL}, {"GET", DLOCK__MARKER_KEY}};
+        {"INFO", "server"}, {"INFO", "replication"}, {"TIME", NULL}, {"GET", NULL}};
     int rc = 0;
+    choose_marker(g, conns, n, slot);
+    if (!g->marker[0])
+        return DLOCK_EINVAL;
     for (size_t j = 0; rc == 0 && j < DLOCK__CHECK_CALLS; j++) {
-        const char *argv[2] = {commands[j][0], commands[j][1]};
-        rc = encode(&g->check[j], argv[1] ? 2 : 1, argv);
+        const char *argv[2] = {commands[j][0], commands[j][1] ? commands[j][1] : g->marker};
+        rc = encode(&g->check[j], j == 2 ? 1 : 2, argv);
+        g->check[j].slot = slot;
     }
     return rc;
 }
@@ -56,11 +95,14 @@ static int encode_wait(dlock__guard *g, int64_t deadline_ns)
     return encode(&g->wait_call, 3, argv);
 }
 
-int dlock__guard_init(dlock__guard *g, const dlock_client *c, unsigned what,
-                      dlock__call *const *scripts, size_t k, int64_t deadline_ns)
+int dlock__guard_init(dlock__guard *g, const dlock_client *c, dlock__conn *conns, size_t n,
+                      unsigned what, dlock__call *const *scripts, size_t k, int64_t deadline_ns)
 {
+    int slot = k ? scripts[0]->slot : -1;
     int rc = 0;
     memset(g, 0, sizeof(*g));
+    for (size_t i = 0; i < n; i++)
+        g->reroutes[i] = dlock__route_reroutes(&conns[i]);
     g->before = what & DLOCK__GUARD_CHECK && c->restart_delay_ms > 0 ? DLOCK__CHECK_CALLS : 0;
     g->k = k;
     g->wait = what & DLOCK__GUARD_WAIT && c->replicas > 0;
@@ -69,17 +111,20 @@ int dlock__guard_init(dlock__guard *g, const dlock_client *c, unsigned what,
     g->calls = calloc(g->before + k + 1, sizeof(dlock__call *));
     if (!g->calls)
         return DLOCK_ENOMEM;
+    /* The marker is chosen from the whole slot map: one a MOVED made due
+     * is loaded now (the batch would load it only after the choice). A
+     * failure here shows again in the batch, which prepares too. */
+    for (size_t i = 0; g->before && i < n; i++)
+        dlock__route_prepare(&conns[i], slot, deadline_ns);
     if (g->before)
-        rc = encode_check(g);
+        rc = encode_check(g, conns, n, slot);
     if (rc == 0 && g->wait)
         rc = encode_wait(g, deadline_ns);
     /* On a cluster, WAIT goes where the script went: it answers for that
-     * server's writes. The check's commands name no key of the lock. */
-    g->wait_call.slot = k ? scripts[0]->slot : -1;
-    for (size_t j = 0; j < g->before; j++) {
-        g->check[j].slot = -1;
+     * server's writes. */
+    g->wait_call.slot = slot;
+    for (size_t j = 0; j < g->before; j++)
         g->calls[g->n_calls++] = &g->check[j];
-    }
     for (size_t j = 0; j < k; j++)
         g->calls[g->n_calls++] = scripts[j];
     if (g->wait)
@@ -204,7 +249,7 @@ int64_t dlock__restart_remaining(int64_t delay_ms, long long uptime_s, const cha
 static dlock__gate restart_gate(const dlock__guard *g, const dlock__node_result *results, size_t n,
                                 size_t i)
 {
-    dlock__gate gate = {DLOCK__GATE_OPEN, 0, 0, 0, false};
+    dlock__gate gate = {DLOCK__GATE_OPEN, 0, 0, 0, false, false};
     struct server_view v;
     read_view(results, n, i, &v);
     if (v.error < 0) {
@@ -222,7 +267,7 @@ static dlock__gate restart_gate(const dlock__guard *g, const dlock__node_result 
 
 static dlock__gate wait_gate(const dlock__guard *g, const dlock__node_result *r)
 {
-    dlock__gate gate = {DLOCK__GATE_OPEN, 0, 0, 0, false};
+    dlock__gate gate = {DLOCK__GATE_OPEN, 0, 0, 0, false, false};
     int rc = r->status == DLOCK__PENDING ? 0 : reply_error(r);
     if (r->status == DLOCK__PENDING) {
         gate.kind = DLOCK__GATE_PENDING;
@@ -246,10 +291,26 @@ static dlock__gate wait_gate(const dlock__guard *g, const dlock__node_result *r)
     return gate;
 }
 
+bool dlock__guard_rerouted(dlock__guard *g, const dlock__conn *conns, size_t n)
+{
+    bool any = false;
+    for (size_t i = 0; (g->before || g->wait) && i < n; i++) {
+        g->rerouted[i] = dlock__route_reroutes(&conns[i]) != g->reroutes[i];
+        any |= g->rerouted[i];
+    }
+    return any;
+}
+
 dlock__gate dlock__guard_gate(const dlock__guard *g, const dlock__node_result *results, size_t n,
                               size_t i)
 {
-    dlock__gate gate = {DLOCK__GATE_OPEN, 0, 0, 0, false};
+    dlock__gate gate = {DLOCK__GATE_OPEN, 0, 0, 0, false, false};
+    if (g->rerouted[i]) {
+        gate.kind = DLOCK__GATE_FAILED;
+        gate.error = DLOCK_ESERVER;
+        gate.rerouted = true;
+        return gate;
+    }
     if (g->before) {
         /* Replies come in order: the checks are in once the last one is. */
         if (result_at(results, n, g->before - 1, i)->status == DLOCK__PENDING)
@@ -268,11 +329,12 @@ void dlock__guard_mark(const dlock__guard *g, dlock__lane *lane, const dlock__no
     for (size_t i = 0; g->before && i < n; i++) {
         dlock__gate gate = restart_gate(g, results, n, i);
         char value[2 * ID_MAX + 32];
-        const char *argv[4] = {"SET", DLOCK__MARKER_KEY, value, "NX"};
-        dlock__call call = {.slot = -1}; /* the server itself, not a slot */
+        const char *argv[4] = {"SET", g->marker, value, "NX"};
+        dlock__call call = {.slot = g->marker_slot};
         dlock__node_result r = {0};
         struct server_view v;
-        if (!gate.mark)
+        /* A rerouted node's view may be another server's. */
+        if (!gate.mark || g->rerouted[i])
             continue;
         read_view(results, n, i, &v);
         snprintf(value, sizeof(value), "%s %s %" PRId64, v.identified ? v.run_id : "-",
@@ -297,7 +359,7 @@ void dlock__guard_drop_blocked(const dlock__guard *g, dlock__lane *lane,
 bool dlock__guard_restarting(const dlock__guard *g, const dlock__node_result *results, size_t n)
 {
     for (size_t i = 0; g->before && i < n; i++)
-        if (restart_gate(g, results, n, i).kind == DLOCK__GATE_RESTARTING)
+        if (dlock__guard_gate(g, results, n, i).kind == DLOCK__GATE_RESTARTING)
             return true;
     return false;
 }
@@ -330,6 +392,10 @@ void dlock__guard_explain(const dlock__guard *g, dlock__lane *lane,
         else if (gate.kind == DLOCK__GATE_UNACKED)
             append(lane, "; %s: %lld of %d replicas acknowledged within %" PRId64 " ms", label,
                    gate.acked, g->replicas, g->wait_ms);
+        else if (gate.rerouted)
+            append(lane, "; %s: the batch was redirected (a slot moved or a failover), so the "
+                   "%s may have been another server's", label,
+                   g->before ? "restart check" : "WAIT");
         else if (gate.kind == DLOCK__GATE_FAILED)
             append(lane, "; %s: %s failed: %s", label,
                    g->before && restart_gate(g, results, n, i).kind == DLOCK__GATE_FAILED

@@ -18,8 +18,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* One key per server, outside every lock's keys: "run_id replid ms". */
+/* One key per server, outside every lock's keys: "run_id replid ms". On a
+ * cluster, one per master: the first of DLOCK__MARKER_KEY,
+ * DLOCK__MARKER_KEY "{1}", "{2}", ... whose slot that master owns (with
+ * several endpoints, the first that does on each of them). */
 #define DLOCK__MARKER_KEY "dlock:restart-marker"
+#define DLOCK__MARKER_KEY_MAX 48
 
 enum { DLOCK__CHECK_CALLS = 4 }; /* INFO server, INFO replication, TIME, GET marker */
 
@@ -31,7 +35,13 @@ typedef struct dlock__guard {
     int64_t restart_delay_ms;
     int64_t wait_ms; /* the WAIT's timeout */
     dlock__call check[DLOCK__CHECK_CALLS];
+    char marker[DLOCK__MARKER_KEY_MAX]; /* the marker's key, "" when none fits */
+    int marker_slot;
     dlock__call wait_call;
+    /* Each node's dlock__route_reroutes() before the batch, and whether
+     * they grew during it (dlock__guard_rerouted()). */
+    unsigned reroutes[DLOCK__NODES_MAX];
+    bool rerouted[DLOCK__NODES_MAX];
     dlock__call **calls; /* the whole batch, n_calls long */
     size_t n_calls;
 } dlock__guard;
@@ -41,12 +51,24 @@ enum {
     DLOCK__GUARD_WAIT = 2,  /* WAIT, if the client asks for replicas */
 };
 
-/* Lays out the batch around scripts[0..k): what `what` (DLOCK__GUARD_*)
- * asks for and the client's options enable. The WAIT's timeout is the time
- * left until `deadline_ns`, never 0 (WAIT 0 blocks for ever). Returns 0 or
- * DLOCK_ENOMEM. */
-int dlock__guard_init(dlock__guard *g, const dlock_client *c, unsigned what,
-                      dlock__call *const *scripts, size_t k, int64_t deadline_ns);
+/* Lays out the batch around scripts[0..k) for the n connections `conns`:
+ * what `what` (DLOCK__GUARD_*) asks for and the client's options enable.
+ * The check goes where the first script goes (with no script: where the
+ * connections lead now) and reads that server's marker; to choose the
+ * marker, each connection is made ready for the first call first
+ * (dlock__route_prepare()). The WAIT's timeout is the time left until
+ * `deadline_ns`, never 0 (WAIT 0 blocks for ever). Returns 0, DLOCK_ENOMEM,
+ * or DLOCK_EINVAL when no marker key lives with the grant's server on
+ * every cluster endpoint (durable.h's candidates ran out). */
+int dlock__guard_init(dlock__guard *g, const dlock_client *c, dlock__conn *conns, size_t n,
+                      unsigned what, dlock__call *const *scripts, size_t k, int64_t deadline_ns);
+
+/* After the batch: notes the nodes whose calls a cluster or the sentinels
+ * sent again elsewhere (MOVED, ASK, a new primary). Their check and WAIT
+ * may have been answered by another server than the one that ran the
+ * script, so they say nothing: such a node's yes fails (DLOCK_ESERVER).
+ * Returns whether there was one. */
+bool dlock__guard_rerouted(dlock__guard *g, const dlock__conn *conns, size_t n);
 void dlock__guard_free(dlock__guard *g);
 
 enum dlock__gate_kind {
@@ -63,6 +85,7 @@ typedef struct dlock__gate {
     int64_t remaining_ms; /* RESTARTING: what is left of the delay */
     long long acked;      /* UNACKED: how many replicas confirmed */
     bool mark;            /* the marker is missing or names another server */
+    bool rerouted;        /* FAILED: see dlock__guard_rerouted() */
 } dlock__gate;
 
 /* The gate of node `i` from the batch's results[call * n + i]. */

@@ -48,6 +48,7 @@ struct dlock__router {
     size_t active, evict_next;
     int64_t refreshed_ns;
     bool refresh_due; /* a MOVED came: load the whole map before the next call */
+    unsigned reroutes; /* calls sent again elsewhere, ever (dlock__route_reroutes) */
     uint8_t owner[DLOCK__SLOTS]; /* node index + 1; 0: unknown, ask the active node */
     /* Sentinel. */
     dlock__endpoint primary; /* host NULL until the sentinels named one */
@@ -545,6 +546,20 @@ bool dlock__route_is_cluster(const dlock__conn *conn)
     return conn->router && conn->router->cluster;
 }
 
+int dlock__route_server(const dlock__conn *conn, int slot)
+{
+    const struct dlock__router *r = conn->router;
+    if (!r || !r->cluster)
+        return 0;
+    /* As dlock__route_prepare() goes: to the owner if known, else nowhere new. */
+    return slot >= 0 && r->owner[slot] ? r->owner[slot] : (int)r->active + 1;
+}
+
+unsigned dlock__route_reroutes(const dlock__conn *conn)
+{
+    return conn->router ? conn->router->reroutes : 0;
+}
+
 bool dlock__route_same(const dlock__conn *conn, int a, int b)
 {
     const struct dlock__router *r = conn->router;
@@ -599,8 +614,8 @@ static enum dlock__reroute after_error_reply(dlock__conn *conn, const char *text
     return DLOCK__ROUTE_DONE;
 }
 
-enum dlock__reroute dlock__route_after(dlock__conn *conn, const dlock__reply *reply, int error,
-                                       bool sent, int slot, int64_t deadline_ns)
+static enum dlock__reroute reroute(dlock__conn *conn, const dlock__reply *reply, int error,
+                                   bool sent, int slot, int64_t deadline_ns)
 {
     struct dlock__router *r = conn->router;
     if (reply && reply->type == DLOCK__REPLY_ERROR)
@@ -616,6 +631,15 @@ enum dlock__reroute dlock__route_after(dlock__conn *conn, const dlock__reply *re
         r->owner[slot] = 0;
     switch_to(conn, r, 0);
     return DLOCK__ROUTE_AGAIN;
+}
+
+enum dlock__reroute dlock__route_after(dlock__conn *conn, const dlock__reply *reply, int error,
+                                       bool sent, int slot, int64_t deadline_ns)
+{
+    enum dlock__reroute how = reroute(conn, reply, error, sent, slot, deadline_ns);
+    if (how != DLOCK__ROUTE_DONE && conn->router) /* no router: the same server again */
+        conn->router->reroutes++;
+    return how;
 }
 
 void dlock__route_free(dlock__conn *conn)

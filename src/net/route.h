@@ -52,6 +52,18 @@ int dlock__route_probe_cluster(dlock__conn *conn, const char *key, int64_t deadl
 /* Does *conn stand for a cluster (as far as it learnt)? */
 bool dlock__route_is_cluster(const dlock__conn *conn);
 
+/* Which server a call about `slot` (-1: no key) goes to now, as
+ * dlock__route_prepare() would send it: a number that is equal for calls
+ * that go to one server. 0 for an endpoint that is no cluster (its calls
+ * all go to one server). */
+int dlock__route_server(const dlock__conn *conn, int slot);
+
+/* How many calls dlock__route_after() has sent again (MOVED, ASK, TRYAGAIN,
+ * a new primary) on this endpoint so far: when it grew during a batch, the
+ * batch's keyless calls (INFO, TIME, WAIT) may have been answered by
+ * another server than its redirected ones. 0 without a router. */
+unsigned dlock__route_reroutes(const dlock__conn *conn);
+
 /* Do calls about slots `a` and `b` go to the same server now? */
 bool dlock__route_same(const dlock__conn *conn, int a, int b);
 

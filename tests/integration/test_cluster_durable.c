@@ -1,0 +1,302 @@
+/* Replica acknowledgement (--replicas) and the restart rule
+ * (--restart-delay) on a Redis Cluster of 3 masters and 3 replicas, started
+ * once for both tests. Every name shares one hash tag, so one master (and
+ * its replica) serves them all; the clients reach the cluster through
+ * another node, so each is redirected first. The failover test comes last:
+ * it leaves that master a replica. */
+#include "cli_runner.h"
+#include "helpers.h"
+#include "topology.h"
+
+#include <dlock.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#define DELAY_MS 2000 /* --restart-delay 2s */
+#define HOLD_MS 60000 /* the first holders' TTL: longer than each test */
+#define TAG "{cdur}"
+
+static test_cluster cluster;
+static int master, replica; /* node indexes: the tag's master and its replica */
+static const char *seed;    /* the URL of a node that owns none of the tag's slot */
+static int seed_port;
+
+/* The wall clock: the servers' TIME, which the restart delay is measured
+ * on, reads it too. */
+static long long wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+static void must_succeed(int port, const char *what, redisReply *r)
+{
+    if (!r || r->type == REDIS_REPLY_ERROR)
+        fail_msg("%d: %s: %s", port, what, r ? r->str : "no reply");
+    freeReplyObject(r);
+}
+
+/* EXISTS on a node, a replica too (READONLY lets it answer for its
+ * master's slots). */
+static int exists_on(int node, const char *key)
+{
+    redisContext *c = redisConnect("127.0.0.1", cluster.nodes[node].port);
+    redisReply *r = c && !c->err ? redisCommand(c, "READONLY") : NULL;
+    int yes;
+    freeReplyObject(r);
+    r = c && !c->err ? redisCommand(c, "EXISTS %s", key) : NULL;
+    if (!r || r->type != REDIS_REPLY_INTEGER)
+        fail_msg("EXISTS %s on node %d: %s", key, node, r ? r->str : "no reply");
+    yes = r->integer == 1;
+    freeReplyObject(r);
+    redisFree(c);
+    return yes;
+}
+
+/* Polls until node's INFO replication says `field`:`want`, for up to 20 s
+ * (times the slowdown). */
+static void await_info(int node, const char *field, const char *want)
+{
+    long long deadline = test_now_ms() + 20000LL * test_slowdown();
+    char line[96];
+    snprintf(line, sizeof(line), "%s:%s\r\n", field, want);
+    for (;;) {
+        redisReply *r = test_command(cluster.nodes[node].port, "INFO replication");
+        int yes = r && r->type == REDIS_REPLY_STRING && strstr(r->str, line);
+        freeReplyObject(r);
+        if (yes)
+            return;
+        if (test_now_ms() > deadline)
+            fail_msg("node %d: %s:%s did not happen in time", node, field, want);
+        usleep(50000);
+    }
+}
+
+/* Polls until the seed sends the tag's slot to node `to` (MOVED), for up
+ * to 20 s (times the slowdown): the whole cluster has seen a failover. */
+static void await_seed_sends_to(int to)
+{
+    long long deadline = test_now_ms() + 20000LL * test_slowdown();
+    char moved[32];
+    snprintf(moved, sizeof(moved), ":%d", cluster.nodes[to].port);
+    for (;;) {
+        redisReply *r = test_command(seed_port, "GET " TAG);
+        int yes = r && r->type == REDIS_REPLY_ERROR && strstr(r->str, moved);
+        freeReplyObject(r);
+        if (yes)
+            return;
+        if (test_now_ms() > deadline)
+            fail_msg("the seed does not send " TAG " to node %d", to);
+        usleep(50000);
+    }
+}
+
+/* The replica of node `m`: the node whose ROLE names m's port as master. */
+static int replica_of_node(int m)
+{
+    for (int i = 0; i < TEST_CLUSTER_NODES; i++) {
+        redisReply *r = test_command(cluster.nodes[i].port, "ROLE");
+        int yes = r && r->type == REDIS_REPLY_ARRAY && r->elements >= 3 &&
+                  strcmp(r->element[0]->str, "slave") == 0 &&
+                  r->element[2]->integer == cluster.nodes[m].port;
+        freeReplyObject(r);
+        if (yes)
+            return i;
+    }
+    return -1;
+}
+
+static int group_setup(void **state)
+{
+    (void)state;
+    if (test_cluster_start(&cluster) < 0)
+        return -1;
+    master = test_cluster_owner(&cluster, TAG);
+    replica = master >= 0 ? replica_of_node(master) : -1;
+    for (int i = 0; i < TEST_CLUSTER_NODES && !seed; i++)
+        if (i != master && i != replica) {
+            seed = cluster.nodes[i].url;
+            seed_port = cluster.nodes[i].port;
+        }
+    return replica >= 0 && seed ? 0 : -1;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    test_cluster_stop(&cluster);
+    return 0;
+}
+
+static dlock_client *open_durable(int replicas, int64_t restart_delay_ms)
+{
+    dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
+    dlock_client *c = NULL;
+    char why[256];
+    o.urls = &seed;
+    o.n_urls = 1;
+    o.replicas = replicas;
+    o.restart_delay_ms = restart_delay_ms;
+    if (dlock_client_open(&c, &o, why, sizeof(why)) < 0)
+        fail_msg("dlock_client_open: %s", why);
+    return c;
+}
+
+static int try_acquire(dlock_lock **out, dlock_client *c, const char *name, int64_t wait_ms)
+{
+    dlock_acquire_options o = DLOCK_ACQUIRE_OPTIONS_INIT;
+    o.wait_ms = wait_ms;
+    return dlock_lock_acquire(out, c, name, HOLD_MS, &o);
+}
+
+/* `dlock status --restart-delay 2s NAME` through the seed says the
+ * master serving NAME is in its delay. */
+static void assert_status_shows_delay(const char *name)
+{
+    const char *args[] = {"-r", seed, "status", "--restart-delay", "2s", name, NULL};
+    cli_proc p;
+    cli_run(&p, NULL, args, 10000 * test_slowdown());
+    if (!strstr(p.out, "grants nothing for"))
+        fail_msg("status shows no restart delay: %s%s", p.out, p.err);
+}
+
+/* A name's master loses its data (FLUSHALL) while the name is held. With
+ * --restart-delay 2s the master grants nothing for 2 s after that, status
+ * says so, and the next holder's fence is above the first's; without it
+ * (the control) a second holder at once, while the first's TTL runs. */
+static void test_cluster_restart_delay_after_flushall(void **state)
+{
+    const char *name = TAG ":flushed";
+    dlock_client *c = open_durable(0, DELAY_MS), *plain = open_durable(0, 0);
+    dlock_lock *held = NULL, *taken = NULL, *second = NULL;
+    long long lost_ms, taken_ms;
+    (void)state;
+
+    /* Before, the option was refused on a cluster (DLOCK_EINVAL). The
+     * first acquire finds no marker on the master: the delay starts. */
+    assert_int_equal(try_acquire(&held, c, name, 0), DLOCK_EBUSY);
+    assert_status_shows_delay(name);
+    usleep((DELAY_MS + 200) * 1000);
+    assert_int_equal(try_acquire(&held, c, name, 0), 0);
+
+    must_succeed(cluster.nodes[master].port, "FLUSHALL",
+                 test_command(cluster.nodes[master].port, "FLUSHALL"));
+    lost_ms = wall_ms();
+    assert_false(exists_on(master, name)); /* the holder's key is gone */
+    assert_int_equal(try_acquire(&taken, c, name, 0), DLOCK_EBUSY);
+    assert_status_shows_delay(name);
+    assert_int_equal(try_acquire(&taken, c, name, 10000LL * test_slowdown()), 0);
+    taken_ms = wall_ms();
+    assert_true(taken_ms >= lost_ms + DELAY_MS);
+    assert_true(taken_ms < lost_ms + (DELAY_MS + 8000LL) * test_slowdown());
+    assert_true(dlock_lock_fence(taken) > dlock_lock_fence(held));
+
+    /* The control: without the option the flushed master grants at once. */
+    must_succeed(cluster.nodes[master].port, "FLUSHALL",
+                 test_command(cluster.nodes[master].port, "FLUSHALL"));
+    assert_int_equal(try_acquire(&second, plain, name, 0), 0);
+    assert_true(dlock_lock_validity_ms(taken) > 0); /* two holders at once */
+
+    dlock_lock_free(second);
+    dlock_lock_free(taken);
+    dlock_lock_free(held);
+    dlock_client_close(plain);
+    dlock_client_close(c);
+}
+
+/* `dlock acquire -t TTL [--replicas 1] NAME` through the seed: its exit
+ * status, its output in *p. */
+static int cli_acquire(cli_proc *p, const char *ttl, int replicas, const char *name)
+{
+    const char *with[] = {"-r", seed, "acquire", "-t", ttl, "--replicas", "1", name, NULL};
+    const char *without[] = {"-r", seed, "acquire", "-t", ttl, name, NULL};
+    return cli_run(p, NULL, replicas ? with : without, 20000 * test_slowdown());
+}
+
+/* Cuts the replica off its master for good: the master's default user
+ * (the replica's) may no longer sync, and the link is closed. */
+static void cut_replication(void)
+{
+    int port = cluster.nodes[master].port;
+    must_succeed(port, "ACL SETUSER",
+                 test_command(port, "ACL SETUSER default -psync -sync -replconf"));
+    must_succeed(port, "CLIENT KILL", test_command(port, "CLIENT KILL TYPE replica"));
+    await_info(replica, "master_link_status", "down");
+}
+
+/* A failover after writes the replica missed: the link cut, then CLUSTER
+ * FAILOVER TAKEOVER on the replica (a plain CLUSTER FAILOVER would wait
+ * for it to catch up). With --replicas 1 a grant either reached the
+ * replica (and survives) or was never given (exit 69, no key). Without it
+ * the holder's key is lost on the new master and a second holder gets the
+ * name at once: the documented unsafe case. The promoted replica, with
+ * --restart-delay 2s, grants nothing for 2 s and status says so. */
+static void test_cluster_failover_with_the_link_cut(void **state)
+{
+    const char *acked = TAG ":acked", *unacked = TAG ":unacked", *lost = TAG ":lost";
+    const char *later = TAG ":later";
+    dlock_client *plain = open_durable(0, 0), *delayed;
+    dlock_lock *holder = NULL, *second = NULL, *third = NULL;
+    long long promoted_ms, taken_ms;
+    cli_proc p;
+    (void)state;
+
+    assert_int_equal(cli_acquire(&p, "30s", 1, acked), 0);
+    assert_true(exists_on(replica, acked));
+
+    cut_replication();
+    assert_int_equal(cli_acquire(&p, "4s", 1, unacked), 69);
+    assert_non_null(strstr(p.err, "replicas acknowledged"));
+    assert_false(exists_on(master, unacked));
+    assert_int_equal(try_acquire(&holder, plain, lost, 0), 0);
+    assert_true(exists_on(master, lost));
+    assert_false(exists_on(replica, lost));
+
+    must_succeed(cluster.nodes[replica].port, "TAKEOVER",
+                 test_command(cluster.nodes[replica].port, "CLUSTER FAILOVER TAKEOVER"));
+    await_info(replica, "role", "master");
+    await_info(master, "role", "slave");
+    await_seed_sends_to(replica);
+    promoted_ms = wall_ms();
+    assert_true(exists_on(replica, acked));
+    assert_false(exists_on(replica, lost));
+
+    /* The control: the lost holder's name goes to a second holder. */
+    assert_int_equal(try_acquire(&second, plain, lost, 10000LL * test_slowdown()), 0);
+    assert_true(dlock_lock_validity_ms(holder) > 0);
+    assert_true(dlock_lock_fence(second) > dlock_lock_fence(holder));
+
+    /* The promoted replica carries its old master's marker: the delay. */
+    delayed = open_durable(0, DELAY_MS);
+    assert_status_shows_delay(later);
+    assert_int_equal(try_acquire(&third, delayed, later, 10000LL * test_slowdown()), 0);
+    taken_ms = wall_ms();
+    assert_true(taken_ms >= promoted_ms + DELAY_MS);
+
+    must_succeed(cluster.nodes[master].port, "ACL SETUSER",
+                 test_command(cluster.nodes[master].port, "ACL SETUSER default +@all"));
+    dlock_lock_free(third);
+    dlock_lock_free(second);
+    dlock_lock_free(holder);
+    dlock_client_close(delayed);
+    dlock_client_close(plain);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cluster_restart_delay_after_flushall),
+        cmocka_unit_test(test_cluster_failover_with_the_link_cut),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
