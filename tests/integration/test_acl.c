@@ -22,7 +22,7 @@
              "+zadd", "+zrem", "+zscore", "+zrange", "+zrangebyscore", "+zremrangebyscore", \
              "+hget", "+hset", "+hdel", \
              "+cluster|keyslot", "+spublish", "+ssubscribe", "+sunsubscribe", "+wait"
-#define KEYS "~lock:*", "~{lock:*", "&{lock:*", "~dlock:restart-marker"
+#define KEYS "~lock:*", "~{lock:*", "&{lock:*", "~dlock:restart-marker*"
 
 static test_redis server;
 
