@@ -8,7 +8,7 @@
  * change to either file fails it until this model was reviewed against the
  * change and its pin updated:
  * pin src/engine/scripts.c 1f4ac280d1ec347149e46315fe2c61f5d79b7b04
- * pin src/engine/attempt.c 047ec3a88acdf43490ac95eaf2410697195db330
+ * pin src/engine/attempt.c e92e15c062dffd41eddf431a5eaa39532f1b2640
  *
  * Time is kept as in dlock.pml: relative to "now", moved one tick at a time
  * by the clock process; a permit keeps the ticks left until its score (its

@@ -6,6 +6,7 @@
 #include "durable.h"
 #include "owner.h"
 #include "scripts.h"
+#include "slot.h"
 #include "token.h"
 #include "wipe.h"
 
@@ -655,8 +656,8 @@ static int64_t extend_deadline(dlock__claim *const *claims, size_t k, const int6
     return deadline;
 }
 
-void dlock__attempt_extend(dlock__claim *const *claims, size_t k, dlock__lane *lane,
-                           const int64_t *ttls, int *rcs)
+static void extend_batch(dlock__claim *const *claims, size_t k, dlock__lane *lane,
+                         const int64_t *ttls, int *rcs)
 {
     dlock_client *c = claims[0]->client;
     struct extend_job *jobs = calloc(k, sizeof(*jobs));
@@ -694,4 +695,18 @@ void dlock__attempt_extend(dlock__claim *const *claims, size_t k, dlock__lane *l
     free(results);
     free(calls);
     free(jobs);
+}
+
+/* In batches that one WAIT each can vouch for: with replicas on a
+ * cluster, a batch's extends all go to one master. */
+void dlock__attempt_extend(dlock__claim *const *claims, size_t k, dlock__lane *lane,
+                           const int64_t *ttls, int *rcs)
+{
+    int slots[DLOCK__BATCH_MAX];
+    for (size_t j = 0; j < k; j++)
+        slots[j] = (int)dlock__key_slot(claims[j]->keys.lock, strlen(claims[j]->keys.lock));
+    for (size_t from = 0, span; from < k; from += span) {
+        span = dlock__guard_span(claims[0]->client, lane->conns, slots + from, k - from);
+        extend_batch(claims + from, span, lane, ttls + from, rcs + from);
+    }
 }

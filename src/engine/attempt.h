@@ -94,7 +94,8 @@ int dlock__attempt_acquire(dlock__claim *cl, dlock__lane *lane, int64_t ttl_ms);
 int dlock__attempt_release(dlock__claim *cl, dlock__lane *lane, bool publish);
 
 /* Extends claims[0..k) (k <= DLOCK__BATCH_MAX, all of one client) to
- * ttls[j], pipelined: one round trip per node for all. rcs[j]: 0 (the
+ * ttls[j], pipelined: one round trip per node for all (with replicas on a
+ * cluster, one per master the names live on). rcs[j]: 0 (the
  * validity is set again from this call's start), DLOCK_ENOTOWNER (the
  * validity is cleared; if the extend repaired a node, cl->repaired is set
  * and a cleanup release is due) or the failure. Never waits past a validity

@@ -40,6 +40,17 @@ static bool goes_along(const dlock__conn *conns, size_t n, int a, int b)
     return true;
 }
 
+size_t dlock__guard_span(const dlock_client *c, const dlock__conn *conns, const int *slots,
+                         size_t k)
+{
+    size_t span = k > 0 ? 1 : 0;
+    if (c->replicas == 0)
+        return k;
+    while (span < k && goes_along(conns, c->n, slots[0], slots[span]))
+        span++;
+    return span;
+}
+
 /* The marker's key: the first candidate (durable.h) that goes where `slot`
  * goes on every node. Standalone servers and sentinel primaries take the
  * first, so the key of a plain server is DLOCK__MARKER_KEY. */

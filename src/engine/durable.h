@@ -69,6 +69,13 @@ int dlock__guard_init(dlock__guard *g, const dlock_client *c, dlock__conn *conns
  * script, so they say nothing: such a node's yes fails (DLOCK_ESERVER).
  * Returns whether there was one. */
 bool dlock__guard_rerouted(dlock__guard *g, const dlock__conn *conns, size_t n);
+
+/* How many of the calls about slots[0..k) one guard can cover: the leading
+ * ones whose calls go where the first one's go, on every node, when the
+ * client asks for replicas (WAIT answers for the one server it reaches);
+ * all k otherwise. At least 1 when k > 0. */
+size_t dlock__guard_span(const dlock_client *c, const dlock__conn *conns, const int *slots,
+                         size_t k);
 void dlock__guard_free(dlock__guard *g);
 
 enum dlock__gate_kind {

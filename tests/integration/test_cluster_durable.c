@@ -12,6 +12,7 @@
 
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -234,6 +235,72 @@ static void cut_replication(void)
     await_info(replica, "master_link_status", "down");
 }
 
+/* Gives the replica its link back (the failover test cuts it again). */
+static void restore_replication(void)
+{
+    int port = cluster.nodes[master].port;
+    must_succeed(port, "ACL SETUSER", test_command(port, "ACL SETUSER default +@all"));
+    await_info(replica, "master_link_status", "up");
+}
+
+/* A name whose slot another master than the tag's serves. */
+static void name_elsewhere(char *name, size_t size)
+{
+    for (int i = 0;; i++) {
+        snprintf(name, size, "{other%d}:renewed", i);
+        if (test_cluster_owner(&cluster, name) != master)
+            return;
+    }
+}
+
+static void on_lost(dlock_lock *lock, int reason, void *arg)
+{
+    (void)lock;
+    (void)reason;
+    atomic_store((atomic_int *)arg, 1);
+}
+
+/* Two renewed locks with --replicas 1, on two masters, renewed in one
+ * batch: after the tag's master is cut off its replica, its lock is lost
+ * (no extend there is acknowledged), and the other one, whose replica
+ * acknowledges, is still held. One WAIT for both would vouch for one
+ * master's extends with the other's replicas. */
+static void test_cluster_renewals_acknowledged_per_master(void **state)
+{
+    const char *cut = TAG ":renewed";
+    char other[32];
+    dlock_client *c = open_durable(1, 0);
+    dlock_acquire_options o = DLOCK_ACQUIRE_OPTIONS_INIT;
+    dlock_lock *on_cut = NULL, *on_other = NULL;
+    atomic_int cut_lost = 0, other_lost = 0;
+    long long until;
+    (void)state;
+
+    name_elsewhere(other, sizeof(other));
+    o.auto_renew = 1;
+    o.on_lost = on_lost;
+    o.on_lost_arg = &other_lost;
+    assert_int_equal(dlock_lock_acquire(&on_other, c, other, 1500, &o), 0);
+    o.on_lost_arg = &cut_lost;
+    assert_int_equal(dlock_lock_acquire(&on_cut, c, cut, 1500, &o), 0);
+
+    cut_replication();
+    until = test_now_ms() + 10000LL * test_slowdown();
+    while (dlock_lock_held(on_cut) && test_now_ms() < until)
+        usleep(20000);
+    assert_false(dlock_lock_held(on_cut));
+    usleep(3000 * 1000); /* two more TTLs of renewals for the other */
+    assert_true(dlock_lock_held(on_other));
+    assert_int_equal(atomic_load(&other_lost), 0);
+    assert_int_equal(atomic_load(&cut_lost), 1);
+
+    assert_int_equal(dlock_lock_release(on_other), 0);
+    dlock_lock_free(on_other);
+    dlock_lock_free(on_cut);
+    dlock_client_close(c);
+    restore_replication();
+}
+
 /* A failover after writes the replica missed: the link cut, then CLUSTER
  * FAILOVER TAKEOVER on the replica (a plain CLUSTER FAILOVER would wait
  * for it to catch up). With --replicas 1 a grant either reached the
@@ -296,6 +363,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cluster_restart_delay_after_flushall),
+        cmocka_unit_test(test_cluster_renewals_acknowledged_per_master),
         cmocka_unit_test(test_cluster_failover_with_the_link_cut),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
