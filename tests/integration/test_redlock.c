@@ -554,7 +554,8 @@ static void test_redlock_three_node_holder_loses_on_a_restart(void **state)
     opts.auto_renew = 1;
     opts.on_lost = on_lost;
     opts.on_lost_arg = &loss;
-    lock = must_acquire(c, "rl:three", 1500, &opts); /* held on nodes 0, 1, 2 */
+    opts.wait_ms = 5000; /* through a busy machine's late replies */
+    lock = must_acquire(c, "rl:three", 3000, &opts); /* held on nodes 0, 1, 2 */
     memcpy(token, dlock_lock_token(lock), sizeof(token));
     assert_int_equal(test_redis_restart(&servers[3]), 0);
     assert_int_equal(test_redis_restart(&servers[4]), 0);
