@@ -126,6 +126,13 @@ static int grant(struct proc *p, int acquired)
     return ok ? 0 : -1;
 }
 
+/* Takes the lock this process was woken for: acquires it first if
+ * `acquiring`, then logs the grant and hands on (as grant()). */
+static int take(struct proc *p, int acquiring)
+{
+    return acquiring && acquire(p) < 0 ? -1 : grant(p, acquiring);
+}
+
 /* The next message on the subscription: 1 for a wake-up, 0 for the stop,
  * -1 on an error. */
 static int next_message(redisContext *sub)
@@ -139,9 +146,9 @@ static int next_message(redisContext *sub)
     return rc;
 }
 
-/* Process 0 takes the first grant at the window's start; every process
- * then takes the grants it is woken for until the window ends, and exits
- * at the stop. */
+/* Process 0 takes the first grant at the window's start (with SET NX in
+ * both workloads: the key starts free); every process then takes the
+ * grants it is woken for until the window ends, and exits at the stop. */
 static int chain(struct proc *p)
 {
     int rc = 0, woken;
@@ -150,14 +157,14 @@ static int chain(struct proc *p)
             usleep(100);
         while (bench_now() < p->sh->start_at)
             ;
-        rc = acquire(p) < 0 ? -1 : grant(p, 1);
+        rc = take(p, 1);
     }
     while (rc >= 0 && (woken = next_message(p->sub)) != 0) {
         if (woken < 0)
             return -1;
         /* After the window, or once the log is full, the chain ends here. */
         if (rc == 0 && bench_now() <= p->sh->start_at + p->a->seconds)
-            rc = !p->direct && acquire(p) < 0 ? -1 : grant(p, !p->direct);
+            rc = take(p, !p->direct);
     }
     return rc < 0 ? -1 : 0;
 }
