@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #define BENCH_PORTS_MAX 15
-#define BENCH_PROCS_MAX 64 /* contended, semaphore: processes */
+#define BENCH_PROCS_MAX 64 /* contended, semaphore, floor-handoff: processes */
 
 struct bench_args {
     const char *workload;
@@ -17,7 +17,7 @@ struct bench_args {
     int ports[BENCH_PORTS_MAX];
     int n_ports; /* several: the client is a Redlock client */
     double seconds;
-    int procs;   /* contended: processes */
+    int procs;   /* contended, floor-handoff: processes */
     int locks;   /* renew: locks held */
     int clients; /* many: client threads */
     int64_t ttl_ms;
@@ -85,6 +85,7 @@ void bench_json_end(void);
 
 int bench_floor(const struct bench_args *a);
 int bench_floor_minimal(const struct bench_args *a);
+int bench_floor_handoff(const struct bench_args *a); /* and floor-handoff-direct */
 int bench_uncontended(const struct bench_args *a);
 int bench_many(const struct bench_args *a);
 int bench_contended(const struct bench_args *a);

@@ -6,8 +6,10 @@
  * every --port), redlock-minority (the same, on its own name, while
  * scripts/bench holds some of the nodes paused: the first --port must
  * answer, since commands are counted there), contended, renew, many,
- * semaphore (--procs processes on --permits permits, --cs-us each). Each
- * replicas (uncontended, with --replicas; on a primary with replicas). Each
+ * semaphore (--procs processes on --permits permits, --cs-us each),
+ * replicas (uncontended, with --replicas; on a primary with replicas),
+ * floor-handoff and floor-handoff-direct (--procs processes handing one
+ * lock round-robin with plain hiredis: the floor of a fair handoff). Each
  * prints one JSON line; scripts/bench runs them against servers it starts. */
 #include "bench.h"
 
@@ -22,6 +24,8 @@ static const struct {
 } workloads[] = {
     {"floor", bench_floor},
     {"floor-minimal", bench_floor_minimal},
+    {"floor-handoff", bench_floor_handoff},
+    {"floor-handoff-direct", bench_floor_handoff}, /* the release grants the lock */
     {"uncontended", bench_uncontended},
     {"redlock", bench_uncontended}, /* uncontended, with several --port */
     {"redlock-minority", bench_uncontended},
@@ -90,7 +94,8 @@ int main(int argc, char **argv)
     a.port = a.n_ports ? a.ports[0] : 0;
     if (optind != argc - 1 || a.n_ports == 0 || a.seconds <= 0 ||
         a.max_cycles < 1 || a.locks < 1 || a.clients < 1 || a.ttl_ms < 30) {
-        fprintf(stderr, "usage: dlock-bench floor|floor-minimal|uncontended|redlock|"
+        fprintf(stderr, "usage: dlock-bench floor|floor-minimal|floor-handoff|floor-handoff-direct|"
+                        "uncontended|redlock|"
                         "redlock-minority|contended|renew|many|semaphore|replicas --port P "
                         "[--port P2 ...] [--seconds S] [--procs N] [--locks K] [--clients M] "
                         "[--ttl MS] [--max-cycles N] [--node-timeout MS] [--permits N] "

@@ -94,6 +94,12 @@ def main():
                                               get("redis-py-contended-sleep-0.1", "handoffs_per_s")),
         "fair_64_vs_notify_all_64": ratio(get("contended-fair-64", "handoffs_per_s"),
                                           get("contended-64", "handoffs_per_s")),
+        # Fair mode against the floor of a fair handoff (bench/handoff.c),
+        # and what that floor keeps without the head's acquire round trip.
+        "fair_64_vs_floor_handoff_64": ratio(get("contended-fair-64", "handoffs_per_s"),
+                                             get("floor-handoff-64", "handoffs_per_s")),
+        "floor_handoff_64_vs_direct_64": ratio(get("floor-handoff-64", "handoffs_per_s"),
+                                               get("floor-handoff-direct-64", "handoffs_per_s")),
         "handoffs_vs_best_polling_peer": ratio(
             get("contended", "handoffs_per_s"),
             max(filter(None, [get("redis-py-contended-sleep-0.001", "handoffs_per_s"),
@@ -147,7 +153,9 @@ def markdown(by, ratios, m):
     lines += ["", "| contended (8 processes; -64: 64) | grants/s | handoffs/s | wait p50 ms | wait p99 ms "
               "| handoff p50 ms | handoff p99 ms | requests/grant | commands/grant | min/max grants per process |",
               "|---|---|---|---|---|---|---|---|---|---|"]
-    for label in sorted(l for l in by if "contended" in l and "uncontended" not in l):
+    # The floor-handoff rows (the floor of a fair handoff) beside them.
+    for label in sorted(l for l in by if ("contended" in l and "uncontended" not in l)
+                        or l.startswith("floor-handoff")):
         r = by[label]
         lines.append(
             f"| {label} | {fmt(r.get('grants_per_s'))} | {fmt(r.get('handoffs_per_s'))} "
