@@ -8,7 +8,7 @@
  * scripts/model compares these pins with the sha1sum of each file; a
  * change to either file fails it until this model was reviewed against the
  * change and its pin updated:
- * pin src/engine/scripts.c 1f4ac280d1ec347149e46315fe2c61f5d79b7b04
+ * pin src/engine/scripts.c 7e98ad7043723a8cd65f401276eab590802308f5
  * pin src/engine/attempt.c e92e15c062dffd41eddf431a5eaa39532f1b2640
  *
  * Time. There is no absolute clock: every time in the model is kept
@@ -216,17 +216,15 @@ inline release_script(i, tok) {
     f = FLOOR
 }
 
-/* Repair allowed when arg != FLOOR - 1: arg is then the holder's fence. */
+/* Repair allowed when arg != FLOOR - 1: arg is then the holder's fence,
+ * and only on a node whose fence is below it (one that lost the grant's
+ * writes; one that kept them saw the key go). */
 #define NO_REPAIR (FLOOR - 1)
 inline extend_script(i, tok, arg) {
     if
     :: ktok[i] == tok -> krem[i] = TTL - DRIFT; res = YES
-    :: ktok[i] == 0 && arg != NO_REPAIR ->
-        ktok[i] = tok; krem[i] = TTL - DRIFT;
-        if
-        :: fence[i] < arg -> fence[i] = arg
-        :: else -> skip
-        fi;
+    :: ktok[i] == 0 && arg != NO_REPAIR && fence[i] < arg ->
+        ktok[i] = tok; krem[i] = TTL - DRIFT; fence[i] = arg;
         res = REPAIRED
     :: else -> res = NO
     fi;

@@ -56,9 +56,9 @@ static int exists_on(int node, const char *key)
     int yes;
     freeReplyObject(r);
     r = c && !c->err ? redisCommand(c, "EXISTS %s", key) : NULL;
+    yes = r && r->type == REDIS_REPLY_INTEGER && r->integer == 1;
     if (!r || r->type != REDIS_REPLY_INTEGER)
         fail_msg("EXISTS %s on node %d: %s", key, node, r ? r->str : "no reply");
-    yes = r->integer == 1;
     freeReplyObject(r);
     redisFree(c);
     return yes;
