@@ -513,6 +513,13 @@ static void test_redlock_extend_repairs_a_restarted_node(void **state)
     assert_true(strtoull(stored, NULL, 10) >= dlock_lock_fence(lock));
     free(stored);
 
+    /* A node that lost only the key and kept our fence (our own release
+     * reached it before a renewal's late extend, say) is not repaired. */
+    freeReplyObject(run(r, "DEL rl:repair"));
+    assert_int_equal(dlock_lock_extend(lock, 30000), 0);
+    usleep(20 * 1000);
+    assert_false(key_exists(r, "rl:repair"));
+
     /* A node that lost the key but holds garbage under the fence key is not
      * repaired: the garbage stays (named in the error), the others vote. */
     freeReplyObject(run(r, "DEL rl:repair"));
