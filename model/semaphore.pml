@@ -7,7 +7,7 @@
  * scripts/model compares these pins with the sha1sum of each file; a
  * change to either file fails it until this model was reviewed against the
  * change and its pin updated:
- * pin src/engine/scripts.c 1f4ac280d1ec347149e46315fe2c61f5d79b7b04
+ * pin src/engine/scripts.c 4207c5f46ca064da8fd49aaca4657d6a8414eef5
  * pin src/engine/attempt.c 5fea6f5dd535e5492d9e268bd6ee1df47f0b6c0d
  *
  * Time is kept as in dlock.pml: relative to "now", moved one tick at a time
