@@ -510,15 +510,19 @@ static void test_cli_verbose_wait_in_a_log(void **state)
     assert_string_equal(p.err, "");
 }
 
-/* A name that holds a hash is not a lock, and status says so. */
+/* A name that holds a hash is not a lock: status, acquire and run say so
+ * in the same words (acquire used to take it for a semaphore's name). */
 static void test_cli_status_of_a_hash(void **state)
 {
     redisContext *redis = *state;
     cli_proc p;
     freeReplyObject(run(redis, "HSET cli:hash f v"));
     assert_int_equal(DLOCK(&p, 10000, "status", "cli:hash"), 69);
-    assert_non_null(strstr(p.err, "dlock: cli:hash holds a "));
-    assert_non_null(strstr(p.err, "not a lock (WRONGTYPE)\n"));
+    assert_string_equal(p.err, "dlock: cli:hash holds a hash, not a lock (WRONGTYPE)\n");
+    assert_int_equal(DLOCK(&p, 10000, "acquire", "-n", "cli:hash"), 69);
+    assert_string_equal(p.err, "dlock: cli:hash holds a hash, not a lock (WRONGTYPE)\n");
+    assert_int_equal(DLOCK(&p, 10000, "run", "-n", "cli:hash", "--", "true"), 69);
+    assert_string_equal(p.err, "dlock: cli:hash holds a hash, not a lock (WRONGTYPE)\n");
 }
 
 /* status on three servers gives each failing one's reason. */

@@ -510,7 +510,7 @@ int cmd_run(struct cli *cli, int argc, char **argv)
         int sig = pending_signal();
         rc = sig ? 128 + sig : EXIT_UNAVAILABLE;
     } else if (rc < 0) {
-        rc = cli_fail(client, rc, o.name);
+        rc = cli_acquire_failed(client, rc, o.name);
     } else {
         cli_debug(cli, "acquired %s, fence %" PRIu64, o.name, dlock_lock_fence(lock));
         rc = run_locked(cli, &o, client, lock);

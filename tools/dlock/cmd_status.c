@@ -177,19 +177,6 @@ void cli_print_status(const char *name, const dlock_status *st, bool json)
     print_json_fields(st);
 }
 
-/* The name holds a hash, a list...: say so plainly, with the type when the
- * server's "WRONGTYPE NAME holds a hash, not a lock" is in the detail. */
-static int wrong_type(dlock_client *client, const char *name)
-{
-    const char *said = strstr(dlock_client_errmsg(client), "WRONGTYPE ");
-    if (said)
-        cli_error("%.*s (WRONGTYPE)", (int)strcspn(said + 10, ";"), said + 10);
-    else
-        cli_error("%s holds a value of another type (a hash, list...), not a lock (WRONGTYPE)",
-                  name);
-    return cli_exit_code(DLOCK_EWRONGTYPE);
-}
-
 /* Now, in ms since the Unix epoch. */
 static int64_t epoch_ms(void)
 {
@@ -234,7 +221,7 @@ static int watch(dlock_client *client, const char *name, bool json)
         if (rc == DLOCK_ECANCELED)
             break;
         if (rc == DLOCK_EWRONGTYPE) {
-            rc = wrong_type(client, name);
+            rc = cli_wrong_type(client, name);
             break;
         }
         if (rc < 0 && !passing(rc)) {
@@ -280,7 +267,7 @@ int cmd_status(struct cli *cli, int argc, char **argv)
     }
     rc = dlock_status_query(&st, client, o.name);
     if (rc == DLOCK_EWRONGTYPE) {
-        rc = wrong_type(client, o.name);
+        rc = cli_wrong_type(client, o.name);
     } else if (rc < 0) {
         rc = cli_fail(client, rc, o.name);
     } else {
