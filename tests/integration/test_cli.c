@@ -545,6 +545,8 @@ static void test_cli_status_says_why_a_node_failed(void **state)
     snprintf(want, sizeof(want), "  127.0.0.1:%d: ", down);
     assert_non_null(strstr(p.out, want));
     assert_non_null(strstr(strstr(p.out, want), "Connection refused"));
+    snprintf(want, sizeof(want), "127.0.0.1:%d: 127.0.0.1:%d", down, down);
+    assert_null(strstr(p.out, want)); /* the server is named once */
     test_redis_stop(&second);
 }
 

@@ -102,6 +102,15 @@ static void print_node_text(const char *name, const dlock_node_status *ns)
     putchar('\n');
 }
 
+/* A node's error as the library words it names its server first: the line
+ * that names the server already says it once. */
+static const char *without_label(const char *error, const char *server)
+{
+    size_t n = strlen(server);
+    return strncmp(error, server, n) == 0 && strncmp(error + n, ": ", 2) == 0 ? error + n + 2
+                                                                              : error;
+}
+
 /* With several servers: each one's own view, after the majority's. A
  * server that did not answer by the time the others had says why. */
 static void print_nodes(dlock_client *client, const dlock_status *st, const char *name, bool json)
@@ -119,14 +128,14 @@ static void print_nodes(dlock_client *client, const dlock_status *st, const char
             cli_print_json_string(server);
             if (ns->code < 0) {
                 printf(",\"error\":");
-                cli_print_json_string(ns->error);
+                cli_print_json_string(without_label(ns->error, server));
             } else {
                 putchar(',');
                 print_node_json(ns);
             }
             putchar('}');
         } else if (ns->code < 0) {
-            printf("  %s: %s\n", server, ns->error);
+            printf("  %s: %s\n", server, without_label(ns->error, server));
         } else {
             printf("  %s: ", server);
             print_node_text(name, ns);
