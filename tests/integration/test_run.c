@@ -283,6 +283,31 @@ static void test_run_lock_expired_while_suspended_stops_the_command(void **state
     assert_true(group_gone((pid_t)group, 5000));
 }
 
+/* With `stty tostop`, a background writer to the terminal is stopped by
+ * SIGTTOU, and while the command owns the terminal dlock is one: its
+ * messages (-v's "started" and "sent SIGKILL" too) must neither stop it
+ * nor come before the command's signals. The loss stops the command (one
+ * that outlives SIGTERM: SIGKILL at --kill-after) and dlock exits 70. */
+static void test_run_loss_on_a_tostop_terminal_still_stops_the_command(void **state)
+{
+    redisContext *redis = *state;
+    char pidfile[160], line[600];
+    pty_shell *sh = &shell;
+    scratch(pidfile, sizeof(pidfile), "run-tostop");
+    snprintf(line, sizeof(line),
+             "stty tostop; %s -v run -t 3 --kill-after 300ms run:tostop -c 'trap \"echo "
+             "term-$((6 * 7))\" TERM; echo $$ > %s; while :; do sleep 0.1; done'\n",
+             DLOCK_CLI_PATH, pidfile);
+    assert_int_equal(pty_shell_start(sh, server.url), 0);
+    assert_true(pty_shell_expect(sh, "pty$ ", 10000));
+    pty_shell_type(sh, line);
+    assert_true(wait_for_number(pidfile) > 0);
+    freeReplyObject(run(redis, "DEL run:tostop"));
+    assert_true(pty_shell_expect(sh, "term-42", 5000));
+    pty_shell_type(sh, "echo \"status=$?\"\n");
+    assert_true(pty_shell_expect(sh, "status=70", 10000));
+}
+
 /* Behind a network that goes silent, the command gets SIGTERM by the end of
  * the lock's validity (acquired before the command started, TTL 6 s: 300 ms
  * per node for the first try, through the proxy), not one or two command
@@ -326,6 +351,7 @@ int main(void)
         T(test_run_ctrl_z_suspends_the_job_and_fg_resumes_it),
         T(test_run_lock_expired_while_suspended_stops_the_command),
         T(test_run_silent_network_stops_the_command_by_the_end_of_validity),
+        T(test_run_loss_on_a_tostop_terminal_still_stops_the_command),
     };
 #undef T
     /* Orphaned members of a command's group come to us, to be reaped. */

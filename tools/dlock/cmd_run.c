@@ -378,7 +378,9 @@ static void supervise(const struct cli *cli, const struct cli_command_opts *o, s
         if (s->kill_at_ms && cli_now_ms() >= s->kill_at_ms) {
             kill(-s->pid, SIGKILL);
             s->kill_at_ms = 0;
+            message_guard(true);
             cli_debug(cli, "sent SIGKILL to process group %ld", (long)s->pid);
+            message_guard(false);
         }
         if (!reap_group(s->pid, &status))
             continue;
@@ -437,7 +439,10 @@ static int run_guarded(const struct cli *cli, const struct cli_command_opts *o,
         dlock_lock_release(s->lock);
         return exec_errno == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC;
     }
+    /* The command may own the terminal already: -v must not stop dlock. */
+    message_guard(true);
     cli_debug(cli, "started pid %ld", (long)s->pid);
+    message_guard(false);
     supervise(cli, o, s);
     /* A lost lock's command goes whole: what its leader left behind (or
      * started after the SIGTERM) gets SIGKILL by the same deadline. */
