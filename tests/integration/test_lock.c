@@ -375,6 +375,15 @@ static void test_lock_durations_bounded(void **state)
     }
     assert_int_equal(dlock_lock_release(lock), 0);
     dlock_lock_free(lock);
+    /* The longest hold allowed is no false loss: renewals at TTL/3 go on. */
+    opts.wait_ms = 0;
+    opts.auto_renew = 1;
+    opts.max_hold_ms = DLOCK_DURATION_MAX_MS;
+    lock = must_acquire(f->a, "lock:long", 3000, &opts);
+    usleep(1500 * 1000); /* past the first renewal */
+    assert_true(dlock_lock_held(lock));
+    assert_int_equal(dlock_lock_release(lock), 0);
+    dlock_lock_free(lock);
 }
 
 static void test_lock_null_arguments(void **state)
