@@ -8,7 +8,7 @@
  * change to either file fails it until this model was reviewed against the
  * change and its pin updated:
  * pin src/engine/scripts.c 4207c5f46ca064da8fd49aaca4657d6a8414eef5
- * pin src/engine/attempt.c 5fea6f5dd535e5492d9e268bd6ee1df47f0b6c0d
+ * pin src/engine/attempt.c fc64148e72fbe9ff059586dc86b348aa707d6233
  *
  * Time is kept as in dlock.pml: relative to "now", moved one tick at a time
  * by the clock process; a permit keeps the ticks left until its score (its

@@ -208,6 +208,7 @@ static void test_redlock_one_server_is_one_vote(void **state)
         assert_int_equal(dlock_client_open(&c, &opts, why, sizeof(why)), DLOCK_EINVAL);
         assert_non_null(strstr(why, "one server"));
     }
+    assert_non_null(strstr(why, "/0 and ")); /* the databases are named: /0 and /1 */
     list[0] = servers[0].unix_url;
     list[1] = servers[0].url;
     list[2] = servers[1].url;
@@ -216,6 +217,27 @@ static void test_redlock_one_server_is_one_vote(void **state)
     assert_non_null(strstr(dlock_client_errmsg(c), "run_id"));
     assert_int_equal(nodes_holding("rl:one-vote", NULL), 0);
     dlock_client_close(c);
+    /* A busy verdict from one server counted twice is refused too, and a
+     * waiter does not wait for it. */
+    {
+        dlock_client *holder_client = open_redlock(0, 0);
+        dlock_lock *held = must_acquire(holder_client, "rl:one-vote-busy", 30000, NULL);
+        dlock_acquire_options wait = DLOCK_ACQUIRE_OPTIONS_INIT;
+        long long start;
+        assert_int_equal(dlock_client_open(&c, &opts, why, sizeof(why)), 0);
+        assert_int_equal(dlock_lock_acquire(&lock, c, "rl:one-vote-busy", 30000, NULL),
+                         DLOCK_EINVAL);
+        assert_non_null(strstr(dlock_client_errmsg(c), "run_id"));
+        wait.wait_ms = 20000;
+        start = test_now_ms();
+        assert_int_equal(dlock_lock_acquire(&lock, c, "rl:one-vote-busy", 30000, &wait),
+                         DLOCK_EINVAL);
+        assert_true(test_now_ms() - start < 5000LL * test_slowdown());
+        dlock_client_close(c);
+        assert_int_equal(dlock_lock_release(held), 0);
+        dlock_lock_free(held);
+        dlock_client_close(holder_client);
+    }
 }
 
 /* Status over servers where the key has no TTL on one and a TTL on the
