@@ -128,9 +128,9 @@ static void trapping_command(char *script, size_t len, const char *pidfile, cons
              marker, pidfile);
 }
 
-/* With its stderr a full pipe nobody reads, a loss still stops the command
- * at once: dlock signals before it writes, and its message does not block
- * it. */
+/* With its stderr a full pipe nobody reads, the command starts (-v's
+ * "acquired" and "started" do not block dlock) and a loss still stops it at
+ * once: dlock signals before it writes, and its message does not block it. */
 static void test_run_loss_with_a_stuck_stderr_still_stops_the_command(void **state)
 {
     redisContext *redis = *state;
@@ -148,7 +148,7 @@ static void test_run_loss_with_a_stuck_stderr_still_stops_the_command(void **sta
     assert_int_equal(errno, EAGAIN);
     fcntl(err[1], F_SETFL, 0); /* dlock gets a plain, blocking, full pipe */
     {
-        const char *args[] = {"run", "-t", "3", "run:stuck", "-c", script, NULL};
+        const char *args[] = {"-v", "run", "-t", "3", "run:stuck", "-c", script, NULL};
         dlock = start_dlock(server.url, args, err[1]);
     }
     close(err[1]);

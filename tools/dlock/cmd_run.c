@@ -517,7 +517,10 @@ int cmd_run(struct cli *cli, int argc, char **argv)
     } else if (rc < 0) {
         rc = cli_acquire_failed(client, rc, o.name);
     } else {
+        /* Held and renewed now: a stuck stderr must not keep it idle. */
+        message_guard(true);
         cli_debug(cli, "acquired %s, fence %" PRIu64, o.name, dlock_lock_fence(lock));
+        message_guard(false);
         rc = run_locked(cli, &o, client, lock);
     }
     dlock_lock_free(lock);
