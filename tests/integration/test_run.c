@@ -281,6 +281,8 @@ static void test_run_lock_expired_while_suspended_stops_the_command(void **state
     pty_shell_type(sh, "echo \"status=$?\"\n");
     assert_true(pty_shell_expect(sh, "status=70", 10000));
     assert_true(group_gone((pid_t)group, 5000));
+    /* Said as it happened, not as a server that did not answer. */
+    assert_non_null(strstr(sh->out, "dlock: lock run:expired expired while the job was stopped"));
 }
 
 /* With `stty tostop`, a background writer to the terminal is stopped by

@@ -301,7 +301,11 @@ struct supervision {
     int64_t kill_at_ms; /* 0: no SIGKILL pending */
 };
 
-/* Stops the command first, then says why: a message may be slow to go. */
+/* Why dlock learnt of the loss only when it was continued after a stop. */
+#define LOST_WHILE_STOPPED 1
+
+/* Stops the command first, then says why: a message may be slow to go.
+ * `reason`: the library's code, or LOST_WHILE_STOPPED. */
 static void lock_lost(const struct cli *cli, const struct cli_command_opts *o, struct supervision *s,
                       int reason)
 {
@@ -311,7 +315,9 @@ static void lock_lost(const struct cli *cli, const struct cli_command_opts *o, s
     stop_group(s->pid);
     s->kill_at_ms = cli_now_ms() + o->kill_after_ms;
     message_guard(true);
-    if (reason == DLOCK_ELOST)
+    if (reason == LOST_WHILE_STOPPED)
+        cli_error("lock %s expired while the job was stopped; stopping the command", o->name);
+    else if (reason == DLOCK_ELOST)
         cli_error("lock %s: held for the --max-hold limit; stopping the command", o->name);
     else
         cli_error("lock %s was lost (%s); stopping the command", o->name, dlock_strerror(reason));
@@ -332,8 +338,7 @@ static void command_stopped(const struct cli *cli, const struct cli_command_opts
         return;
     kill(getpid(), SIGTSTP); /* returns once continued */
     if (!s->lost && !dlock_lock_held(s->lock)) {
-        int reason = atomic_load(&lost_reason);
-        lock_lost(cli, o, s, reason ? reason : DLOCK_ETIMEDOUT);
+        lock_lost(cli, o, s, LOST_WHILE_STOPPED);
     } else if (!s->lost && own_terminal && tcgetpgrp(STDIN_FILENO) == getpgrp()) {
         take_terminal(s->pid);
     }
