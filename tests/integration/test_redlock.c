@@ -177,6 +177,19 @@ static void test_redlock_busy_not_no_quorum_with_a_node_down(void **state)
         if (rc != DLOCK_EBUSY)
             fail_msg("try %d: %s: %s", i, dlock_err_name(rc), dlock_client_errmsg(other));
     }
+    /* A waiter (as `dlock run -w 1`, which ends a wait at an I/O error)
+     * waits its whole second: a majority is reachable. */
+    {
+        dlock_acquire_options wait = DLOCK_ACQUIRE_OPTIONS_INIT;
+        long long start = test_now_ms();
+        int rc;
+        wait.wait_ms = 1000;
+        wait.no_io_retry = 1;
+        rc = dlock_lock_acquire(&lock, other, "rl:busy-down", 30000, &wait);
+        if (rc != DLOCK_EBUSY)
+            fail_msg("waiter: %s: %s", dlock_err_name(rc), dlock_client_errmsg(other));
+        assert_true(test_now_ms() - start >= 1000);
+    }
     assert_int_equal(dlock_lock_release(held), 0);
     dlock_lock_free(held);
     dlock_client_close(holder);
