@@ -249,14 +249,13 @@ static void test_acl_doctor_without_info_says_what_it_missed(void **state)
 {
     dlock_client *c = as_user("locker", "locker-pw");
     dlock_report *report = NULL;
-    const dlock_finding *missed = NULL;
+    const char *missed = ""; /* NOT_CHECKED's evidence */
     (void)state;
     assert_int_equal(dlock_doctor(&report, c, "lock:acl-doctor", 0), 0);
     for (size_t i = 0; i < dlock_report_count(report); i++)
         if (strcmp(dlock_report_finding(report, i)->id, "NOT_CHECKED") == 0)
-            missed = dlock_report_finding(report, i);
-    assert_non_null(missed);
-    assert_non_null(strstr(missed->evidence, "one server is checked by address only"));
+            missed = dlock_report_finding(report, i)->evidence;
+    assert_non_null(strstr(missed, "one server is checked by address only"));
     dlock_report_free(report);
     dlock_client_close(c);
 }
