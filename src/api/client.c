@@ -120,8 +120,13 @@ static int refuse_same_server(dlock_client *c, size_t k, bool inspect, char *why
                     (!ep->service && !other->service && same_address(c->addrs[i], c->addrs[k]));
         if (!same)
             continue;
-        snprintf(c->refusal, sizeof(c->refusal), "servers %s and %s are one server: each "
-                 "Redlock vote must be an independent server", other->label, ep->label);
+        if (other->db != ep->db) /* the labels leave it out: /0 and /1 would read alike */
+            snprintf(c->refusal, sizeof(c->refusal), "servers %s/%d and %s/%d are one server "
+                     "(two databases are not two votes)", other->label, other->db, ep->label,
+                     ep->db);
+        else
+            snprintf(c->refusal, sizeof(c->refusal), "servers %s and %s are one server: each "
+                     "Redlock vote must be an independent server", other->label, ep->label);
         c->refusal_id = "SAME_NODE";
         return inspect ? 0 : refuse(why, why_len, c->refusal);
     }

@@ -202,7 +202,8 @@ static bool look_at(dlock_client *c, size_t i, struct node *nd, dlock_report *r)
     nd->reached = true;
     if (rc > 0) {
         add(r, "NOT_CHECKED", DLOCK_SEVERITY_INFO, nd->label, 0, fix_not_checked,
-            "INFO refused (%.200s): eviction, persistence, replicas and version not checked",
+            "INFO refused (%.200s): eviction, persistence, replicas and version not checked; "
+            "whether two URLs are one server is checked by address only",
             nd->info);
         nd->info[0] = '\0';
     }

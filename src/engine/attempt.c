@@ -357,9 +357,18 @@ static void busy_message(dlock__lane *lane, int64_t pttl_ms)
                          (double)pttl_ms / 1000);
 }
 
+/* One server counted twice is no majority, for a grant or a busy verdict:
+ * two endpoints with one run_id are refused. A server answers its run_id
+ * about as fast as the majority answered since `start`. */
+static int check_one_vote_each(dlock_client *c, dlock__lane *lane, int64_t start)
+{
+    int64_t grace = dlock__now_ns() - start;
+    return dlock__lane_check_distinct(c, lane, grace > DLOCK__NS_PER_MS ? grace : DLOCK__NS_PER_MS);
+}
+
 static int acquire_failed(dlock__claim *cl, dlock__lane *lane, const dlock__tally *t,
                           const dlock__node_result *results, const dlock__guard *g,
-                          int64_t ttl_ms)
+                          int64_t ttl_ms, int64_t start)
 {
     dlock_client *c = cl->client;
     int rc;
@@ -367,13 +376,17 @@ static int acquire_failed(dlock__claim *cl, dlock__lane *lane, const dlock__tall
         rc = DLOCK_ETIMEDOUT;
         dlock__set_error(lane, "acquiring took longer than the TTL of %" PRId64 " ms", ttl_ms);
     } else if (t->yes + t->no >= t->quorum) {
-        rc = DLOCK_EBUSY;
-        cl->last_pttl_ms = t->pttl;
-        if (dlock__guard_restarting(g, results, c->n))
-            dlock__set_error(lane, "no majority may grant: the lock may be held by an owner that "
-                             "a restarted server forgot");
-        else
-            busy_message(lane, t->pttl);
+        /* A waiter must not wait for a majority that is one server. */
+        rc = check_one_vote_each(c, lane, start);
+        if (rc == 0) {
+            rc = DLOCK_EBUSY;
+            cl->last_pttl_ms = t->pttl;
+            if (dlock__guard_restarting(g, results, c->n))
+                dlock__set_error(lane, "no majority may grant: the lock may be held by an owner "
+                                 "that a restarted server forgot");
+            else
+                busy_message(lane, t->pttl);
+        }
     } else {
         rc = common_failure(results, c->n, GRANT, g, 0);
         dlock__set_error(lane, "cannot acquire the lock: %s", dlock_strerror(rc));
@@ -428,9 +441,7 @@ static int confirm_grant(dlock__claim *cl, dlock__lane *lane, const dlock__tally
                          int64_t valid_until)
 {
     dlock_client *c = cl->client;
-    /* A server answers its run_id about as fast as the majority answered. */
-    int64_t grace = dlock__now_ns() - start;
-    int rc = dlock__lane_check_distinct(c, lane, grace > DLOCK__NS_PER_MS ? grace : DLOCK__NS_PER_MS);
+    int rc = check_one_vote_each(c, lane, start);
     if (rc == 0 && c->n > 1)
         rc = write_back_fence(cl, lane, ttl_ms, t->fence, valid_until);
     if (rc == 0 && valid_until <= dlock__now_ns()) {
@@ -488,7 +499,7 @@ static int acquire_once(dlock__claim *cl, dlock__lane *lane, int64_t ttl_ms, boo
         rc = confirm_grant(cl, lane, &d.tally, &results[g.before * c->n], ttl_ms, start,
                            valid_until);
     else
-        rc = acquire_failed(cl, lane, &d.tally, results, &g, ttl_ms);
+        rc = acquire_failed(cl, lane, &d.tally, results, &g, ttl_ms, start);
     if (rc == 0) {
         cl->fence = d.tally.fence;
         cl->slot = d.tally.slot;

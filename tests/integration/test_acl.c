@@ -243,6 +243,23 @@ static void test_acl_restart_rule_without_info(void **state)
     dlock_client_close(c);
 }
 
+/* A user without INFO: doctor says what it could not check, the one-vote
+ * check's limit (addresses only) included. */
+static void test_acl_doctor_without_info_says_what_it_missed(void **state)
+{
+    dlock_client *c = as_user("locker", "locker-pw");
+    dlock_report *report = NULL;
+    const char *missed = ""; /* NOT_CHECKED's evidence */
+    (void)state;
+    assert_int_equal(dlock_doctor(&report, c, "lock:acl-doctor", 0), 0);
+    for (size_t i = 0; i < dlock_report_count(report); i++)
+        if (strcmp(dlock_report_finding(report, i)->id, "NOT_CHECKED") == 0)
+            missed = dlock_report_finding(report, i)->evidence;
+    assert_non_null(strstr(missed, "one server is checked by address only"));
+    dlock_report_free(report);
+    dlock_client_close(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -253,6 +270,7 @@ int main(void)
         cmocka_unit_test(test_acl_without_evalsha),
         cmocka_unit_test(test_acl_replicas_need_wait),
         cmocka_unit_test(test_acl_restart_rule_without_info),
+        cmocka_unit_test(test_acl_doctor_without_info_says_what_it_missed),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -489,15 +489,19 @@ static void test_cli_verbose_wait_in_a_log(void **state)
     assert_string_equal(p.err, "");
 }
 
-/* A name that holds a hash is not a lock, and status says so. */
+/* A name that holds a hash is not a lock: status, acquire and run say so
+ * in the same words (acquire used to take it for a semaphore's name). */
 static void test_cli_status_of_a_hash(void **state)
 {
     redisContext *redis = *state;
     cli_proc p;
     freeReplyObject(run(redis, "HSET cli:hash f v"));
     assert_int_equal(DLOCK(&p, 10000, "status", "cli:hash"), 69);
-    assert_non_null(strstr(p.err, "dlock: cli:hash holds a "));
-    assert_non_null(strstr(p.err, "not a lock (WRONGTYPE)\n"));
+    assert_string_equal(p.err, "dlock: cli:hash holds a hash, not a lock (WRONGTYPE)\n");
+    assert_int_equal(DLOCK(&p, 10000, "acquire", "-n", "cli:hash"), 69);
+    assert_string_equal(p.err, "dlock: cli:hash holds a hash, not a lock (WRONGTYPE)\n");
+    assert_int_equal(DLOCK(&p, 10000, "run", "-n", "cli:hash", "--", "true"), 69);
+    assert_string_equal(p.err, "dlock: cli:hash holds a hash, not a lock (WRONGTYPE)\n");
 }
 
 /* status on three servers gives each failing one's reason. */
@@ -520,6 +524,8 @@ static void test_cli_status_says_why_a_node_failed(void **state)
     snprintf(want, sizeof(want), "  127.0.0.1:%d: ", down);
     assert_non_null(strstr(p.out, want));
     assert_non_null(strstr(strstr(p.out, want), "Connection refused"));
+    snprintf(want, sizeof(want), "127.0.0.1:%d: 127.0.0.1:%d", down, down);
+    assert_null(strstr(p.out, want)); /* the server is named once */
     test_redis_stop(&second);
 }
 

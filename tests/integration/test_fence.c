@@ -181,7 +181,7 @@ static void test_fence_ahead_of_the_clock_repeats_after_a_rollback(void **state)
 static void test_fence_values_out_of_range_refused(void **state)
 {
     static const char *const bad[] = {"9007199254740991", "9007199254740993", "inf", "nan",
-                                      "1e400", "-5", "5 ", " 5", "0x10", "1.5", "",
+                                      "1e400", "-5", "5 ", " 5", "0x10", "1.5", "", "05", "00",
                                       "12345678901234567"};
     dlock_client *c = open_client(server.url, 0, 0);
     redisContext *redis = test_redis_connect(&server, NULL);
@@ -209,6 +209,101 @@ static void test_fence_values_out_of_range_refused(void **state)
     dlock_client_close(c);
 }
 
+/* A stored value that is not a token, for an acquire of each kind: refused
+ * with an error that names the key holding it, and the name is not taken. */
+static void expect_refused(dlock_client *c, redisContext *redis, const char *name,
+                           const char *key, const dlock_acquire_options *o)
+{
+    dlock_lock *lock = NULL;
+    int rc = dlock_lock_acquire(&lock, c, name, 30000, o);
+    if (rc != DLOCK_ESERVER)
+        fail_msg("%s: %s instead of DLOCK_ESERVER", name, dlock_err_name(rc));
+    if (!strstr(dlock_client_errmsg(c), key) || !strstr(dlock_client_errmsg(c), "not a fencing token"))
+        fail_msg("%s: the message does not name %s: %s", name, key, dlock_client_errmsg(c));
+    assert_false(key_exists(redis, name));
+}
+
+/* Every script that reads a fence key shares the one parser: semaphores
+ * (a slot's token in a hash), fair locks, shared holds, status. */
+static void test_fence_garbage_refused_by_every_kind(void **state)
+{
+    dlock_client *c = open_client(server.url, 0, 0);
+    redisContext *redis = test_redis_connect(&server, NULL);
+    dlock_acquire_options o = DLOCK_ACQUIRE_OPTIONS_INIT;
+    dlock_status *st = NULL;
+    char key[128];
+    (void)state;
+    snprintf(key, sizeof(key), "%s", aux_key("fence:sem", "fences"));
+    freeReplyObject(run(redis, "HSET %s 0 inf", key));
+    o.permits = 3;
+    expect_refused(c, redis, "fence:sem", key, &o);
+    o.permits = 0;
+
+    snprintf(key, sizeof(key), "%s", aux_key("fence:fair", "fence"));
+    freeReplyObject(run(redis, "SET %s 1e400", key));
+    o.fair = 1;
+    expect_refused(c, redis, "fence:fair", key, &o);
+    o.fair = 0;
+
+    snprintf(key, sizeof(key), "%s", aux_key("fence:shared", "fence"));
+    freeReplyObject(run(redis, "SET %s -5", key));
+    o.shared = 1;
+    expect_refused(c, redis, "fence:shared", key, &o);
+
+    snprintf(key, sizeof(key), "%s", aux_key("fence:status", "fence"));
+    freeReplyObject(run(redis, "SET %s 05", key));
+    assert_int_equal(dlock_status_query(&st, c, "fence:status"), DLOCK_ESERVER);
+    assert_non_null(strstr(dlock_client_errmsg(c), key));
+    redisFree(redis);
+    dlock_client_close(c);
+}
+
+/* Redlock's fence write-back and its extend's repair of a node that lost
+ * the lock read the stored token too: a node holding garbage gets nothing
+ * written, and the majority's lock is unaffected. */
+static void test_fence_garbage_refused_by_write_back_and_repair(void **state)
+{
+    test_redis nodes[3] = {{0}};
+    redisContext *redis[3];
+    const char *urls[3];
+    dlock_client *c;
+    dlock_lock *lock;
+    char *stored;
+    (void)state;
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(test_redis_start(&nodes[i], NULL), 0);
+        urls[i] = nodes[i].url;
+        redis[i] = test_redis_connect(&nodes[i], NULL);
+    }
+    c = open_nodes(urls, 3, 0, 0);
+    /* Write-back: node 2 refuses the grant and the write-back. */
+    freeReplyObject(run(redis[2], "SET %s nan", aux_key("fence:back", "fence")));
+    lock = must_acquire(c, "fence:back", 30000, NULL);
+    assert_false(key_exists(redis[2], "fence:back"));
+    stored = get_string(redis[2], aux_key("fence:back", "fence"));
+    assert_string_equal(stored, "nan");
+    free(stored);
+    assert_int_equal(dlock_lock_release(lock), 0);
+    dlock_lock_free(lock);
+    /* Repair: node 0 lost the lock and holds garbage; the extend holds on
+     * nodes 1 and 2 and writes nothing on node 0. */
+    lock = must_acquire(c, "fence:repair", 30000, NULL);
+    freeReplyObject(run(redis[0], "DEL fence:repair"));
+    freeReplyObject(run(redis[0], "SET %s 0x10", aux_key("fence:repair", "fence")));
+    assert_int_equal(dlock_lock_extend(lock, 30000), 0);
+    assert_false(key_exists(redis[0], "fence:repair"));
+    stored = get_string(redis[0], aux_key("fence:repair", "fence"));
+    assert_string_equal(stored, "0x10");
+    free(stored);
+    assert_int_equal(dlock_lock_release(lock), 0);
+    dlock_lock_free(lock);
+    dlock_client_close(c);
+    for (int i = 0; i < 3; i++) {
+        redisFree(redis[i]);
+        test_redis_stop(&nodes[i]);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -220,6 +315,8 @@ int main(void)
         cmocka_unit_test(test_fence_after_restart_from_an_older_snapshot),
         cmocka_unit_test(test_fence_ahead_of_the_clock_repeats_after_a_rollback),
         cmocka_unit_test(test_fence_values_out_of_range_refused),
+        cmocka_unit_test(test_fence_garbage_refused_by_every_kind),
+        cmocka_unit_test(test_fence_garbage_refused_by_write_back_and_repair),
     };
     return cmocka_run_group_tests(tests, group_setup_server, group_teardown_server);
 }

@@ -375,6 +375,15 @@ static void test_lock_durations_bounded(void **state)
     }
     assert_int_equal(dlock_lock_release(lock), 0);
     dlock_lock_free(lock);
+    /* The longest hold allowed is no false loss: renewals at TTL/3 go on. */
+    opts.wait_ms = 0;
+    opts.auto_renew = 1;
+    opts.max_hold_ms = DLOCK_DURATION_MAX_MS;
+    lock = must_acquire(f->a, "lock:long", 3000, &opts);
+    usleep(1500 * 1000); /* past the first renewal */
+    assert_true(dlock_lock_held(lock));
+    assert_int_equal(dlock_lock_release(lock), 0);
+    dlock_lock_free(lock);
 }
 
 static void test_lock_null_arguments(void **state)
@@ -483,6 +492,57 @@ static void test_lock_status_tells_holder_and_fence(void **state)
     assert_int_equal(status_of(&st, NULL, "lock:status"), DLOCK_EINVAL);
 }
 
+/* The keys a name's lock of each kind leaves on an empty server, in order. */
+static redisReply *keys_of(redisContext *redis, dlock_client *c, const char *name,
+                           const dlock_acquire_options *o)
+{
+    dlock_lock *lock;
+    freeReplyObject(run(redis, "FLUSHALL"));
+    lock = must_acquire(c, name, 30000, o);
+    dlock_lock_free(lock); /* no release: the keys stay */
+    return run(redis, "KEYS *");
+}
+
+/* Issue #12, item 11: "ax" and "{ax}" used to share their fence, owner
+ * record and channel. Each name's keys are its own, for every kind. */
+static void test_lock_names_share_no_auxiliary_key(void **state)
+{
+    struct fixture *f = *state;
+    dlock_acquire_options kinds[4];
+    status_view st;
+    dlock_lock *a, *b;
+    freeReplyObject(run(f->redis, "SET %s 4503599627370496", aux_key("ax", "fence")));
+    a = must_acquire(f->a, "ax", 30000, NULL);
+    b = must_acquire(f->b, "{ax}", 30000, NULL);
+    assert_int_equal(dlock_lock_fence(a), 4503599627370497ULL);
+    assert_true(dlock_lock_fence(b) < 4503599627370496ULL); /* its own counter: the clock */
+    assert_int_equal(dlock_lock_release(b), 0);
+    assert_true(key_exists(f->redis, aux_key("ax", "owner")));
+    assert_int_equal(status_of(&st, f->b, "ax"), 0);
+    assert_true(st.held && st.has_owner);
+    assert_int_equal(st.fence, dlock_lock_fence(a));
+    assert_int_equal(dlock_lock_release(a), 0);
+    dlock_lock_free(a);
+    dlock_lock_free(b);
+
+    for (int k = 0; k < 4; k++)
+        kinds[k] = (dlock_acquire_options)DLOCK_ACQUIRE_OPTIONS_INIT;
+    kinds[1].permits = 3;
+    kinds[2].fair = 1;
+    kinds[3].shared = 1;
+    for (int k = 0; k < 4; k++) {
+        redisReply *plain = keys_of(f->redis, f->a, "ax", &kinds[k]);
+        redisReply *tagged = keys_of(f->redis, f->a, "{ax}", &kinds[k]);
+        assert_true(plain->elements >= 2 && tagged->elements >= 2);
+        for (size_t i = 0; i < plain->elements; i++)
+            for (size_t j = 0; j < tagged->elements; j++)
+                if (strcmp(plain->element[i]->str, tagged->element[j]->str) == 0)
+                    fail_msg("kind %d: ax and {ax} share %s", k, plain->element[i]->str);
+        freeReplyObject(plain);
+        freeReplyObject(tagged);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -505,6 +565,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_lock_null_arguments, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lock_errmsg_cleared_on_success, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lock_status_tells_holder_and_fence, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lock_names_share_no_auxiliary_key, setup, teardown),
     };
     return cmocka_run_group_tests(tests, group_setup_server, group_teardown_server);
 }

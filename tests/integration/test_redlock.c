@@ -177,6 +177,19 @@ static void test_redlock_busy_not_no_quorum_with_a_node_down(void **state)
         if (rc != DLOCK_EBUSY)
             fail_msg("try %d: %s: %s", i, dlock_err_name(rc), dlock_client_errmsg(other));
     }
+    /* A waiter (as `dlock run -w 1`, which ends a wait at an I/O error)
+     * waits its whole second: a majority is reachable. */
+    {
+        dlock_acquire_options wait = DLOCK_ACQUIRE_OPTIONS_INIT;
+        long long start = test_now_ms();
+        int rc;
+        wait.wait_ms = 1000;
+        wait.no_io_retry = 1;
+        rc = dlock_lock_acquire(&lock, other, "rl:busy-down", 30000, &wait);
+        if (rc != DLOCK_EBUSY)
+            fail_msg("waiter: %s: %s", dlock_err_name(rc), dlock_client_errmsg(other));
+        assert_true(test_now_ms() - start >= 1000);
+    }
     assert_int_equal(dlock_lock_release(held), 0);
     dlock_lock_free(held);
     dlock_client_close(holder);
@@ -208,6 +221,7 @@ static void test_redlock_one_server_is_one_vote(void **state)
         assert_int_equal(dlock_client_open(&c, &opts, why, sizeof(why)), DLOCK_EINVAL);
         assert_non_null(strstr(why, "one server"));
     }
+    assert_non_null(strstr(why, "/0 and ")); /* the databases are named: /0 and /1 */
     list[0] = servers[0].unix_url;
     list[1] = servers[0].url;
     list[2] = servers[1].url;
@@ -216,6 +230,27 @@ static void test_redlock_one_server_is_one_vote(void **state)
     assert_non_null(strstr(dlock_client_errmsg(c), "run_id"));
     assert_int_equal(nodes_holding("rl:one-vote", NULL), 0);
     dlock_client_close(c);
+    /* A busy verdict from one server counted twice is refused too, and a
+     * waiter does not wait for it. */
+    {
+        dlock_client *holder_client = open_redlock(0, 0);
+        dlock_lock *held = must_acquire(holder_client, "rl:one-vote-busy", 30000, NULL);
+        dlock_acquire_options wait = DLOCK_ACQUIRE_OPTIONS_INIT;
+        long long start;
+        assert_int_equal(dlock_client_open(&c, &opts, why, sizeof(why)), 0);
+        assert_int_equal(dlock_lock_acquire(&lock, c, "rl:one-vote-busy", 30000, NULL),
+                         DLOCK_EINVAL);
+        assert_non_null(strstr(dlock_client_errmsg(c), "run_id"));
+        wait.wait_ms = 20000;
+        start = test_now_ms();
+        assert_int_equal(dlock_lock_acquire(&lock, c, "rl:one-vote-busy", 30000, &wait),
+                         DLOCK_EINVAL);
+        assert_true(test_now_ms() - start < 5000LL * test_slowdown());
+        dlock_client_close(c);
+        assert_int_equal(dlock_lock_release(held), 0);
+        dlock_lock_free(held);
+        dlock_client_close(holder_client);
+    }
 }
 
 /* Status over servers where the key has no TTL on one and a TTL on the

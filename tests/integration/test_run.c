@@ -116,9 +116,9 @@ static void trapping_command(char *script, size_t len, const char *pidfile, cons
              marker, pidfile);
 }
 
-/* With its stderr a full pipe nobody reads, a loss still stops the command
- * at once: dlock signals before it writes, and its message does not block
- * it. */
+/* With its stderr a full pipe nobody reads, the command starts (-v's
+ * "acquired" and "started" do not block dlock) and a loss still stops it at
+ * once: dlock signals before it writes, and its message does not block it. */
 static void test_run_loss_with_a_stuck_stderr_still_stops_the_command(void **state)
 {
     redisContext *redis = *state;
@@ -136,7 +136,7 @@ static void test_run_loss_with_a_stuck_stderr_still_stops_the_command(void **sta
     assert_int_equal(errno, EAGAIN);
     fcntl(err[1], F_SETFL, 0); /* dlock gets a plain, blocking, full pipe */
     {
-        const char *args[] = {"run", "-t", "3", "run:stuck", "-c", script, NULL};
+        const char *args[] = {"-v", "run", "-t", "3", "run:stuck", "-c", script, NULL};
         dlock = start_dlock(server.url, args, err[1]);
     }
     close(err[1]);
@@ -269,6 +269,33 @@ static void test_run_lock_expired_while_suspended_stops_the_command(void **state
     pty_shell_type(sh, "echo \"status=$?\"\n");
     assert_true(pty_shell_expect(sh, "status=70", 10000));
     assert_true(group_gone((pid_t)group, 5000));
+    /* Said as it happened, not as a server that did not answer. */
+    assert_non_null(strstr(sh->out, "dlock: lock run:expired expired while the job was stopped"));
+}
+
+/* With `stty tostop`, a background writer to the terminal is stopped by
+ * SIGTTOU, and while the command owns the terminal dlock is one: its
+ * messages (-v's "started" and "sent SIGKILL" too) must neither stop it
+ * nor come before the command's signals. The loss stops the command (one
+ * that outlives SIGTERM: SIGKILL at --kill-after) and dlock exits 70. */
+static void test_run_loss_on_a_tostop_terminal_still_stops_the_command(void **state)
+{
+    redisContext *redis = *state;
+    char pidfile[160], line[600];
+    pty_shell *sh = &shell;
+    scratch(pidfile, sizeof(pidfile), "run-tostop");
+    snprintf(line, sizeof(line),
+             "stty tostop; %s -v run -t 3 --kill-after 300ms run:tostop -c 'trap \"echo "
+             "term-$((6 * 7))\" TERM; echo $$ > %s; while :; do sleep 0.1; done'\n",
+             DLOCK_CLI_PATH, pidfile);
+    assert_int_equal(pty_shell_start(sh, server.url), 0);
+    assert_true(pty_shell_expect(sh, "pty$ ", 10000));
+    pty_shell_type(sh, line);
+    assert_true(wait_for_number(pidfile) > 0);
+    freeReplyObject(run(redis, "DEL run:tostop"));
+    assert_true(pty_shell_expect(sh, "term-42", 5000));
+    pty_shell_type(sh, "echo \"status=$?\"\n");
+    assert_true(pty_shell_expect(sh, "status=70", 10000));
 }
 
 /* Behind a network that goes silent, the command gets SIGTERM by the end of
@@ -314,6 +341,7 @@ int main(void)
         T(test_run_ctrl_z_suspends_the_job_and_fg_resumes_it),
         T(test_run_lock_expired_while_suspended_stops_the_command),
         T(test_run_silent_network_stops_the_command_by_the_end_of_validity),
+        T(test_run_loss_on_a_tostop_terminal_still_stops_the_command),
     };
 #undef T
     /* Orphaned members of a command's group come to us, to be reaped. */

@@ -301,7 +301,11 @@ struct supervision {
     int64_t kill_at_ms; /* 0: no SIGKILL pending */
 };
 
-/* Stops the command first, then says why: a message may be slow to go. */
+/* Why dlock learnt of the loss only when it was continued after a stop. */
+#define LOST_WHILE_STOPPED 1
+
+/* Stops the command first, then says why: a message may be slow to go.
+ * `reason`: the library's code, or LOST_WHILE_STOPPED. */
 static void lock_lost(const struct cli *cli, const struct cli_command_opts *o, struct supervision *s,
                       int reason)
 {
@@ -311,7 +315,9 @@ static void lock_lost(const struct cli *cli, const struct cli_command_opts *o, s
     stop_group(s->pid);
     s->kill_at_ms = cli_now_ms() + o->kill_after_ms;
     message_guard(true);
-    if (reason == DLOCK_ELOST)
+    if (reason == LOST_WHILE_STOPPED)
+        cli_error("lock %s expired while the job was stopped; stopping the command", o->name);
+    else if (reason == DLOCK_ELOST)
         cli_error("lock %s: held for the --max-hold limit; stopping the command", o->name);
     else
         cli_error("lock %s was lost (%s); stopping the command", o->name, dlock_strerror(reason));
@@ -332,8 +338,7 @@ static void command_stopped(const struct cli *cli, const struct cli_command_opts
         return;
     kill(getpid(), SIGTSTP); /* returns once continued */
     if (!s->lost && !dlock_lock_held(s->lock)) {
-        int reason = atomic_load(&lost_reason);
-        lock_lost(cli, o, s, reason ? reason : DLOCK_ETIMEDOUT);
+        lock_lost(cli, o, s, LOST_WHILE_STOPPED);
     } else if (!s->lost && own_terminal && tcgetpgrp(STDIN_FILENO) == getpgrp()) {
         take_terminal(s->pid);
     }
@@ -378,7 +383,9 @@ static void supervise(const struct cli *cli, const struct cli_command_opts *o, s
         if (s->kill_at_ms && cli_now_ms() >= s->kill_at_ms) {
             kill(-s->pid, SIGKILL);
             s->kill_at_ms = 0;
+            message_guard(true);
             cli_debug(cli, "sent SIGKILL to process group %ld", (long)s->pid);
+            message_guard(false);
         }
         if (!reap_group(s->pid, &status))
             continue;
@@ -437,7 +444,10 @@ static int run_guarded(const struct cli *cli, const struct cli_command_opts *o,
         dlock_lock_release(s->lock);
         return exec_errno == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC;
     }
+    /* The command may own the terminal already: -v must not stop dlock. */
+    message_guard(true);
     cli_debug(cli, "started pid %ld", (long)s->pid);
+    message_guard(false);
     supervise(cli, o, s);
     /* A lost lock's command goes whole: what its leader left behind (or
      * started after the SIGTERM) gets SIGKILL by the same deadline. */
@@ -510,9 +520,12 @@ int cmd_run(struct cli *cli, int argc, char **argv)
         int sig = pending_signal();
         rc = sig ? 128 + sig : EXIT_UNAVAILABLE;
     } else if (rc < 0) {
-        rc = cli_fail(client, rc, o.name);
+        rc = cli_acquire_failed(client, rc, o.name);
     } else {
+        /* Held and renewed now: a stuck stderr must not keep it idle. */
+        message_guard(true);
         cli_debug(cli, "acquired %s, fence %" PRIu64, o.name, dlock_lock_fence(lock));
+        message_guard(false);
         rc = run_locked(cli, &o, client, lock);
     }
     dlock_lock_free(lock);

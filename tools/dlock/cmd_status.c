@@ -102,6 +102,15 @@ static void print_node_text(const char *name, const dlock_node_status *ns)
     putchar('\n');
 }
 
+/* A node's error as the library words it names its server first: the line
+ * that names the server already says it once. */
+static const char *without_label(const char *error, const char *server)
+{
+    size_t n = strlen(server);
+    return strncmp(error, server, n) == 0 && strncmp(error + n, ": ", 2) == 0 ? error + n + 2
+                                                                              : error;
+}
+
 /* With several servers: each one's own view, after the majority's. A
  * server that did not answer by the time the others had says why. */
 static void print_nodes(dlock_client *client, const dlock_status *st, const char *name, bool json)
@@ -119,14 +128,14 @@ static void print_nodes(dlock_client *client, const dlock_status *st, const char
             cli_print_json_string(server);
             if (ns->code < 0) {
                 printf(",\"error\":");
-                cli_print_json_string(ns->error);
+                cli_print_json_string(without_label(ns->error, server));
             } else {
                 putchar(',');
                 print_node_json(ns);
             }
             putchar('}');
         } else if (ns->code < 0) {
-            printf("  %s: %s\n", server, ns->error);
+            printf("  %s: %s\n", server, without_label(ns->error, server));
         } else {
             printf("  %s: ", server);
             print_node_text(name, ns);
@@ -177,19 +186,6 @@ void cli_print_status(const char *name, const dlock_status *st, bool json)
     print_json_fields(st);
 }
 
-/* The name holds a hash, a list...: say so plainly, with the type when the
- * server's "WRONGTYPE NAME holds a hash, not a lock" is in the detail. */
-static int wrong_type(dlock_client *client, const char *name)
-{
-    const char *said = strstr(dlock_client_errmsg(client), "WRONGTYPE ");
-    if (said)
-        cli_error("%.*s (WRONGTYPE)", (int)strcspn(said + 10, ";"), said + 10);
-    else
-        cli_error("%s holds a value of another type (a hash, list...), not a lock (WRONGTYPE)",
-                  name);
-    return cli_exit_code(DLOCK_EWRONGTYPE);
-}
-
 /* Now, in ms since the Unix epoch. */
 static int64_t epoch_ms(void)
 {
@@ -234,7 +230,7 @@ static int watch(dlock_client *client, const char *name, bool json)
         if (rc == DLOCK_ECANCELED)
             break;
         if (rc == DLOCK_EWRONGTYPE) {
-            rc = wrong_type(client, name);
+            rc = cli_wrong_type(client, name);
             break;
         }
         if (rc < 0 && !passing(rc)) {
@@ -280,7 +276,7 @@ int cmd_status(struct cli *cli, int argc, char **argv)
     }
     rc = dlock_status_query(&st, client, o.name);
     if (rc == DLOCK_EWRONGTYPE) {
-        rc = wrong_type(client, o.name);
+        rc = cli_wrong_type(client, o.name);
     } else if (rc < 0) {
         rc = cli_fail(client, rc, o.name);
     } else {

@@ -92,6 +92,36 @@ int cli_fail(dlock_client *client, int rc, const char *what)
     return cli_exit_code(rc);
 }
 
+/* The name holds a hash, a list...: say so plainly, with the type when the
+ * server's "WRONGTYPE NAME holds a hash, not a lock" is in the detail. */
+int cli_wrong_type(dlock_client *client, const char *name)
+{
+    const char *said = strstr(dlock_client_errmsg(client), "WRONGTYPE ");
+    if (said)
+        cli_error("%.*s (WRONGTYPE)", (int)strcspn(said + 10, ";"), said + 10);
+    else
+        cli_error("%s holds a value of another type (a hash, list...), not a lock (WRONGTYPE)",
+                  name);
+    return cli_exit_code(DLOCK_EWRONGTYPE);
+}
+
+int cli_acquire_failed(dlock_client *client, int rc, const char *name)
+{
+    char detail[1024];
+    dlock_status *st = NULL;
+    if (rc != DLOCK_EWRONGTYPE)
+        return cli_fail(client, rc, name);
+    /* The acquire's script cannot tell a hash from another kind's key;
+     * status can, and says it in the words status uses. A name of another
+     * kind of lock (a semaphore's) keeps the acquire's own message. */
+    snprintf(detail, sizeof(detail), "%s", dlock_client_errmsg(client));
+    if (dlock_status_query(&st, client, name) == DLOCK_EWRONGTYPE)
+        return cli_wrong_type(client, name);
+    dlock_status_free(st);
+    cli_error("%s: %s", name, detail);
+    return cli_exit_code(rc);
+}
+
 int cli_parse_duration_ms(const char *s, int64_t *ms)
 {
     static const struct {
