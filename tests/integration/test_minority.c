@@ -26,6 +26,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -271,11 +273,15 @@ static long accept_queue(int port)
     long queued = -1;
     assert_non_null(f);
     while (fgets(line, sizeof(line), f)) {
-        unsigned local_port, st;
-        unsigned long tx, rx;
-        if (sscanf(line, " %*u: %*x:%x %*x:%*x %x %lx:%lx", &local_port, &st, &tx, &rx) == 4 &&
-            (int)local_port == port && st == 0x0A /* LISTEN */)
-            queued = (long)rx;
+        /* sl, local address:port, remote one, state, tx_queue:rx_queue */
+        char *field[5], *save = NULL;
+        int n = 0;
+        for (char *t = strtok_r(line, " ", &save); t && n < 5; t = strtok_r(NULL, " ", &save))
+            field[n++] = t;
+        if (n < 5 || !strchr(field[1], ':') || !strchr(field[4], ':'))
+            continue;
+        if (strtol(strchr(field[1], ':') + 1, NULL, 16) == port && strcmp(field[3], "0A") == 0)
+            queued = strtol(strchr(field[4], ':') + 1, NULL, 16); /* 0A: LISTEN */
     }
     fclose(f);
     return queued;
@@ -304,7 +310,7 @@ static void test_minority_reconnects_rate_limited(void **state)
     const struct minority_case *mc = *state;
     dlock_client *c = open_slow_client(mc->nodes);
     size_t first_paused = mc->nodes - mc->paused;
-    long before[SERVERS], start, took;
+    long before[SERVERS] = {0}, start, took;
     /* Connections that answered, as they had before their server paused. */
     for (size_t i = first_paused; i < mc->nodes; i++)
         test_redis_resume(&servers[i]);
@@ -314,7 +320,7 @@ static void test_minority_reconnects_rate_limited(void **state)
         before[i] = accept_queue(servers[i].port);
     }
     start = test_now_ms();
-    for (int run = 0; run < RECONNECT_CYCLES; run++)
+    for (int i = 0; i < RECONNECT_CYCLES; i++)
         cycle(c);
     took = since(start);
     dlock_client_close(c);
