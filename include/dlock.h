@@ -598,10 +598,10 @@ DLOCK_EXTERN void dlock_names_free(dlock_names *names);
  * fencing token, that is a new acquisition, another holder) and returns the
  * new one in *out; `prev` NULL: the current status at once. It listens on
  * the name's release channel, so a release is seen as soon as it is
- * published, and looks every `period_ms` (0: DLOCK_WATCH_PERIOD_MS) for
- * acquisitions and expiries. What came and went between two looks is not
- * seen. Returns 0, DLOCK_ECANCELED (dlock_client_cancel()) and the codes of
- * dlock_status_query().
+ * published, and looks every `period_ms` (0: DLOCK_WATCH_PERIOD_MS; at most
+ * DLOCK_DURATION_MAX_MS) for acquisitions and expiries. What came and went
+ * between two looks is not seen. Returns 0, DLOCK_ECANCELED
+ * (dlock_client_cancel()) and the codes of dlock_status_query().
  */
 DLOCK_EXTERN int dlock_status_watch(dlock_status **out, dlock_client *client, const char *name,
                                     const dlock_status *prev, int64_t period_ms);

@@ -29,18 +29,31 @@ static bool looks_auxiliary(const char *name)
     return close && strncmp(close + 1, NAMESPACE, strlen(NAMESPACE)) == 0;
 }
 
+/* Copies `len` bytes of `s` to `at`; returns the end of the copy. */
+static char *put(char *at, const char *s, size_t len)
+{
+    memcpy(at, s, len);
+    return at + len;
+}
+
+/* Put together by hand: through snprintf, the five keys of a claim took
+ * the largest part of a free lock's time in the client. */
 char *dlock__aux_key(const char *name, const char *kind)
 {
     const char *tag = name;
-    size_t tag_len = hash_tag(name, &tag);
-    size_t len;
-    char *key;
+    size_t tag_len = hash_tag(name, &tag), name_len = strlen(name), kind_len = strlen(kind);
+    char *key, *at;
     if (tag_len == 0)
-        tag_len = strlen(name);
-    len = tag_len + strlen(NAMESPACE) + strlen(kind) + strlen(name) + 4;
-    key = malloc(len);
-    if (key)
-        snprintf(key, len, "{%.*s}" NAMESPACE "%s:%s", (int)tag_len, tag, kind, name);
+        tag_len = name_len;
+    key = malloc(tag_len + strlen(NAMESPACE) + kind_len + name_len + 4);
+    if (!key)
+        return NULL;
+    at = put(key, "{", 1);
+    at = put(at, tag, tag_len);
+    at = put(at, "}" NAMESPACE, strlen("}" NAMESPACE));
+    at = put(at, kind, kind_len);
+    at = put(at, ":", 1);
+    put(at, name, name_len + 1); /* and its terminating NUL */
     return key;
 }
 

@@ -620,6 +620,18 @@ void dlock__conn_abandon(dlock__conn *c, unsigned owed)
         return;
     }
     c->stale_owed += owed;
-    if (c->out_sent < c->out_len || c->stale_owed > STALE_MAX)
-        dlock__conn_close(c); /* part of the call still unsent, or too far behind */
+    if (c->out_sent < c->out_len || c->stale_owed > STALE_MAX) {
+        /* Part of the call still unsent, or too far behind. A server that
+         * is only slow gets a new connection at once. One that never
+         * answered this connection (paused) would fill the next as fast,
+         * and each costs a connect, the preload and a wait for its run_id:
+         * the next one waits out the reconnect back-off, as after a refused
+         * connect. */
+        bool silent = !c->answered;
+        snprintf(c->err, sizeof(c->err), "%s: %u replies owed: connection dropped",
+                 c->ep->label, c->stale_owed);
+        dlock__conn_close(c);
+        if (silent)
+            back_off(c, dlock__now_ns());
+    }
 }

@@ -103,7 +103,10 @@ int dlock__conn_progress(dlock__conn *c, short revents, dlock__reply **reply);
 bool dlock__conn_identity_pending(const dlock__conn *c);
 
 /* The current call's deadline passed with `owed` of its replies still to
- * come: they are discarded when they arrive. */
+ * come: they are discarded when they arrive. A connection that owes too
+ * many (or could not take the whole call) is closed; with
+ * back_off_reconnects, one that never answered is not rebuilt before the
+ * back-off passed. */
 void dlock__conn_abandon(dlock__conn *c, unsigned owed);
 
 #endif

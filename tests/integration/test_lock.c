@@ -361,6 +361,13 @@ static void test_lock_durations_bounded(void **state)
     opts.backoff_max_ms = -1;
     assert_int_equal(dlock_lock_acquire(&lock, f->a, "lock:long", 30000, &opts), DLOCK_EINVAL);
     assert_null(lock);
+    {
+        dlock_status *untouched = NULL;
+        assert_int_equal(dlock_status_watch(&untouched, f->a, "lock:long", NULL,
+                                            DLOCK_DURATION_MAX_MS + 1),
+                         DLOCK_EINVAL);
+        assert_null(untouched);
+    }
     /* The longest wait allowed is a wait, not an immediate EBUSY. */
     held = must_acquire(f->b, "lock:long", 30000, NULL);
     opts.backoff_max_ms = 0;

@@ -26,6 +26,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -260,6 +262,77 @@ static void test_minority(void **state)
                  mc->op, mc->paused, mc->nodes, over, RUNS, bound, runs);
 }
 
+/* How many connections wait in the accept queue of the server that listens
+ * on 127.0.0.1:`port` (Linux: /proc/net/tcp, where a listening socket's
+ * rx_queue is that queue). A paused server accepts none, so every connect
+ * made to it while paused stays there. */
+static long accept_queue(int port)
+{
+    FILE *f = fopen("/proc/net/tcp", "r");
+    char line[512];
+    long queued = -1;
+    assert_non_null(f);
+    while (fgets(line, sizeof(line), f)) {
+        /* sl, local address:port, remote one, state, tx_queue:rx_queue */
+        char *field[5], *save = NULL;
+        int n = 0;
+        for (char *t = strtok_r(line, " ", &save); t && n < 5; t = strtok_r(NULL, " ", &save))
+            field[n++] = t;
+        if (n < 5 || !strchr(field[1], ':') || !strchr(field[4], ':'))
+            continue;
+        if (strtol(strchr(field[1], ':') + 1, NULL, 16) == port && strcmp(field[3], "0A") == 0)
+            queued = strtol(strchr(field[4], ':') + 1, NULL, 16); /* 0A: LISTEN */
+    }
+    fclose(f);
+    return queued;
+}
+
+#define RECONNECT_CYCLES 300
+#define RECONNECT_FIRST_MS 100 /* the first reconnect back-off */
+
+static void cycle(dlock_client *c)
+{
+    dlock_lock *lock = must_acquire(c, "min:reconnects", TTL_MS, NULL);
+    assert_int_equal(dlock_lock_release(lock), 0);
+    dlock_lock_free(lock);
+}
+
+/* A paused server's connection, once it owes too many replies, is dropped
+ * and made again at once (a server that is only slow answers the new one);
+ * a new one that never answered is rebuilt after the reconnect back-off,
+ * not on the next call. Each rebuild costs a connect, the scripts' preload
+ * and a wait for the server's run_id: rebuilt every 16 calls owed, as it
+ * was, a paused minority cost Redlock a quarter of its rate (about 60
+ * connects to each paused server in these cycles, where the back-off
+ * allows one per 100 ms at most). */
+static void test_minority_reconnects_rate_limited(void **state)
+{
+    const struct minority_case *mc = *state;
+    dlock_client *c = open_slow_client(mc->nodes);
+    size_t first_paused = mc->nodes - mc->paused;
+    long before[SERVERS] = {0}, start, took;
+    /* Connections that answered, as they had before their server paused. */
+    for (size_t i = first_paused; i < mc->nodes; i++)
+        test_redis_resume(&servers[i]);
+    cycle(c);
+    for (size_t i = first_paused; i < mc->nodes; i++) {
+        test_redis_pause(&servers[i]);
+        before[i] = accept_queue(servers[i].port);
+    }
+    start = test_now_ms();
+    for (int i = 0; i < RECONNECT_CYCLES; i++)
+        cycle(c);
+    took = since(start);
+    dlock_client_close(c);
+    for (size_t i = first_paused; i < mc->nodes; i++) {
+        long connects = accept_queue(servers[i].port) - before[i];
+        long bound = 3 + took / RECONNECT_FIRST_MS; /* at once, then per back-off */
+        if (before[i] < 0 || connects > bound)
+            fail_msg("%d cycles in %ld ms made %ld connects to paused server %s (bound %ld)",
+                     RECONNECT_CYCLES, took, connects, servers[i].url, bound);
+    }
+}
+
 #define MINORITY(nodes, paused, op)                                                                \
     {"test_minority_" #nodes "_" #paused "_paused_" #op, test_minority, setup, teardown,           \
      &(struct minority_case){#op, nodes, paused, op}}
@@ -273,6 +346,11 @@ static void test_minority(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {MINORITY_CASES(5, 2), MINORITY_CASES(3, 1)};
+    const struct CMUnitTest tests[] = {
+        MINORITY_CASES(5, 2),
+        MINORITY_CASES(3, 1),
+        {"test_minority_5_2_paused_reconnects_rate_limited", test_minority_reconnects_rate_limited,
+         setup, teardown, &(struct minority_case){"reconnects", 5, 2, NULL}},
+    };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
