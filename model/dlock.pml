@@ -8,7 +8,7 @@
  * scripts/model compares these pins with the sha1sum of each file; a
  * change to either file fails it until this model was reviewed against the
  * change and its pin updated:
- * pin src/engine/scripts.c 1f4ac280d1ec347149e46315fe2c61f5d79b7b04
+ * pin src/engine/scripts.c f4cced48b80bd261d110a2a6b89cf7aff659297d
  * pin src/engine/attempt.c e92e15c062dffd41eddf431a5eaa39532f1b2640
  *
  * Time. There is no absolute clock: every time in the model is kept
