@@ -164,7 +164,7 @@ inline leave(t) {
     fi
 }
 
-/* gone(): the waiters whose lease ended. */
+/* The waiters whose lease ended (live_head() drops them all). */
 inline drop_dead() {
     for (k : 0 .. NT - 1) {
         if
