@@ -9,7 +9,7 @@
  * scripts/model compares these pins with the sha1sum of each file; a
  * change to either file fails it until this model was reviewed against the
  * change and its pin updated:
- * pin src/engine/scripts.c ab9f40fb23f506797a5f2f6c2e57fb36da2453a7
+ * pin src/engine/scripts.c 8a25a41791c8592b8987224dc8cd5f35af666026
  * pin src/engine/attempt.c 700fa0d4bd9de7d7b47b6364ddb68ffaf2c9aafc
  *
  * Time is kept as in dlock.pml: relative to "now", moved one tick at a time
@@ -18,8 +18,10 @@
  * from now in sub-ticks, clamped at FLOOR. A lease whose end has come is
  * one the scripts call dead (`ZRANGEBYSCORE presence -inf now`): it stays
  * in the queue until a fair script drops it, or until the queue's keys
- * expire. Arrival times are kept as ranks (1 is the head), which is all
- * the scripts read of them. */
+ * expire. The scripts drop the dead only when the head is dead (live_head()
+ * in scripts.c, drop_dead_at_head() here), and a waiter that finds its own
+ * lease ended leaves and joins again. Arrival times are kept as ranks (1
+ * is the head), which is all the scripts read of them. */
 
 /* ---- parameters (scripts/model passes -D flags) -------------------------- */
 #ifndef NC
@@ -162,11 +164,36 @@ inline leave(t) {
     fi
 }
 
-/* gone(): the waiters whose lease ended. */
+/* The waiters whose lease ended (live_head() drops them all). */
 inline drop_dead() {
     for (k : 0 .. NT - 1) {
         if
         :: inq[k] && lease[k] == 0 -> leave(k)
+        :: else -> skip
+        fi
+    }
+    k = 0
+}
+
+/* live_head() of the scripts: the dead go (all of them) only when the head
+ * is dead; a dead waiter behind a live head stays in the queue. */
+inline drop_dead_at_head() {
+    qe = false;
+    for (k : 0 .. NT - 1) { qe = qe || (inq[k] && arr[k] == 1 && lease[k] == 0) }
+    k = 0;
+    if
+    :: qe -> drop_dead()
+    :: else -> skip
+    fi;
+    qe = false
+}
+
+/* The first in the queue, or NONE. */
+inline find_head() {
+    head = NONE;
+    for (k : 0 .. NT - 1) {
+        if
+        :: inq[k] && arr[k] == 1 -> head = k
         :: else -> skip
         fi
     }
@@ -217,22 +244,16 @@ inline grant(t) {
     sh = NONE; sst = 0   /* a grant ends a stall */
 }
 
-/* fair_acquire: drop the dead; ours already, or free with no head or us at
- * the head: granted, and we leave the queue. Else join at the tail (or keep
- * our place) and renew our lease; the keys live as long as the longest
- * lease, which is ours now. */
+/* fair_acquire: the dead go if the head is dead; ours already, or free
+ * with no head or us at the head: granted, and we leave the queue. Else a
+ * waiter whose own lease ended leaves; join at the tail (or keep our place)
+ * and renew our lease; the keys live as long as the longest lease, which
+ * is ours now. */
 inline fair_acquire(t) {
 #ifndef NO_LEASE_END
-    drop_dead();
+    drop_dead_at_head();
 #endif
-    head = NONE;
-    for (k : 0 .. NT - 1) {
-        if
-        :: inq[k] && arr[k] == 1 -> head = k
-        :: else -> skip
-        fi
-    }
-    k = 0;
+    find_head();
     if
     :: lk == t + 1 || (lk == 0 && (head == NONE || head == t)) ->
         grant(t); leave(t); queue_empty()
@@ -241,6 +262,12 @@ inline fair_acquire(t) {
         :: lk == 0 -> assert_reserved(t)
         :: else -> skip
         fi;
+#ifndef NO_LEASE_END
+        if
+        :: inq[t] && lease[t] == 0 -> leave(t)
+        :: else -> skip
+        fi;
+#endif
         if
         :: !inq[t] ->
             n = 0;
@@ -254,10 +281,14 @@ inline fair_acquire(t) {
     head = 0; n = 0; qe = false
 }
 
-/* fair_release: NAME deleted if ours; a caller's release (not a cleanup)
- * takes our token out of the queue; the dead go. (The wake-up it publishes
- * is not modelled: waiters try again at any time, as their renewals do.) */
+/* fair_release: the dead go if the head is dead; NAME deleted if ours; a
+ * caller's release (not a cleanup) takes our token out of the queue (a
+ * holder is in none), and if we were the head of a free lock the dead go
+ * again if the next head is dead. (The wake-up it publishes is not
+ * modelled: waiters try again at any time, as their renewals do.) */
 inline fair_release(t, leaving) {
+    drop_dead_at_head();
+    find_head();
     res = (lk == t + 1 -> YES : NO);
     if
     :: lk == t + 1 -> lk = 0; lttl = 0
@@ -267,13 +298,17 @@ inline fair_release(t, leaving) {
     :: leaving ->
         left[t] = true;
 #ifndef FORGET_QUEUE
-        leave(t)
+        leave(t);
+        if
+        :: head == t && lk == 0 -> drop_dead_at_head()
+        :: else -> skip
+        fi
 #else
         skip
 #endif
     :: else -> skip
     fi;
-    drop_dead(); queue_empty(); f = FLOOR; qe = false
+    queue_empty(); f = FLOOR; qe = false; head = 0
 }
 
 /* The mutex's acquire: busy when NAME holds another token; when NAME is

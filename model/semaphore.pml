@@ -7,7 +7,7 @@
  * scripts/model compares these pins with the sha1sum of each file; a
  * change to either file fails it until this model was reviewed against the
  * change and its pin updated:
- * pin src/engine/scripts.c ab9f40fb23f506797a5f2f6c2e57fb36da2453a7
+ * pin src/engine/scripts.c 8a25a41791c8592b8987224dc8cd5f35af666026
  * pin src/engine/attempt.c 700fa0d4bd9de7d7b47b6364ddb68ffaf2c9aafc
  *
  * Time is kept as in dlock.pml: relative to "now", moved one tick at a time

@@ -339,21 +339,37 @@ static const char sem_status_lua[] = FENCE_PARSE_LUA SEMAPHORE_LUA
  * its lease lasts. The wake-up is targeted: "next:" and the head's token,
  * on the channel of the head's process (the mutex's channel, ":", then
  * the host and pid of its owner record, kept in the hash `wake`), so that
- * only that process wakes up; it acts only on its own token. leave()
- * takes waiters out, gone() those whose lease ran out. */
+ * only that process wakes up; it acts only on its own token. A token is in
+ * all three keys or in none. leave() takes waiters out: `wake` first, so
+ * that a key of another type there fails before anything is written (the
+ * scripts read queue and presence before they write). live_head() is the
+ * first waiter whose lease has not ended: only when the head's has are the
+ * dead dropped (all of them), since a dead waiter behind a live head
+ * changes no grant until it is the head; that spares a ZRANGEBYSCORE per
+ * call. */
 #define FAIR_LUA                                                                                   \
     "local function clock()\n"                                                                     \
     "  local t = redis.call('TIME')\n"                                                             \
-    "  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000),\n"                       \
+    "  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000),\n"                        \
     "    tonumber(t[1]) * 1000000 + tonumber(t[2])\n"                                              \
     "end\n"                                                                                        \
     "local function leave(queue, presence, wake, ...)\n"                                           \
+    "  redis.call('HDEL', wake, ...)\n"                                                            \
     "  redis.call('ZREM', queue, ...)\n"                                                           \
     "  redis.call('ZREM', presence, ...)\n"                                                        \
-    "  redis.call('HDEL', wake, ...)\n"                                                            \
     "end\n"                                                                                        \
-    "local function gone(queue, presence, wake, dead)\n"                                           \
-    "  if #dead > 0 then\n"                                                                        \
+    "local function live_head(queue, presence, wake, now)\n"                                       \
+    "  while true do\n"                                                                            \
+    "    local head = redis.call('ZRANGE', queue, 0, 0)[1]\n"                                      \
+    "    if not head then\n"                                                                       \
+    "      return nil\n"                                                                           \
+    "    end\n"                                                                                    \
+    "    local ends = tonumber(redis.call('ZSCORE', presence, head))\n"                            \
+    "    if ends and ends > now then\n"                                                            \
+    "      return head, ends\n"                                                                    \
+    "    end\n"                                                                                    \
+    "    local dead = redis.call('ZRANGEBYSCORE', presence, '-inf', now)\n"                        \
+    "    dead[#dead + 1] = head\n"                                                                 \
     "    leave(queue, presence, wake, unpack(dead))\n"                                             \
     "  end\n"                                                                                      \
     "end\n"                                                                                        \
@@ -368,38 +384,49 @@ static const char sem_status_lua[] = FENCE_PARSE_LUA SEMAPHORE_LUA
 /* KEYS as the mutex's acquire, then queue, presence and wake; ARGV as the
  * mutex's, then the presence lease in ms. Granted ({1, fence}) when the
  * lock is ours already (a retry) or free with no live waiter ahead of us:
- * we leave the queue. Else we join it at the tail (or keep our place) and
- * renew our lease: {0, ms until the next renewal is due}, sooner if the
- * holder's key or a free lock's reservation for the head ends first. */
+ * we leave the queue (a holder is never in it). Else we join it at the
+ * tail (or keep our place) and renew our lease: {0, ms until the next
+ * renewal is due}, sooner if the holder's key or a free lock's reservation
+ * for the head ends first. A waiter whose lease ended behind a live head
+ * has left: it joins again at the tail, as if it had been dropped. The
+ * fence is read (and checked) only when the lock may be granted. */
 static const char fair_acquire_lua[] = FENCE_OF_LUA FAIR_LUA
     "local lock, queue, presence, wake = KEYS[1], KEYS[4], KEYS[5], KEYS[6]\n"
     "local token, lease = ARGV[1], tonumber(ARGV[5])\n"
     "local current = redis.call('GET', lock)\n"
-    "local last, err = fence_of(KEYS[2])\n"
-    "if not last then\n"
-    "  return redis.error_reply(err)\n"
+    "local last = 0\n"
+    "if not current or current == token then\n"
+    "  local err\n"
+    "  last, err = fence_of(KEYS[2])\n"
+    "  if not last then\n"
+    "    return redis.error_reply(err)\n"
+    "  end\n"
     "end\n"
     "local now, now_us = clock()\n"
-    "local dead = redis.call('ZRANGEBYSCORE', presence, '-inf', now)\n"
-    "local tail = redis.call('ZRANGE', queue, -1, -1, 'WITHSCORES')\n"
-    "redis.call('HGET', wake, token)\n"
-    "gone(queue, presence, wake, dead)\n"
-    "local head = redis.call('ZRANGE', queue, 0, 0)[1]\n"
+    "local head, head_ends = live_head(queue, presence, wake, now)\n"
     "if current == token or (not current and (not head or head == token)) then\n"
+    "  if head == token then\n"
+    "    leave(queue, presence, wake, token)\n"
+    "  end\n"
     "  local f = string.format('%d', math.max(last + 1, now_us))\n"
     "  redis.call('SET', lock, token, current and 'XX' or 'NX', 'PX', ARGV[2])\n"
     "  redis.call('SET', KEYS[2], f, 'PX', ARGV[3])\n"
     "  redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[2])\n"
-    "  leave(queue, presence, wake, token)\n"
     "  return {1, f}\n"
     "end\n"
-    "if not redis.call('ZSCORE', queue, token) then\n"
+    "local ends = head == token and head_ends or tonumber(redis.call('ZSCORE', presence, token))\n"
+    "if ends and ends <= now then\n"
+    "  leave(queue, presence, wake, token)\n"
+    "  ends = nil\n"
+    "end\n"
+    "if not ends then\n"
     "  local seq = now_us\n"
+    "  local tail = head and redis.call('ZRANGE', queue, -1, -1, 'WITHSCORES') or {}\n"
     "  if #tail > 0 and tonumber(tail[2]) >= seq then\n"
     "    seq = tonumber(tail[2]) + 1\n"
     "  end\n"
-    "  redis.call('ZADD', queue, seq, token)\n"
     "  redis.call('HSET', wake, token, process_of(ARGV[4]))\n"
+    "  redis.call('ZADD', queue, seq, token)\n"
     "end\n"
     "redis.call('ZADD', presence, now + lease, token)\n"
     "local longest = redis.call('ZRANGE', presence, -1, -1, 'WITHSCORES')\n"
@@ -413,7 +440,7 @@ static const char fair_acquire_lua[] = FENCE_OF_LUA FAIR_LUA
     "    wait = pttl\n"
     "  end\n"
     "elseif head then\n"
-    "  wait = math.min(wait, math.max(0, tonumber(redis.call('ZSCORE', presence, head)) - now))\n"
+    "  wait = math.min(wait, math.max(0, head_ends - now))\n"
     "end\n"
     "return {0, wait}\n";
 
@@ -422,34 +449,40 @@ static const char fair_acquire_lua[] = FENCE_OF_LUA FAIR_LUA
  * (a waiter that gives up leaves by it), but not in a cleanup (ARGV[3]
  * "0"): a reply that came too late must not cost a waiter its place. When
  * that frees the lock or the head's place, the head (only) is told: also
- * after a cleanup, which must not stall the queue for a lease. With no
- * queue, a release publishes as the mutex's does (plain acquirers wait on
- * it). 1 or 0. */
+ * after a cleanup, which must not stall the queue for a lease. The head's
+ * channel is read before the DEL, so that `wake` of another type fails
+ * before anything is written. With no queue, a release publishes as the
+ * mutex's does (plain acquirers wait on it). 1 or 0. */
 static const char fair_release_lua[] = PUBLISH_LUA FAIR_LUA
     "local lock, queue, presence, wake = KEYS[1], KEYS[3], KEYS[4], KEYS[5]\n"
     "local token = ARGV[1]\n"
     "local current = redis.call('GET', lock)\n"
     "local now = clock()\n"
-    "local dead = redis.call('ZRANGEBYSCORE', presence, '-inf', now)\n"
-    "redis.call('HGET', wake, token)\n"
-    "local was_head = redis.call('ZRANGE', queue, 0, 0)[1] == token\n"
-    "local mine = current == token\n"
-    "if mine then\n"
-    "  redis.call('DEL', lock, KEYS[2])\n"
-    "end\n"
-    "if ARGV[3] == '1' then\n"
-    "  leave(queue, presence, wake, token)\n"
-    "end\n"
-    "gone(queue, presence, wake, dead)\n"
-    "local head = redis.call('ZRANGE', queue, 0, 0)[1]\n"
-    "if head and (mine or (was_head and not current and ARGV[3] == '1')) then\n"
+    "local head = live_head(queue, presence, wake, now)\n"
+    "local function head_channel()\n"
     "  local where = redis.call('HGET', wake, head)\n"
-    "  local channel = where and where ~= '' and ARGV[2] .. ':' .. where or ARGV[2]\n"
-    "  publish(channel, 'next:' .. head)\n"
-    "elseif mine and ARGV[3] == '1' then\n"
-    "  publish(ARGV[2], token)\n"
+    "  return where and where ~= '' and ARGV[2] .. ':' .. where or ARGV[2]\n"
     "end\n"
-    "return mine and 1 or 0\n";
+    "if current == token then\n"
+    "  local channel = head and head_channel()\n"
+    "  redis.call('DEL', lock, KEYS[2])\n"
+    "  if head then\n"
+    "    publish(channel, 'next:' .. head)\n"
+    "  elseif ARGV[3] == '1' then\n"
+    "    publish(ARGV[2], token)\n"
+    "  end\n"
+    "  return 1\n"
+    "end\n"
+    "if ARGV[3] == '1' and redis.call('ZSCORE', presence, token) then\n"
+    "  leave(queue, presence, wake, token)\n"
+    "  if head == token and not current then\n"
+    "    head = live_head(queue, presence, wake, now)\n"
+    "    if head then\n"
+    "      publish(head_channel(), 'next:' .. head)\n"
+    "    end\n"
+    "  end\n"
+    "end\n"
+    "return 0\n";
 
 /* Shared holders (docs/shared.md): NAME holds SHARED_MARKER with the PX
  * of the last holder's expiry; the holders are the sorted set `readers`

@@ -245,29 +245,15 @@ static void unsubscribe(struct waiter *w)
     }
 }
 
-/* Reads and drops what the subscribers got since the last wait: releases
- * seen while the lock was held or free are no news to a new wait. */
-static void drain(struct waiter *w)
-{
-    struct pollfd fds[DLOCK__NODES_MAX];
-    size_t index[DLOCK__NODES_MAX], k = 0;
-    for (size_t i = 0; i < w->c->n; i++) {
-        if (!w->subscribed[i])
-            continue;
-        fds[k] = (struct pollfd){.fd = w->c->subs[i].fd, .events = POLLIN};
-        index[k++] = i;
-    }
-    if (k > 0 && poll(fds, k, 0) > 0)
-        for (size_t j = 0; j < k; j++)
-            if (fds[j].revents)
-                read_pushes(w, index[j], fds[j].revents);
-    w->woken = false;
-}
-
 /* A queued waiter's client stays subscribed after a grant (kept_channel):
  * the holder of a queued name often queues again, and a SUBSCRIBE and an
  * UNSUBSCRIBE per grant would be two requests of three. A wait on that
- * channel starts from there; a wait on another first leaves it. */
+ * channel starts from there, without reading first what came in since the
+ * last one: the process channel carries only "next:" wake-ups, which
+ * wakes() takes from the new token's turn alone (a token is never used
+ * twice), so the old ones are read and dropped with the next messages.
+ * That spares a poll() per grant. A wait on another channel first leaves
+ * it. */
 static void take_kept(struct waiter *w)
 {
     dlock_client *c = w->c;
@@ -275,7 +261,6 @@ static void take_kept(struct waiter *w)
         return;
     if (strcmp(c->kept_channel, w->channel) == 0) {
         memcpy(w->subscribed, c->kept, sizeof(w->subscribed));
-        drain(w);
     } else {
         struct waiter old = {.c = c, .channel = c->kept_channel};
         memcpy(old.subscribed, c->kept, sizeof(old.subscribed));
