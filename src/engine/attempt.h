@@ -41,6 +41,8 @@ typedef struct dlock__kind {
 
 /* The exclusive lock: NAME is a string holding the holder's token. */
 extern const dlock__kind dlock__kind_mutex;
+/* The mutex for an acquire that does not wait: it marks no writer's wait. */
+extern const dlock__kind dlock__kind_mutex_try;
 /* The counting semaphore: NAME is a sorted set of up to `limit` permits. */
 extern const dlock__kind dlock__kind_semaphore;
 /* The fair lock: a mutex whose waiters queue, each with a presence lease

@@ -10,9 +10,23 @@ const dlock__kind dlock__kind_mutex = {
     .extend = DLOCK__SCRIPT_EXTEND,
     .status = DLOCK__SCRIPT_STATUS,
     /* The acquire looks the fair queue up (a free lock with waiters is the
-     * head's) and, finding NAME held shared, marks its wait in `writer`,
-     * which the release deletes (scripts.c). */
+     * head's) and, finding NAME held shared, marks its wait in the set
+     * `writer`, from which its grant takes it out (scripts.c). */
     .aux = {"queue", "writer", NULL},
+    .limited = false,
+    .extend_aux = 0,
+};
+
+/* A mutex acquire that does not wait: the mutex without the writer set,
+ * so that finding NAME held shared it is busy without keeping new shared
+ * holders out for a lease (it will not try again). */
+const dlock__kind dlock__kind_mutex_try = {
+    .name = "mutex",
+    .acquire = DLOCK__SCRIPT_ACQUIRE,
+    .release = DLOCK__SCRIPT_RELEASE,
+    .extend = DLOCK__SCRIPT_EXTEND,
+    .status = DLOCK__SCRIPT_STATUS,
+    .aux = {"queue", NULL},
     .limited = false,
     .extend_aux = 0,
 };

@@ -43,9 +43,11 @@
 /* A name held shared (docs/shared.md) holds this marker, never a token
  * (tokens are 32 lower-case hex characters): an exclusive acquire finds it
  * busy as it finds any other holder. An exclusive acquirer that finds it
- * marks its wait in the key `writer` (KEYS[5]) for WRITER_LEASE_MS and
- * tries again within WRITER_RETRY_MS, which renews the mark: while it is
- * there no new shared holder enters. The exclusive release deletes it. */
+ * puts its token in the sorted set `writer` (KEYS[5]), scored by the end
+ * of its lease of WRITER_LEASE_MS in server ms, and tries again within
+ * WRITER_RETRY_MS, which renews its lease: while a member's lease runs, no
+ * new shared holder enters. A writer takes out only its own member, when
+ * it is granted: another writer that still waits keeps the readers out. */
 #define SHARED_MARKER "dlock:shared"
 #define WRITER_LEASE_MS "2000"
 #define WRITER_RETRY_MS "600"
@@ -59,12 +61,19 @@
  * own call (our key already there): the clock
  * covers a counter rolled back by a restart from an older snapshot, not
  * only one that was lost, and +1 makes every grant's token new, so no two
- * holders can end up with the same largest token. */
+ * holders can end up with the same largest token. A grant takes its own
+ * member out of KEYS[5], the waiting writers (see SHARED_MARKER), looked
+ * at with PTTL first: a name never held shared costs one PTTL and no
+ * sorted-set command (which a mutex's ACL rule may lack). */
 static const char acquire_lua[] = FENCE_OF_LUA
     "local current = redis.call('GET', KEYS[1])\n"
     "if current and current ~= ARGV[1] then\n"
     "  if current == '" SHARED_MARKER "' and KEYS[5] then\n"
-    "    redis.call('SET', KEYS[5], ARGV[1], 'PX', " WRITER_LEASE_MS ")\n"
+    "    local t = redis.call('TIME')\n"
+    "    local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    "    redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', now)\n"
+    "    redis.call('ZADD', KEYS[5], now + " WRITER_LEASE_MS ", ARGV[1])\n"
+    "    redis.call('PEXPIRE', KEYS[5], " WRITER_LEASE_MS ")\n"
     "    return {0, math.min(redis.call('PTTL', KEYS[1]), " WRITER_RETRY_MS ")}\n"
     "  end\n"
     "  return {0, redis.call('PTTL', KEYS[1])}\n"
@@ -77,12 +86,17 @@ static const char acquire_lua[] = FENCE_OF_LUA
     "if not last then\n"
     "  return redis.error_reply(err)\n"
     "end\n"
+    "local waited = KEYS[5] and redis.call('PTTL', KEYS[5]) ~= -2 and\n"
+    "  redis.call('ZSCORE', KEYS[5], ARGV[1])\n"
     "local now = redis.call('TIME')\n"
     "local fence = math.max(last + 1, tonumber(now[1]) * 1000000 + tonumber(now[2]))\n"
     "local f = string.format('%d', fence)\n"
     "redis.call('SET', KEYS[1], ARGV[1], current and 'XX' or 'NX', 'PX', ARGV[2])\n"
     "redis.call('SET', KEYS[2], f, 'PX', ARGV[3])\n"
     "redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[2])\n"
+    "if waited then\n"
+    "  redis.call('ZREM', KEYS[5], ARGV[1])\n"
+    "end\n"
     "return {1, f}\n";
 
 /* The release message, for waiters: sharded (SPUBLISH, heard on the
@@ -97,13 +111,17 @@ static const char acquire_lua[] = FENCE_OF_LUA
     "  redis.pcall(cluster and 'SPUBLISH' or 'PUBLISH', channel, message)\n"                      \
     "end\n"
 
-/* KEYS[4], when given, is the writer mark (see SHARED_MARKER): deleted in
- * the same DEL, a writer in is a writer no longer waiting. */
+/* Not ours: a writer that gives up its wait leaves the waiting writers
+ * (KEYS[4], see SHARED_MARKER), looked at with PTTL first as in the
+ * acquire. */
 static const char release_lua[] = PUBLISH_LUA
     "if redis.call('GET', KEYS[1]) ~= ARGV[1] then\n"
+    "  if KEYS[4] and redis.call('PTTL', KEYS[4]) ~= -2 then\n"
+    "    redis.call('ZREM', KEYS[4], ARGV[1])\n"
+    "  end\n"
     "  return 0\n"
     "end\n"
-    "redis.call('DEL', KEYS[1], KEYS[2], KEYS[4] or KEYS[2])\n"
+    "redis.call('DEL', KEYS[1], KEYS[2])\n"
     "if ARGV[3] == '1' then\n"
     "  publish(ARGV[2], ARGV[1])\n"
     "end\n"
@@ -494,6 +512,7 @@ static const char shared_acquire_lua[] = FENCE_OF_LUA SHARED_LUA
     "local now, now_us = clock()\n"
     "local score = current and redis.call('ZSCORE', readers, token)\n"
     "if not (score and tonumber(score) > now) then\n"
+    "  redis.call('ZREMRANGEBYSCORE', writer, '-inf', now)\n"
     "  for _, waiting in ipairs({writer, queue}) do\n"
     "    local pttl = redis.call('PTTL', waiting)\n"
     "    if pttl ~= -2 then\n"

@@ -252,6 +252,38 @@ static void test_shared_dead_writer_frees_the_readers(void **state)
     dlock_client_close(c);
 }
 
+/* Two writers wait behind a reader: W2, a `dlock run` stopped (SIGSTOP)
+ * once it waits, its lease of 2 s running, and W1, which gets in when the
+ * reader leaves. W1 out again, W2's wait still keeps a new reader out;
+ * W2, resumed, gets its turn, and then the reader. */
+static void test_shared_second_waiting_writer_keeps_readers_out(void **state)
+{
+    redisContext *redis = *state;
+    dlock_client *c = open_client(server.url, 0, 0);
+    dlock_acquire_options o = shared(0);
+    dlock_lock *r = must_acquire(c, "shared:writers", 30000, &o), *w1, *late = NULL;
+    cli_proc w2;
+
+    assert_int_equal(cli_start(&w2, server.url,
+                               (const char *const[]){"run", "shared:writers", "--", "true", NULL},
+                               NULL),
+                     0);
+    wait_for_key(redis, aux_key("shared:writers", "writer"));
+    kill(w2.pid, SIGSTOP);
+    assert_int_equal(dlock_lock_release(r), 0);
+    w1 = must_acquire(c, "shared:writers", 30000, NULL);
+    assert_int_equal(dlock_lock_release(w1), 0);
+    assert_int_equal(dlock_lock_acquire(&late, c, "shared:writers", 30000, &o), DLOCK_EBUSY);
+    kill(w2.pid, SIGCONT);
+    assert_int_equal(cli_wait(&w2, 10000 * test_slowdown()), 0);
+    late = must_acquire(c, "shared:writers", 30000, &o);
+    assert_int_equal(dlock_lock_release(late), 0);
+    dlock_lock_free(r);
+    dlock_lock_free(w1);
+    dlock_lock_free(late);
+    dlock_client_close(c);
+}
+
 /* Shared holders between two exclusive ones share the first's fence; the
  * next exclusive one's is larger. A shared token releases by token (the
  * command's adopted handle), and a shared hold on a semaphore's name is
@@ -364,6 +396,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_shared_dead_writer_frees_the_readers, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_shared_second_waiting_writer_keeps_readers_out,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_shared_fence_epoch_release_by_token_wrong_kind, setup,
                                         teardown),
         cmocka_unit_test(test_shared_redlock_two_of_five_killed),
