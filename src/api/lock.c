@@ -120,7 +120,8 @@ static int set_fair(dlock_lock *lock, const dlock_acquire_options *o)
     return dlock__claim_set_kind(cl, &c->main, &dlock__kind_fair, (unsigned)lease);
 }
 
-/* A shared hold: a mutex otherwise, so not with permits or fair. */
+/* A shared hold: a mutex otherwise, so not with permits or fair. Its
+ * limit says whether its fence is the epoch of several servers. */
 static int set_shared(dlock_lock *lock, const dlock_acquire_options *o)
 {
     dlock__claim *cl = &lock->claim;
@@ -129,7 +130,7 @@ static int set_shared(dlock_lock *lock, const dlock_acquire_options *o)
         dlock__set_error(&c->main, "a shared hold goes with neither permits > 1 nor fair");
         return DLOCK_EINVAL;
     }
-    return dlock__claim_set_kind(cl, &c->main, &dlock__kind_shared, 0);
+    return dlock__claim_set_kind(cl, &c->main, &dlock__kind_shared, c->n > 1);
 }
 
 /* A queued waiter that did not get the lock (busy, deadline, cancel, an

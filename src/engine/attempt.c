@@ -388,14 +388,16 @@ static int acquire_failed(dlock__claim *cl, dlock__lane *lane, const dlock__tall
  * must go above it: it shares a node with every majority, which must still
  * hold the token or, having restarted empty since, start from its clock above
  * it. So it is written back (never lowering a stored value) to every node,
- * and must reach a majority before `valid_until`. */
+ * and must reach a majority before `valid_until`. A kind with an epoch
+ * writes it to the name's epoch key too (docs/shared.md). */
 static int write_back_fence(dlock__claim *cl, dlock__lane *lane, int64_t ttl_ms, uint64_t fence,
                             int64_t valid_until)
 {
     dlock_client *c = cl->client;
     dlock__node_result results[DLOCK__NODES_MAX];
     char value[24], fence_ttl[24];
-    const char *const keys[] = {cl->keys.fence};
+    char *epoch = cl->kind->epoch ? dlock__aux_key(cl->keys.lock, "epoch") : NULL;
+    const char *const keys[] = {cl->keys.fence, epoch};
     const char *const args[] = {value, fence_ttl};
     struct decision d = {.tally.quorum = dlock__quorum(c), .kind = COUNT};
     int64_t deadline = dlock__node_deadline(c, ttl_ms, dlock__now_ns());
@@ -404,9 +406,13 @@ static int write_back_fence(dlock__claim *cl, dlock__lane *lane, int64_t ttl_ms,
 
     snprintf(value, sizeof(value), "%" PRIu64, fence);
     snprintf(fence_ttl, sizeof(fence_ttl), "%" PRId64, c->fence_ttl_ms);
-    rc = dlock__script_encode(&call, DLOCK__SCRIPT_FENCE_MAX, 1, keys, 2, args);
-    if (rc < 0)
+    if (cl->kind->epoch && !epoch)
+        return DLOCK_ENOMEM;
+    rc = dlock__script_encode(&call, DLOCK__SCRIPT_FENCE_MAX, epoch ? 2 : 1, keys, 2, args);
+    if (rc < 0) {
+        free(epoch);
         return rc;
+    }
     dlock__fanout(lane->conns, c->n, &call.call, deadline < valid_until ? deadline : valid_until,
                   results, decided, &d);
     count(&d.tally, results, c->n, COUNT, NULL, 0);
@@ -417,6 +423,7 @@ static int write_back_fence(dlock__claim *cl, dlock__lane *lane, int64_t ttl_ms,
     }
     dlock__results_clear(results, c->n);
     dlock__script_call_free(&call);
+    free(epoch);
     return rc;
 }
 

@@ -16,7 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define DLOCK__KIND_AUX_MAX 4
+#define DLOCK__KIND_AUX_MAX 5
 
 /* A claim's kind: the primitive it is (mutex, semaphore, ...), told by the
  * scripts its acquire, release and extend send. Every script of a kind
@@ -37,6 +37,10 @@ typedef struct dlock__kind {
      * not exist makes a cluster answer TRYAGAIN while the slot migrates,
      * and a renewal must go through (ASK) then. */
     unsigned extend_aux;
+    /* With several servers, the fence write-back of a grant raises the
+     * name's epoch key too: the fence of the shared holders that come
+     * after it (docs/shared.md). */
+    bool epoch;
 } dlock__kind;
 
 /* The exclusive lock: NAME is a string holding the holder's token. */

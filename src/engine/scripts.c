@@ -149,13 +149,23 @@ static const char extend_lua[] = FENCE_OF_LUA
     "end\n"
     "return 2\n";
 
+/* KEYS: the fence key, and the name's epoch key when the grant's kind has
+ * one (see shared_acquire_lua). Each is raised, never lowered; one that
+ * holds the value already gets its TTL again, so an epoch lives as long
+ * as its shared holders keep coming. */
 static const char fence_max_lua[] = FENCE_OF_LUA
-    "local stored, err = fence_of(KEYS[1])\n"
-    "if not stored then\n"
-    "  return redis.error_reply(err)\n"
+    "local stored = {}\n"
+    "for i, key in ipairs(KEYS) do\n"
+    "  local value, err = fence_of(key)\n"
+    "  if not value then\n"
+    "    return redis.error_reply(err)\n"
+    "  end\n"
+    "  stored[i] = value\n"
     "end\n"
-    "if stored < tonumber(ARGV[1]) then\n"
-    "  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
+    "for i, key in ipairs(KEYS) do\n"
+    "  if stored[i] <= tonumber(ARGV[1]) then\n"
+    "    redis.call('SET', key, ARGV[1], 'PX', ARGV[2])\n"
+    "  end\n"
     "end\n"
     "return 1\n";
 
@@ -466,10 +476,10 @@ static const char fair_release_lua[] = PUBLISH_LUA FAIR_LUA
 /* Shared holders (docs/shared.md): NAME holds SHARED_MARKER with the PX
  * of the last holder's expiry; the holders are the sorted set `readers`
  * (token -> expiry in server ms) with their owner records in the hash
- * `rowners`, both living as long as NAME. Their fence is the stored fence
- * of the name (the last exclusive holder's): every shared holder between
- * two exclusive ones has the same. live() drops the expired holders and
- * gives NAME and the keys the last expiry left, or deletes them. */
+ * `rowners`, both living as long as NAME. Their fence names the exclusive
+ * epoch: every shared holder between two exclusive ones has the same.
+ * live() drops the expired holders and gives NAME and the keys the last
+ * expiry left, or deletes them. */
 #define SHARED_LUA                                                                                 \
     "local function clock()\n"                                                                     \
     "  local t = redis.call('TIME')\n"                                                             \
@@ -494,18 +504,24 @@ static const char fair_release_lua[] = PUBLISH_LUA FAIR_LUA
     "  return true\n"                                                                              \
     "end\n"
 
-/* KEYS as the mutex's acquire (queue and writer included), then readers
- * and rowners; ARGV as the mutex's. Busy ({0, ms}) while an exclusive
- * holder has NAME, and, for a new shared holder, while an exclusive
- * acquirer waits (the writer mark, or a fair queue). Granted: {1, fence}. */
+/* KEYS as the mutex's acquire (queue and writer included), then readers,
+ * rowners and epoch; ARGV as the mutex's, then "1" with several servers.
+ * Busy ({0, ms}) while an exclusive holder has NAME, and, for a new shared
+ * holder, while an exclusive acquirer waits (a live waiting writer, or a
+ * fair queue). Granted: {1, fence}. The fence, on one server, is the
+ * stored one, the last exclusive holder's (the clock's, stored, when there
+ * is none). With several, a server's stored fence may have been raised by
+ * an exclusive attempt that failed, so it is the epoch key, which only a
+ * grant's write-back raises: the largest of a majority is the last
+ * exclusive holder's token, which a majority got (1 before any). */
 static const char shared_acquire_lua[] = FENCE_OF_LUA SHARED_LUA
     "local name, queue, writer, readers, rowners = KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[7]\n"
-    "local token = ARGV[1]\n"
+    "local token, several = ARGV[1], ARGV[5] == '1'\n"
     "local current = redis.call('GET', name)\n"
     "if current and current ~= '" SHARED_MARKER "' then\n"
     "  return {0, redis.call('PTTL', name)}\n"
     "end\n"
-    "local last, err = fence_of(KEYS[2])\n"
+    "local last, err = fence_of(several and KEYS[8] or KEYS[2])\n"
     "if not last then\n"
     "  return redis.error_reply(err)\n"
     "end\n"
@@ -521,7 +537,9 @@ static const char shared_acquire_lua[] = FENCE_OF_LUA SHARED_LUA
     "  end\n"
     "end\n"
     "local f = last\n"
-    "if f == 0 then\n"
+    "if f == 0 and several then\n"
+    "  f = 1\n"
+    "elseif f == 0 then\n"
     "  f = now_us\n"
     "  redis.call('SET', KEYS[2], string.format('%d', f), 'PX', ARGV[3])\n"
     "end\n"

@@ -387,6 +387,61 @@ static void test_shared_redlock_two_of_five_killed(void **state)
     test_redis_stop_all(r, 5);
 }
 
+/* Runs one command on each of servers [from, to). */
+static void on_servers(test_redis *r, int from, int to, const char *fmt, const char *key)
+{
+    for (int i = from; i < to; i++) {
+        redisContext *redis = test_redis_connect(&r[i], NULL);
+        assert_non_null(redis);
+        freeReplyObject(run(redis, fmt, key));
+        redisFree(redis);
+    }
+}
+
+/* Redlock of 5: after an exclusive holder (fence F), an exclusive attempt
+ * that failed (servers 2-4 held by someone else) raised the fence counter
+ * of servers 0 and 1. A reader granted by servers 2-4 (0 and 1 paused) and
+ * one granted by all 5 still share one fence, F's: the epoch the exclusive
+ * holder's majority agreed on, not a counter a failed attempt raised. */
+static void test_shared_redlock_readers_of_an_epoch_share_its_fence(void **state)
+{
+    test_redis r[5];
+    const char *urls[5];
+    dlock_client *c;
+    dlock_acquire_options o = shared(0);
+    dlock_lock *x, *y = NULL, *a, *b;
+    (void)state;
+
+    assert_int_equal(test_redis_start_all(r, 5), 0);
+    for (int i = 0; i < 5; i++)
+        urls[i] = r[i].url;
+    c = open_nodes(urls, 5, 0, 0);
+    x = must_acquire(c, "shared:epoch", 30000, NULL);
+    assert_int_equal(dlock_lock_release(x), 0);
+    on_servers(r, 2, 5, "SET %s someone-else PX 30000", "shared:epoch");
+    assert_int_equal(dlock_lock_acquire(&y, c, "shared:epoch", 30000, NULL), DLOCK_EBUSY);
+    on_servers(r, 2, 5, "DEL %s", "shared:epoch");
+    test_redis_pause(&r[0]);
+    test_redis_pause(&r[1]);
+    a = must_acquire(c, "shared:epoch", 30000, &o);
+    test_redis_resume(&r[0]);
+    test_redis_resume(&r[1]);
+    b = must_acquire(c, "shared:epoch", 30000, &o);
+    assert_int_equal(dlock_lock_fence(a), dlock_lock_fence(x));
+    assert_int_equal(dlock_lock_fence(b), dlock_lock_fence(x));
+    assert_int_equal(dlock_lock_release(a), 0);
+    assert_int_equal(dlock_lock_release(b), 0);
+    y = must_acquire(c, "shared:epoch", 30000, NULL);
+    assert_true(dlock_lock_fence(y) > dlock_lock_fence(x));
+    assert_int_equal(dlock_lock_release(y), 0);
+    dlock_lock_free(x);
+    dlock_lock_free(y);
+    dlock_lock_free(a);
+    dlock_lock_free(b);
+    dlock_client_close(c);
+    test_redis_stop_all(r, 5);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -401,6 +456,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_shared_fence_epoch_release_by_token_wrong_kind, setup,
                                         teardown),
         cmocka_unit_test(test_shared_redlock_two_of_five_killed),
+        cmocka_unit_test(test_shared_redlock_readers_of_an_epoch_share_its_fence),
     };
     return cmocka_run_group_tests(tests, group_setup_server, group_teardown_server);
 }
