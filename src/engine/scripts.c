@@ -601,7 +601,7 @@ static const char shared_extend_lua[] = FENCE_OF_LUA SHARED_LUA
     "live(name, readers, rowners, now)\n"
     "return held and 1 or 2\n";
 
-/* KEYS NAME, queue, writer, readers, rowners. Read-only. Returns {owner record or false,
+/* KEYS NAME, queue, writer, readers, rowners, epoch. Read-only. Returns {owner record or false,
  * PTTL, ...} for each live shared holder (none unless NAME holds the
  * marker). */
 static const char shared_status_lua[] =
