@@ -112,11 +112,12 @@ static const char acquire_lua[] = FENCE_OF_LUA
     "end\n"
 
 /* Not ours: a writer that gives up its wait leaves the waiting writers
- * (KEYS[4], see SHARED_MARKER), looked at with PTTL first as in the
- * acquire. */
+ * (KEYS[4], see SHARED_MARKER; looked at with PTTL first, as in the
+ * acquire), but not in a cleanup (ARGV[3] "0"): a reply that came too late
+ * must not end a wait that goes on. */
 static const char release_lua[] = PUBLISH_LUA
     "if redis.call('GET', KEYS[1]) ~= ARGV[1] then\n"
-    "  if KEYS[4] and redis.call('PTTL', KEYS[4]) ~= -2 then\n"
+    "  if KEYS[4] and ARGV[3] == '1' and redis.call('PTTL', KEYS[4]) ~= -2 then\n"
     "    redis.call('ZREM', KEYS[4], ARGV[1])\n"
     "  end\n"
     "  return 0\n"
@@ -601,9 +602,9 @@ static const char shared_extend_lua[] = FENCE_OF_LUA SHARED_LUA
     "live(name, readers, rowners, now)\n"
     "return held and 1 or 2\n";
 
-/* KEYS NAME, queue, writer, readers, rowners, epoch. Read-only. Returns {owner record or false,
- * PTTL, ...} for each live shared holder (none unless NAME holds the
- * marker). */
+/* KEYS NAME, queue, writer, readers, rowners, epoch. Read-only. Returns
+ * {owner record or false, PTTL, ...} for each live shared holder (none
+ * unless NAME holds the marker). */
 static const char shared_status_lua[] =
     "if redis.call('GET', KEYS[1]) ~= '" SHARED_MARKER "' then\n"
     "  return {}\n"
