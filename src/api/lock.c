@@ -142,8 +142,7 @@ static void leave_queue(dlock_lock *lock, int rc)
 {
     dlock__lane *lane = &lock->claim.client->main;
     char why[DLOCK__ERRMSG_MAX];
-    bool writer = lock->claim.kind == &dlock__kind_mutex &&
-                  (rc == DLOCK_EBUSY || rc == DLOCK_ECANCELED);
+    bool writer = lock->claim.writer && (rc == DLOCK_EBUSY || rc == DLOCK_ECANCELED);
     if (!lock->claim.kind->queued && !writer)
         return;
     memcpy(why, lane->errmsg, sizeof(why));

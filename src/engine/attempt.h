@@ -69,6 +69,7 @@ typedef struct dlock__claim {
     _Atomic int64_t valid_until_ns; /* 0: not held */
     atomic_bool lost;               /* the owner was told it is lost */
     unsigned attempts;              /* acquire attempts made */
+    bool writer;                    /* an acquire joined the waiting writers of a shared name */
     bool repaired;                  /* a refused extend put our key back somewhere */
     int64_t last_pttl_ms;           /* busy: how long the holder's key lives (-1: no TTL) */
 } dlock__claim;
@@ -120,6 +121,7 @@ typedef struct dlock__tally {
     uint64_t fence;  /* acquire: the largest token granted */
     unsigned slot;   /* acquire: the slot that came with that token */
     int64_t pttl;    /* acquire: the smallest PTTL of the refusals */
+    bool writer;     /* acquire: a refusal joined us to the waiting writers ({0, pttl, 1}) */
 } dlock__tally;
 
 /* Judges an acquire round that started at `start_ns`, from the replies of

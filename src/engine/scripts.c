@@ -61,10 +61,12 @@
  * own call (our key already there): the clock
  * covers a counter rolled back by a restart from an older snapshot, not
  * only one that was lost, and +1 makes every grant's token new, so no two
- * holders can end up with the same largest token. A grant takes its own
- * member out of KEYS[5], the waiting writers (see SHARED_MARKER), looked
- * at with PTTL first: a name never held shared costs one PTTL and no
- * sorted-set command (which a mutex's ACL rule may lack). */
+ * holders can end up with the same largest token. Finding the marker, the
+ * acquire answers a third element, 1: the caller waits among the writers
+ * (see SHARED_MARKER), and its next tries send ARGV[5] "1", with which a
+ * grant takes its own member out of KEYS[5]. So a name never held shared
+ * costs no command more, and no sorted-set command (which a mutex's ACL
+ * rule may lack). */
 static const char acquire_lua[] = FENCE_OF_LUA
     "local current = redis.call('GET', KEYS[1])\n"
     "if current and current ~= ARGV[1] then\n"
@@ -74,7 +76,7 @@ static const char acquire_lua[] = FENCE_OF_LUA
     "    redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', now)\n"
     "    redis.call('ZADD', KEYS[5], now + " WRITER_LEASE_MS ", ARGV[1])\n"
     "    redis.call('PEXPIRE', KEYS[5], " WRITER_LEASE_MS ")\n"
-    "    return {0, math.min(redis.call('PTTL', KEYS[1]), " WRITER_RETRY_MS ")}\n"
+    "    return {0, math.min(redis.call('PTTL', KEYS[1]), " WRITER_RETRY_MS "), 1}\n"
     "  end\n"
     "  return {0, redis.call('PTTL', KEYS[1])}\n"
     "end\n"
@@ -86,8 +88,7 @@ static const char acquire_lua[] = FENCE_OF_LUA
     "if not last then\n"
     "  return redis.error_reply(err)\n"
     "end\n"
-    "local waited = KEYS[5] and redis.call('PTTL', KEYS[5]) ~= -2 and\n"
-    "  redis.call('ZSCORE', KEYS[5], ARGV[1])\n"
+    "local waited = ARGV[5] == '1' and redis.call('ZSCORE', KEYS[5], ARGV[1])\n"
     "local now = redis.call('TIME')\n"
     "local fence = math.max(last + 1, tonumber(now[1]) * 1000000 + tonumber(now[2]))\n"
     "local f = string.format('%d', fence)\n"
