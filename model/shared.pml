@@ -9,8 +9,8 @@
  * scripts/model compares these pins with the sha1sum of each file; a
  * change to either file fails it until this model was reviewed against the
  * change and its pin updated:
- * pin src/engine/scripts.c 1f9d426de37d78ec8efd122a7f06375d4496bf26
- * pin src/engine/attempt.c 5968aa3fa439f36174288d1fcbff9b317edda54a
+ * pin src/engine/scripts.c ac31ee0c3e65afdff535659f6f064f94600c14f0
+ * pin src/engine/attempt.c f8432483f9c1bea63ecd9403564a883755271262
  *
  * Time is kept as in dlock.pml and fair.pml: relative to "now", moved one
  * tick at a time by the clock process. NAME, each reader's entry and each
