@@ -9,8 +9,8 @@
  * scripts/model compares these pins with the sha1sum of each file; a
  * change to either file fails it until this model was reviewed against the
  * change and its pin updated:
- * pin src/engine/scripts.c 8a25a41791c8592b8987224dc8cd5f35af666026
- * pin src/engine/attempt.c 700fa0d4bd9de7d7b47b6364ddb68ffaf2c9aafc
+ * pin src/engine/scripts.c 7d65b19d292b2059fc4007272ee353380308b4dd
+ * pin src/engine/attempt.c 0876fc1c925880b4315d27861efae9e2240c30c8
  *
  * Time is kept as in dlock.pml: relative to "now", moved one tick at a time
  * by the clock process. The lock key, each presence lease and the queue's

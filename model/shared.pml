@@ -1,19 +1,20 @@
 /* dlock's shared holds, as SPIN sees them: the shared_acquire,
  * shared_release and shared_extend Lua scripts of src/engine/scripts.c,
- * and the mutex's acquire (with the writer mark), release (which deletes
- * the mark) and extend, on one server, with the attempt layer's validity
+ * and the mutex's acquire (which puts a writer in the set of waiting
+ * writers and takes it out when granted), release (with which a writer
+ * that gives up leaves the set) and extend, on one server, with the attempt layer's validity
  * and cleanup on the clients' side. docs/model.md says what is modelled,
  * with which bounds and assumptions.
  *
  * scripts/model compares these pins with the sha1sum of each file; a
  * change to either file fails it until this model was reviewed against the
  * change and its pin updated:
- * pin src/engine/scripts.c 8a25a41791c8592b8987224dc8cd5f35af666026
- * pin src/engine/attempt.c 700fa0d4bd9de7d7b47b6364ddb68ffaf2c9aafc
+ * pin src/engine/scripts.c 7d65b19d292b2059fc4007272ee353380308b4dd
+ * pin src/engine/attempt.c 0876fc1c925880b4315d27861efae9e2240c30c8
  *
  * Time is kept as in dlock.pml and fair.pml: relative to "now", moved one
- * tick at a time by the clock process. NAME, each reader's entry and the
- * writer mark keep the ticks left until they end; a fencing token its
+ * tick at a time by the clock process. NAME, each reader's entry and each
+ * waiting writer's lease keep the ticks left until they end; a fencing token its
  * distance from now in sub-ticks, clamped at FLOOR. A reader's entry whose
  * score has passed counts for no script (each reads `score > now`). */
 
@@ -31,7 +32,7 @@
 #define DRIFT 1
 #endif
 #ifndef WLEASE
-#define WLEASE 2        /* the writer mark's lease, ticks */
+#define WLEASE 2        /* a waiting writer's lease, ticks */
 #endif
 #ifndef NDL
 #define NDL 1           /* the call's deadline, ticks */
@@ -55,8 +56,10 @@
 #define CHECK_FENCE 1   /* 0: tokens are not computed (a smaller search) */
 #endif
 /* Mutations, for the negative controls: NO_WRITER_CHECK (a new reader
- * ignores the writer mark), NO_HOLDER_CHECK (a reader is admitted while
- * NAME holds an exclusive holder's token). */
+ * ignores the waiting writers), NO_HOLDER_CHECK (a reader is admitted while
+ * NAME holds an exclusive holder's token), ONE_WRITER_MARK (the protocol
+ * before the set: one mark, which a writer sets over another's and every
+ * exclusive release deletes). */
 
 #define SUB 4
 #define FLOOR (-(TTL + 2) * SUB)
@@ -71,18 +74,23 @@ byte down;
 byte nm;                 /* NAME: 0 missing, MARK, or an exclusive holder's token + 1 */
 byte nttl;               /* ticks until NAME expires */
 byte rd[NT];             /* readers: ticks until the entry's score (0: none) */
+#ifdef ONE_WRITER_MARK
 byte wm;                 /* the writer mark: token + 1, 0 when missing */
 byte wttl;
+#else
+byte wl[NT];             /* the waiting writers: ticks left of each token's lease */
+#endif
 bool fset;               /* the fence key exists */
 short sfence;
 byte losses = LOSSES, crash_lose = CRASH_LOSE;
 
 /* Ghost: for each token, the ticks its own writer mark would have left had
- * nobody else touched it (set with the mark, cleared when it is granted). */
+ * nobody else touched it (set with the mark, cleared when it is granted or
+ * its writer gives up). */
 byte gmark[NT];
 
 /* ---- clients' calls ------------------------------------------------------ */
-mtype = { SACQ, SREL, SEXT, XACQ, XREL, XEXT };
+mtype = { SACQ, SREL, SEXT, XACQ, XREL, XEXT, XGIVE };
 #define YES 1
 #define NO 0
 
@@ -130,6 +138,17 @@ inline live() {
     m = 0
 }
 
+/* Does a writer wait, as the shared acquire sees it (ww)? */
+inline writers_wait() {
+#ifdef ONE_WRITER_MARK
+    ww = wm != 0
+#else
+    ww = false;
+    for (k : 0 .. NT - 1) { ww = ww || wl[k] > 0 }
+    k = 0
+#endif
+}
+
 /* Writer preference: a new reader comes in only while no writer waits. */
 inline assert_no_writer_waits() {
     for (k : 0 .. NT - 1) { assert(gmark[k] == 0) }
@@ -137,12 +156,13 @@ inline assert_no_writer_waits() {
 }
 
 inline shared_acquire(t) {
+    writers_wait();
     if
 #ifndef NO_HOLDER_CHECK
     :: nm != 0 && nm != MARK -> res = NO; f = FLOOR
 #endif
 #ifndef NO_WRITER_CHECK
-    :: !(nm == MARK && rd[t] > 0) && wm != 0 -> res = NO; f = FLOOR
+    :: !(nm == MARK && rd[t] > 0) && ww -> res = NO; f = FLOOR
 #endif
     :: else ->
         if
@@ -156,7 +176,8 @@ inline shared_acquire(t) {
         fi;
 #endif
         f = sfence; rd[t] = TTL - DRIFT; live(); res = YES
-    fi
+    fi;
+    ww = false
 }
 
 inline shared_release(t) {
@@ -175,10 +196,17 @@ inline shared_extend(t) {
     f = FLOOR
 }
 
-/* The mutex's acquire: finding the marker, it sets the writer mark. */
+/* The mutex's acquire: finding the marker, it puts its token in the
+ * waiting writers (or sets the one mark); granted, it takes it out. */
 inline x_acquire(t) {
     if
-    :: nm == MARK -> wm = t + 1; wttl = WLEASE; gmark[t] = WLEASE; res = NO; f = FLOOR
+    :: nm == MARK ->
+#ifdef ONE_WRITER_MARK
+        wm = t + 1; wttl = WLEASE;
+#else
+        wl[t] = WLEASE;
+#endif
+        gmark[t] = WLEASE; res = NO; f = FLOOR
     :: nm != 0 && nm != t + 1 -> res = NO; f = FLOOR
     :: else ->
 #if CHECK_FENCE
@@ -188,15 +216,30 @@ inline x_acquire(t) {
 #else
         f = FLOOR;
 #endif
+#ifndef ONE_WRITER_MARK
+        wl[t] = 0;
+#endif
         nm = t + 1; nttl = TTL - DRIFT; gmark[t] = 0; res = YES
     fi
 }
 
-/* The mutex's release deletes the writer mark in its DEL, whoever set it. */
-inline x_release(t) {
+/* The mutex's release (ONE_WRITER_MARK: deletes the mark in its DEL,
+ * whoever set it). As a writer's give-up (`give`), not ours, it takes the
+ * token out of the waiting writers; a cleanup does not. */
+inline x_release(t, give) {
     if
-    :: nm == t + 1 -> nm = 0; nttl = 0; wm = 0; wttl = 0; res = YES
-    :: else -> res = NO
+    :: nm == t + 1 -> nm = 0; nttl = 0; res = YES;
+#ifdef ONE_WRITER_MARK
+        wm = 0; wttl = 0
+#else
+        skip
+#endif
+    :: else -> res = NO;
+#ifndef ONE_WRITER_MARK
+        wl[t] = (give -> 0 : wl[t])
+#else
+        skip
+#endif
     fi;
     f = FLOOR
 }
@@ -219,7 +262,8 @@ inline x_extend(t) {
             :: cop[c] == SREL -> shared_release(ctok[c]) \
             :: cop[c] == SEXT -> shared_extend(ctok[c]) \
             :: cop[c] == XACQ -> x_acquire(ctok[c]) \
-            :: cop[c] == XREL -> x_release(ctok[c]) \
+            :: cop[c] == XREL -> x_release(ctok[c], false) \
+            :: cop[c] == XGIVE -> x_release(ctok[c], true) \
             :: cop[c] == XEXT -> x_extend(ctok[c]) \
             fi; \
             if \
@@ -236,13 +280,22 @@ inline x_extend(t) {
 inline crash_empty() {
     up = false;
     for (k : 0 .. NC - 1) { pend[k] = false }
-    nm = 0; nttl = 0; wm = 0; wttl = 0; fset = false; sfence = FLOOR;
-    for (k : 0 .. NT - 1) { rd[k] = 0 }
+    nm = 0; nttl = 0; fset = false; sfence = FLOOR;
+#ifdef ONE_WRITER_MARK
+    wm = 0; wttl = 0;
+#endif
+    for (k : 0 .. NT - 1) {
+        rd[k] = 0;
+#ifndef ONE_WRITER_MARK
+        wl[k] = 0
+#endif
+    }
     k = 0
 }
 
 proctype server() {
     byte k, m, res;
+    bool ww;
     short f;
 end:
     do
@@ -268,17 +321,23 @@ active proctype clock() {
 end:
     do
     :: d_step {
-            DEC(nttl); DEC(wttl);
+            DEC(nttl);
             if
             :: nttl == 0 -> nm = 0
             :: else -> skip
             fi;
+#ifdef ONE_WRITER_MARK
+            DEC(wttl);
             if
             :: wttl == 0 -> wm = 0
             :: else -> skip
             fi;
+#endif
             for (i : 0 .. NT - 1) {
                 DEC(rd[i]); DEC(gmark[i]);
+#ifndef ONE_WRITER_MARK
+                DEC(wl[i]);
+#endif
                 if
                 :: nttl == 0 -> rd[i] = 0
                 :: else -> skip
@@ -328,7 +387,8 @@ inline count_fence() {
 }
 
 /* A reader or a writer tries at any moment, as a waiter does, until it is
- * granted or gives up; a failed call is cleaned up with a release. */
+ * granted or gives up; a failed call is cleaned up with a release; a
+ * writer that gives up stops waiting and says so with a release. */
 proctype client(byte c) {
     byte tok, calls, extends;
     bool w = WRITER(c);
@@ -351,7 +411,8 @@ idle:
         :: d_step { answered[c] && cres[c] == NO; consumed() }
         :: else -> d_step { consumed() }; send((w -> XREL : SREL))
         fi
-    :: goto idle
+    :: !w -> goto idle
+    :: w -> d_step { gmark[tok] = 0 }; send(XGIVE); goto idle
     od;
 
 holding:

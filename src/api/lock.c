@@ -66,12 +66,15 @@ static int check_acquire_options(dlock__lane *lane, const dlock_acquire_options 
     return DLOCK_EINVAL;
 }
 
-/* permits 0 or 1: a mutex. More: a semaphore, on one server only: with
+/* permits 0 or 1: a mutex (one that does not wait marks no writer's wait
+ * on a name held shared). More: a semaphore, on one server only: with
  * several, N holders can each hold a different majority (docs/redlock.md). */
 static int set_kind(dlock_lock *lock, const dlock_acquire_options *o)
 {
     dlock__claim *cl = &lock->claim;
     dlock_client *c = cl->client;
+    if (o->permits <= 1 && o->wait_ms == 0)
+        return dlock__claim_set_kind(cl, &c->main, &dlock__kind_mutex_try, 0);
     if (o->permits <= 1)
         return 0;
     if (o->permits > DLOCK_PERMITS_MAX) {
@@ -117,7 +120,8 @@ static int set_fair(dlock_lock *lock, const dlock_acquire_options *o)
     return dlock__claim_set_kind(cl, &c->main, &dlock__kind_fair, (unsigned)lease);
 }
 
-/* A shared hold: a mutex otherwise, so not with permits or fair. */
+/* A shared hold: a mutex otherwise, so not with permits or fair. Its
+ * limit says whether its fence is the epoch of several servers. */
 static int set_shared(dlock_lock *lock, const dlock_acquire_options *o)
 {
     dlock__claim *cl = &lock->claim;
@@ -126,17 +130,20 @@ static int set_shared(dlock_lock *lock, const dlock_acquire_options *o)
         dlock__set_error(&c->main, "a shared hold goes with neither permits > 1 nor fair");
         return DLOCK_EINVAL;
     }
-    return dlock__claim_set_kind(cl, &c->main, &dlock__kind_shared, 0);
+    return dlock__claim_set_kind(cl, &c->main, &dlock__kind_shared, c->n > 1);
 }
 
 /* A queued waiter that did not get the lock (busy, deadline, cancel, an
- * error) leaves the queue now rather than when its lease ends; the failure
+ * error) leaves the queue now rather than when its lease ends; so does a
+ * mutex that waited in vain (busy, cancel) leave the waiting writers of a
+ * name held shared (the release takes its token out of them). The failure
  * it reports stays the one that ended its wait. */
-static void leave_queue(dlock_lock *lock)
+static void leave_queue(dlock_lock *lock, int rc)
 {
     dlock__lane *lane = &lock->claim.client->main;
     char why[DLOCK__ERRMSG_MAX];
-    if (!lock->claim.kind->queued)
+    bool writer = lock->claim.writer && (rc == DLOCK_EBUSY || rc == DLOCK_ECANCELED);
+    if (!lock->claim.kind->queued && !writer)
         return;
     memcpy(why, lane->errmsg, sizeof(why));
     dlock__attempt_release(&lock->claim, lane, true);
@@ -198,7 +205,7 @@ int dlock_lock_acquire(dlock_lock **out, dlock_client *c, const char *name, int6
         rc = dlock__attempt_acquire(&lock->claim, &c->main, ttl_ms);
     explain_kind(lock, rc);
     if (rc < 0 && rc != DLOCK_EINVAL)
-        leave_queue(lock);
+        leave_queue(lock, rc);
     if (rc == 0 && o->auto_renew)
         rc = start_renewal(lock, o);
     dlock__stats_acquired(&c->stats, rc, lock->claim.attempts, dlock__now_ns() - start);

@@ -28,6 +28,7 @@ struct answer {
     uint64_t fence; /* GRANT, YES */
     unsigned slot;  /* GRANT, YES: a kind with slots names it, else 0 */
     int64_t pttl;   /* GRANT, NO */
+    bool writer;    /* GRANT, NO: {0, pttl, 1}, we wait among the writers */
 };
 
 /* A grant's slot, when the kind's acquire names one: {1, fence, slot}. */
@@ -45,7 +46,7 @@ static bool read_slot(const dlock__reply *a, unsigned *slot)
 
 static struct answer read_grant(const dlock__reply *a)
 {
-    struct answer x = {VOTE_FAILED, DLOCK_EPROTO, 0, 0, 0};
+    struct answer x = {VOTE_FAILED, DLOCK_EPROTO, 0, 0, 0, false};
     const dlock__reply *first, *second;
     char *end;
     if (a->type != DLOCK__REPLY_ARRAY || a->elements < 2 || a->elements > 3)
@@ -57,6 +58,8 @@ static struct answer read_grant(const dlock__reply *a)
     if (first->integer == 0 && second->type == DLOCK__REPLY_INTEGER) {
         x.vote = VOTE_NO;
         x.pttl = second->integer;
+        x.writer = a->elements == 3 && a->element[2]->type == DLOCK__REPLY_INTEGER &&
+                   a->element[2]->integer == 1;
     } else if (first->integer == 1 && second->type == DLOCK__REPLY_STRING) {
         x.fence = strtoull(second->str, &end, 10);
         x.vote = *end == '\0' && x.fence > 0 && read_slot(a, &x.slot) ? VOTE_YES : VOTE_FAILED;
@@ -66,7 +69,7 @@ static struct answer read_grant(const dlock__reply *a)
 
 static struct answer read_answer(const dlock__node_result *r, enum reply_kind kind)
 {
-    struct answer x = {VOTE_FAILED, 0, 0, 0, 0};
+    struct answer x = {VOTE_FAILED, 0, 0, 0, 0, false};
     const dlock__reply *a = r->reply;
     if (r->status == DLOCK__PENDING) {
         x.vote = VOTE_PENDING;
@@ -129,6 +132,7 @@ static void count(dlock__tally *t, const dlock__node_result *results, size_t n,
     t->yes = t->no = t->repaired = t->failed = t->pending = 0;
     t->fence = 0;
     t->slot = 0;
+    t->writer = false;
     for (size_t i = 0; i < n; i++) {
         struct answer x = answer_of(results, n, call, i, kind, g);
         switch (x.vote) {
@@ -140,6 +144,7 @@ static void count(dlock__tally *t, const dlock__node_result *results, size_t n,
             break;
         case VOTE_NO:
             t->pttl = t->no++ == 0 || x.pttl < t->pttl ? x.pttl : t->pttl;
+            t->writer |= x.writer;
             break;
         case VOTE_REPAIRED:
             t->repaired++;
@@ -275,7 +280,7 @@ void dlock__claim_clear(dlock__claim *cl)
  * limit. The call borrows the words, so they live here beside it. */
 struct kind_call {
     const char *keys[3 + DLOCK__KIND_AUX_MAX];
-    const char *args[6];
+    const char *args[7];
     char limit[12];
     dlock__script_call call;
 };
@@ -296,6 +301,9 @@ static int encode_kind_call(struct kind_call *kc, const dlock__claim *cl,
         snprintf(kc->limit, sizeof(kc->limit), "%u", cl->limit);
         kc->args[a++] = kc->limit;
     }
+    /* A writer that waits: its grant leaves the waiting writers. */
+    if (id == cl->kind->acquire && cl->writer)
+        kc->args[a++] = "1";
     return dlock__script_encode(&kc->call, id, k, kc->keys, a, kc->args);
 }
 
@@ -401,14 +409,16 @@ static int acquire_failed(dlock__claim *cl, dlock__lane *lane, const dlock__tall
  * must go above it: it shares a node with every majority, which must still
  * hold the token or, having restarted empty since, start from its clock above
  * it. So it is written back (never lowering a stored value) to every node,
- * and must reach a majority before `valid_until`. */
+ * and must reach a majority before `valid_until`. A kind with an epoch
+ * writes it to the name's epoch key too (docs/shared.md). */
 static int write_back_fence(dlock__claim *cl, dlock__lane *lane, int64_t ttl_ms, uint64_t fence,
                             int64_t valid_until)
 {
     dlock_client *c = cl->client;
     dlock__node_result results[DLOCK__NODES_MAX];
     char value[24], fence_ttl[24];
-    const char *const keys[] = {cl->keys.fence};
+    char *epoch = cl->kind->epoch ? dlock__aux_key(cl->keys.lock, "epoch") : NULL;
+    const char *const keys[] = {cl->keys.fence, epoch};
     const char *const args[] = {value, fence_ttl};
     struct decision d = {.tally.quorum = dlock__quorum(c), .kind = COUNT};
     int64_t deadline = dlock__node_deadline(c, ttl_ms, dlock__now_ns());
@@ -417,9 +427,13 @@ static int write_back_fence(dlock__claim *cl, dlock__lane *lane, int64_t ttl_ms,
 
     snprintf(value, sizeof(value), "%" PRIu64, fence);
     snprintf(fence_ttl, sizeof(fence_ttl), "%" PRId64, c->fence_ttl_ms);
-    rc = dlock__script_encode(&call, DLOCK__SCRIPT_FENCE_MAX, 1, keys, 2, args);
-    if (rc < 0)
+    if (cl->kind->epoch && !epoch)
+        return DLOCK_ENOMEM;
+    rc = dlock__script_encode(&call, DLOCK__SCRIPT_FENCE_MAX, epoch ? 2 : 1, keys, 2, args);
+    if (rc < 0) {
+        free(epoch);
         return rc;
+    }
     dlock__fanout(lane->conns, c->n, &call.call, deadline < valid_until ? deadline : valid_until,
                   results, decided, &d);
     count(&d.tally, results, c->n, COUNT, NULL, 0);
@@ -430,6 +444,7 @@ static int write_back_fence(dlock__claim *cl, dlock__lane *lane, int64_t ttl_ms,
     }
     dlock__results_clear(results, c->n);
     dlock__script_call_free(&call);
+    free(epoch);
     return rc;
 }
 
@@ -500,6 +515,7 @@ static int acquire_once(dlock__claim *cl, dlock__lane *lane, int64_t ttl_ms, boo
                            valid_until);
     else
         rc = acquire_failed(cl, lane, &d.tally, results, &g, ttl_ms, start);
+    cl->writer |= d.tally.writer;
     if (rc == 0) {
         cl->fence = d.tally.fence;
         cl->slot = d.tally.slot;

@@ -16,7 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define DLOCK__KIND_AUX_MAX 4
+#define DLOCK__KIND_AUX_MAX 5
 
 /* A claim's kind: the primitive it is (mutex, semaphore, ...), told by the
  * scripts its acquire, release and extend send. Every script of a kind
@@ -37,10 +37,16 @@ typedef struct dlock__kind {
      * not exist makes a cluster answer TRYAGAIN while the slot migrates,
      * and a renewal must go through (ASK) then. */
     unsigned extend_aux;
+    /* With several servers, the fence write-back of a grant raises the
+     * name's epoch key too: the fence of the shared holders that come
+     * after it (docs/shared.md). */
+    bool epoch;
 } dlock__kind;
 
 /* The exclusive lock: NAME is a string holding the holder's token. */
 extern const dlock__kind dlock__kind_mutex;
+/* The mutex for an acquire that does not wait: it marks no writer's wait. */
+extern const dlock__kind dlock__kind_mutex_try;
 /* The counting semaphore: NAME is a sorted set of up to `limit` permits. */
 extern const dlock__kind dlock__kind_semaphore;
 /* The fair lock: a mutex whose waiters queue, each with a presence lease
@@ -63,6 +69,7 @@ typedef struct dlock__claim {
     _Atomic int64_t valid_until_ns; /* 0: not held */
     atomic_bool lost;               /* the owner was told it is lost */
     unsigned attempts;              /* acquire attempts made */
+    bool writer;                    /* an acquire joined the waiting writers of a shared name */
     bool repaired;                  /* a refused extend put our key back somewhere */
     int64_t last_pttl_ms;           /* busy: how long the holder's key lives (-1: no TTL) */
 } dlock__claim;
@@ -115,6 +122,7 @@ typedef struct dlock__tally {
     uint64_t fence;  /* acquire: the largest token granted */
     unsigned slot;   /* acquire: the slot that came with that token */
     int64_t pttl;    /* acquire: the smallest PTTL of the refusals */
+    bool writer;     /* acquire: a refusal joined us to the waiting writers ({0, pttl, 1}) */
 } dlock__tally;
 
 /* Judges an acquire round that started at `start_ns`, from the replies of

@@ -10,11 +10,27 @@ const dlock__kind dlock__kind_mutex = {
     .extend = DLOCK__SCRIPT_EXTEND,
     .status = DLOCK__SCRIPT_STATUS,
     /* The acquire looks the fair queue up (a free lock with waiters is the
-     * head's) and, finding NAME held shared, marks its wait in `writer`,
-     * which the release deletes (scripts.c). */
+     * head's) and, finding NAME held shared, marks its wait in the set
+     * `writer`, from which its grant takes it out (scripts.c). */
     .aux = {"queue", "writer", NULL},
     .limited = false,
     .extend_aux = 0,
+    .epoch = true,
+};
+
+/* A mutex acquire that does not wait: the mutex without the writer set,
+ * so that finding NAME held shared it is busy without keeping new shared
+ * holders out for a lease (it will not try again). */
+const dlock__kind dlock__kind_mutex_try = {
+    .name = "mutex",
+    .acquire = DLOCK__SCRIPT_ACQUIRE,
+    .release = DLOCK__SCRIPT_RELEASE,
+    .extend = DLOCK__SCRIPT_EXTEND,
+    .status = DLOCK__SCRIPT_STATUS,
+    .aux = {"queue", NULL},
+    .limited = false,
+    .extend_aux = 0,
+    .epoch = true,
 };
 
 /* The counting semaphore: NAME is a sorted set of permits (scripts.c). */
@@ -43,19 +59,22 @@ const dlock__kind dlock__kind_fair = {
     .limited = true,
     .queued = true,
     .extend_aux = 0, /* the mutex's extend */
+    .epoch = true,
 };
 
 /* Shared holders: NAME holds a marker, the holders are the sorted set
  * `readers` with their owner records in `rowners`; `queue` and `writer`
- * are the exclusive acquirers waiting, which keep new shared holders out
- * (scripts.c). */
+ * are the exclusive acquirers waiting, which keep new shared holders out;
+ * with several servers their fence is `epoch`, which only fence
+ * write-backs raise (scripts.c). The limit is 1 with several servers. */
 const dlock__kind dlock__kind_shared = {
     .name = "shared lock",
     .acquire = DLOCK__SCRIPT_SHARED_ACQUIRE,
     .release = DLOCK__SCRIPT_SHARED_RELEASE,
     .extend = DLOCK__SCRIPT_SHARED_EXTEND,
     .status = DLOCK__SCRIPT_SHARED_STATUS,
-    .aux = {"queue", "writer", "readers", "rowners", NULL},
-    .limited = false,
+    .aux = {"queue", "writer", "readers", "rowners", "epoch", NULL},
+    .limited = true,
     .extend_aux = 4, /* its readers and their records come after queue and writer */
+    .epoch = true,
 };

@@ -46,9 +46,11 @@
 /* A name held shared (docs/shared.md) holds this marker, never a token
  * (tokens are 32 lower-case hex characters): an exclusive acquire finds it
  * busy as it finds any other holder. An exclusive acquirer that finds it
- * marks its wait in the key `writer` (KEYS[5]) for WRITER_LEASE_MS and
- * tries again within WRITER_RETRY_MS, which renews the mark: while it is
- * there no new shared holder enters. The exclusive release deletes it. */
+ * puts its token in the sorted set `writer` (KEYS[5]), scored by the end
+ * of its lease of WRITER_LEASE_MS in server ms, and tries again within
+ * WRITER_RETRY_MS, which renews its lease: while a member's lease runs, no
+ * new shared holder enters. A writer takes out only its own member, when
+ * it is granted: another writer that still waits keeps the readers out. */
 #define SHARED_MARKER "dlock:shared"
 #define WRITER_LEASE_MS "2000"
 #define WRITER_RETRY_MS "600"
@@ -62,13 +64,22 @@
  * own call (our key already there): the clock
  * covers a counter rolled back by a restart from an older snapshot, not
  * only one that was lost, and +1 makes every grant's token new, so no two
- * holders can end up with the same largest token. */
+ * holders can end up with the same largest token. Finding the marker, the
+ * acquire answers a third element, 1: the caller waits among the writers
+ * (see SHARED_MARKER), and its next tries send ARGV[5] "1", with which a
+ * grant takes its own member out of KEYS[5]. So a name never held shared
+ * costs no command more, and no sorted-set command (which a mutex's ACL
+ * rule may lack). */
 static const char acquire_lua[] = FENCE_OF_LUA
     "local current = redis.call('GET', KEYS[1])\n"
     "if current and current ~= ARGV[1] then\n"
     "  if current == '" SHARED_MARKER "' and KEYS[5] then\n"
-    "    redis.call('SET', KEYS[5], ARGV[1], 'PX', " WRITER_LEASE_MS ")\n"
-    "    return {0, math.min(redis.call('PTTL', KEYS[1]), " WRITER_RETRY_MS ")}\n"
+    "    local t = redis.call('TIME')\n"
+    "    local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    "    redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', now)\n"
+    "    redis.call('ZADD', KEYS[5], now + " WRITER_LEASE_MS ", ARGV[1])\n"
+    "    redis.call('PEXPIRE', KEYS[5], " WRITER_LEASE_MS ")\n"
+    "    return {0, math.min(redis.call('PTTL', KEYS[1]), " WRITER_RETRY_MS "), 1}\n"
     "  end\n"
     "  return {0, redis.call('PTTL', KEYS[1])}\n"
     "end\n"
@@ -80,12 +91,16 @@ static const char acquire_lua[] = FENCE_OF_LUA
     "if not last then\n"
     "  return redis.error_reply(err)\n"
     "end\n"
+    "local waited = ARGV[5] == '1' and redis.call('ZSCORE', KEYS[5], ARGV[1])\n"
     "local now = redis.call('TIME')\n"
     "local fence = math.max(last + 1, tonumber(now[1]) * 1000000 + tonumber(now[2]))\n"
     "local f = string.format('%d', fence)\n"
     "redis.call('SET', KEYS[1], ARGV[1], current and 'XX' or 'NX', 'PX', ARGV[2])\n"
     "redis.call('SET', KEYS[2], f, 'PX', ARGV[3])\n"
     "redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[2])\n"
+    "if waited then\n"
+    "  redis.call('ZREM', KEYS[5], ARGV[1])\n"
+    "end\n"
     "return {1, f}\n";
 
 /* The release message, for waiters: sharded (SPUBLISH, heard on the
@@ -100,13 +115,18 @@ static const char acquire_lua[] = FENCE_OF_LUA
     "  redis.pcall(cluster and 'SPUBLISH' or 'PUBLISH', channel, message)\n"                      \
     "end\n"
 
-/* KEYS[4], when given, is the writer mark (see SHARED_MARKER): deleted in
- * the same DEL, a writer in is a writer no longer waiting. */
+/* Not ours: a writer that gives up its wait leaves the waiting writers
+ * (KEYS[4], see SHARED_MARKER; looked at with PTTL first, as in the
+ * acquire), but not in a cleanup (ARGV[3] "0"): a reply that came too late
+ * must not end a wait that goes on. */
 static const char release_lua[] = PUBLISH_LUA
     "if redis.call('GET', KEYS[1]) ~= ARGV[1] then\n"
+    "  if KEYS[4] and ARGV[3] == '1' and redis.call('PTTL', KEYS[4]) ~= -2 then\n"
+    "    redis.call('ZREM', KEYS[4], ARGV[1])\n"
+    "  end\n"
     "  return 0\n"
     "end\n"
-    "redis.call('DEL', KEYS[1], KEYS[2], KEYS[4] or KEYS[2])\n"
+    "redis.call('DEL', KEYS[1], KEYS[2])\n"
     "if ARGV[3] == '1' then\n"
     "  publish(ARGV[2], ARGV[1])\n"
     "end\n"
@@ -137,13 +157,23 @@ static const char extend_lua[] = FENCE_OF_LUA
     "redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[5])\n"
     "return 2\n";
 
+/* KEYS: the fence key, and the name's epoch key when the grant's kind has
+ * one (see shared_acquire_lua). Each is raised, never lowered; one that
+ * holds the value already gets its TTL again, so an epoch lives as long
+ * as its shared holders keep coming. */
 static const char fence_max_lua[] = FENCE_OF_LUA
-    "local stored, err = fence_of(KEYS[1])\n"
-    "if not stored then\n"
-    "  return redis.error_reply(err)\n"
+    "local stored = {}\n"
+    "for i, key in ipairs(KEYS) do\n"
+    "  local value, err = fence_of(key)\n"
+    "  if not value then\n"
+    "    return redis.error_reply(err)\n"
+    "  end\n"
+    "  stored[i] = value\n"
     "end\n"
-    "if stored < tonumber(ARGV[1]) then\n"
-    "  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
+    "for i, key in ipairs(KEYS) do\n"
+    "  if stored[i] <= tonumber(ARGV[1]) then\n"
+    "    redis.call('SET', key, ARGV[1], 'PX', ARGV[2])\n"
+    "  end\n"
     "end\n"
     "return 1\n";
 
@@ -487,10 +517,10 @@ static const char fair_release_lua[] = PUBLISH_LUA FAIR_LUA
 /* Shared holders (docs/shared.md): NAME holds SHARED_MARKER with the PX
  * of the last holder's expiry; the holders are the sorted set `readers`
  * (token -> expiry in server ms) with their owner records in the hash
- * `rowners`, both living as long as NAME. Their fence is the stored fence
- * of the name (the last exclusive holder's): every shared holder between
- * two exclusive ones has the same. live() drops the expired holders and
- * gives NAME and the keys the last expiry left, or deletes them. */
+ * `rowners`, both living as long as NAME. Their fence names the exclusive
+ * epoch: every shared holder between two exclusive ones has the same.
+ * live() drops the expired holders and gives NAME and the keys the last
+ * expiry left, or deletes them. */
 #define SHARED_LUA                                                                                 \
     "local function clock()\n"                                                                     \
     "  local t = redis.call('TIME')\n"                                                             \
@@ -515,24 +545,31 @@ static const char fair_release_lua[] = PUBLISH_LUA FAIR_LUA
     "  return true\n"                                                                              \
     "end\n"
 
-/* KEYS as the mutex's acquire (queue and writer included), then readers
- * and rowners; ARGV as the mutex's. Busy ({0, ms}) while an exclusive
- * holder has NAME, and, for a new shared holder, while an exclusive
- * acquirer waits (the writer mark, or a fair queue). Granted: {1, fence}. */
+/* KEYS as the mutex's acquire (queue and writer included), then readers,
+ * rowners and epoch; ARGV as the mutex's, then "1" with several servers.
+ * Busy ({0, ms}) while an exclusive holder has NAME, and, for a new shared
+ * holder, while an exclusive acquirer waits (a live waiting writer, or a
+ * fair queue). Granted: {1, fence}. The fence, on one server, is the
+ * stored one, the last exclusive holder's (the clock's, stored, when there
+ * is none). With several, a server's stored fence may have been raised by
+ * an exclusive attempt that failed, so it is the epoch key, which only a
+ * grant's write-back raises: the largest of a majority is the last
+ * exclusive holder's token, which a majority got (1 before any). */
 static const char shared_acquire_lua[] = FENCE_OF_LUA SHARED_LUA
     "local name, queue, writer, readers, rowners = KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[7]\n"
-    "local token = ARGV[1]\n"
+    "local token, several = ARGV[1], ARGV[5] == '1'\n"
     "local current = redis.call('GET', name)\n"
     "if current and current ~= '" SHARED_MARKER "' then\n"
     "  return {0, redis.call('PTTL', name)}\n"
     "end\n"
-    "local last, err = fence_of(KEYS[2])\n"
+    "local last, err = fence_of(several and KEYS[8] or KEYS[2])\n"
     "if not last then\n"
     "  return redis.error_reply(err)\n"
     "end\n"
     "local now, now_us = clock()\n"
     "local score = current and redis.call('ZSCORE', readers, token)\n"
     "if not (score and tonumber(score) > now) then\n"
+    "  redis.call('ZREMRANGEBYSCORE', writer, '-inf', now)\n"
     "  for _, waiting in ipairs({writer, queue}) do\n"
     "    local pttl = redis.call('PTTL', waiting)\n"
     "    if pttl ~= -2 then\n"
@@ -541,7 +578,9 @@ static const char shared_acquire_lua[] = FENCE_OF_LUA SHARED_LUA
     "  end\n"
     "end\n"
     "local f = last\n"
-    "if f == 0 then\n"
+    "if f == 0 and several then\n"
+    "  f = 1\n"
+    "elseif f == 0 then\n"
     "  f = now_us\n"
     "  redis.call('SET', KEYS[2], string.format('%d', f), 'PX', ARGV[3])\n"
     "end\n"
@@ -603,9 +642,9 @@ static const char shared_extend_lua[] = FENCE_OF_LUA SHARED_LUA
     "live(name, readers, rowners, now)\n"
     "return held and 1 or 2\n";
 
-/* KEYS NAME, queue, writer, readers, rowners. Read-only. Returns {owner record or false,
- * PTTL, ...} for each live shared holder (none unless NAME holds the
- * marker). */
+/* KEYS NAME, queue, writer, readers, rowners, epoch. Read-only. Returns
+ * {owner record or false, PTTL, ...} for each live shared holder (none
+ * unless NAME holds the marker). */
 static const char shared_status_lua[] =
     "if redis.call('GET', KEYS[1]) ~= '" SHARED_MARKER "' then\n"
     "  return {}\n"

@@ -21,8 +21,9 @@ enum dlock__script_id {
     /* KEYS lock, fence, owner. Read-only. Returns {type of the lock key,
      * PTTL, fence or false, owner record of the current holder or false}. */
     DLOCK__SCRIPT_STATUS,
-    /* KEYS fence; ARGV fence, fence_ttl_ms. Raises the stored fence to at
-     * least ARGV[1], never lowers it (a delayed packet must not). Returns 1. */
+    /* KEYS fence, and the epoch key for a kind with one; ARGV fence,
+     * fence_ttl_ms. Raises each to at least ARGV[1], never lowers it (a
+     * delayed packet must not). Returns 1. */
     DLOCK__SCRIPT_FENCE_MAX,
     /* The semaphore's (see scripts.c and docs/semaphores.md): the mutex's
      * KEYS and ARGV, then the auxiliary keys limit, slots, owners, fences;
@@ -39,9 +40,10 @@ enum dlock__script_id {
     DLOCK__SCRIPT_FAIR_ACQUIRE,
     DLOCK__SCRIPT_FAIR_RELEASE,
     /* Shared holders' (see scripts.c and docs/shared.md): the mutex's KEYS
-     * (its queue and writer mark included) and ARGV, then the auxiliary
-     * keys readers and rowners. The status takes KEYS NAME, then the
-     * kind's four auxiliary keys. */
+     * (its queue and waiting writers included) and ARGV, then the
+     * auxiliary keys readers, rowners and epoch (the extend: readers and
+     * rowners); the acquire's last ARGV is "1" with several servers. The
+     * status takes KEYS NAME, then the kind's auxiliary keys. */
     DLOCK__SCRIPT_SHARED_ACQUIRE,
     DLOCK__SCRIPT_SHARED_RELEASE,
     DLOCK__SCRIPT_SHARED_EXTEND,

@@ -23,6 +23,10 @@
 
 #define server group_server
 
+/* Redlock's per-node deadline in these tests: the default (a twentieth of
+ * the TTL) is missed on a busy machine. */
+#define NODE_TIMEOUT_MS (250 * test_slowdown())
+
 static dlock_acquire_options shared(int64_t wait_ms)
 {
     dlock_acquire_options o = DLOCK_ACQUIRE_OPTIONS_INIT;
@@ -225,6 +229,61 @@ static void test_shared_dead_writer_frees_the_readers(void **state)
     dlock_client_close(c);
 }
 
+/* Two writers wait behind a reader: W2, a `dlock run` stopped (SIGSTOP)
+ * once it waits, its lease of 2 s running, and W1, which gets in when the
+ * reader leaves. W1 out again, W2's wait still keeps a new reader out;
+ * W2, resumed, gets its turn, and then the reader. */
+static void test_shared_second_waiting_writer_keeps_readers_out(void **state)
+{
+    redisContext *redis = *state;
+    dlock_client *c = open_client(server.url, 0, 0);
+    dlock_acquire_options o = shared(0);
+    dlock_lock *r = must_acquire(c, "shared:writers", 30000, &o), *w1, *late = NULL;
+    cli_proc w2;
+
+    assert_int_equal(cli_start(&w2, server.url,
+                               (const char *const[]){"run", "shared:writers", "--", "true", NULL},
+                               NULL),
+                     0);
+    wait_for_key(redis, aux_key("shared:writers", "writer"));
+    kill(w2.pid, SIGSTOP);
+    assert_int_equal(dlock_lock_release(r), 0);
+    w1 = must_acquire(c, "shared:writers", 30000, NULL);
+    assert_int_equal(dlock_lock_release(w1), 0);
+    assert_int_equal(dlock_lock_acquire(&late, c, "shared:writers", 30000, &o), DLOCK_EBUSY);
+    kill(w2.pid, SIGCONT);
+    assert_int_equal(cli_wait(&w2, 10000 * test_slowdown()), 0);
+    late = must_acquire(c, "shared:writers", 30000, &o);
+    assert_int_equal(dlock_lock_release(late), 0);
+    dlock_lock_free(r);
+    dlock_lock_free(w1);
+    dlock_lock_free(late);
+    dlock_client_close(c);
+}
+
+/* A writer whose wait ends without the lock leaves the waiting writers at
+ * once (a new reader gets in), not when its lease of 2 s ends; an acquire
+ * that does not wait never joins them. */
+static void test_shared_writer_that_gives_up_leaves_at_once(void **state)
+{
+    redisContext *redis = *state;
+    dlock_client *c = open_client(server.url, 0, 0);
+    dlock_acquire_options o = shared(0), w = DLOCK_ACQUIRE_OPTIONS_INIT;
+    dlock_lock *r = must_acquire(c, "shared:giveup", 30000, &o), *x = NULL, *late;
+
+    assert_int_equal(dlock_lock_acquire(&x, c, "shared:giveup", 30000, &w), DLOCK_EBUSY);
+    assert_false(key_exists(redis, aux_key("shared:giveup", "writer")));
+    w.wait_ms = 300;
+    assert_int_equal(dlock_lock_acquire(&x, c, "shared:giveup", 30000, &w), DLOCK_EBUSY);
+    assert_false(key_exists(redis, aux_key("shared:giveup", "writer")));
+    late = must_acquire(c, "shared:giveup", 30000, &o);
+    assert_int_equal(dlock_lock_release(late), 0);
+    assert_int_equal(dlock_lock_release(r), 0);
+    dlock_lock_free(late);
+    dlock_lock_free(r);
+    dlock_client_close(c);
+}
+
 /* Shared holders between two exclusive ones share the first's fence; the
  * next exclusive one's is larger. A shared token releases by token (the
  * command's adopted handle), and a shared hold on a semaphore's name is
@@ -291,25 +350,27 @@ static void test_shared_redlock_two_of_five_killed(void **state)
     dlock_client *c1, *c2;
     dlock_acquire_options o = shared(0);
     dlock_lock *a, *b, *x = NULL;
+    /* Renewed every third of it: a busy machine must not starve it. */
+    const int64_t ttl = 1000LL * test_slowdown();
     (void)state;
 
     assert_int_equal(test_redis_start_all(r, 5), 0);
     for (int i = 0; i < 5; i++)
         urls[i] = r[i].url;
-    c1 = open_nodes(urls, 5, 0, 0);
-    c2 = open_nodes(urls, 5, 0, 0);
+    c1 = open_nodes(urls, 5, NODE_TIMEOUT_MS, 0);
+    c2 = open_nodes(urls, 5, NODE_TIMEOUT_MS, 0);
     test_redis_kill(&r[0]);
     test_redis_kill(&r[3]);
     o.auto_renew = 1;
-    a = must_acquire(c1, "shared:redlock", 600, &o);
-    b = must_acquire(c2, "shared:redlock", 600, &o);
+    a = must_acquire(c1, "shared:redlock", ttl, &o);
+    b = must_acquire(c2, "shared:redlock", ttl, &o);
     assert_int_equal(dlock_lock_fence(a), dlock_lock_fence(b));
-    assert_int_equal(dlock_lock_acquire(&x, c1, "shared:redlock", 600, NULL), DLOCK_EBUSY);
-    usleep(1000 * 1000); /* past the TTL: renewed */
+    assert_int_equal(dlock_lock_acquire(&x, c1, "shared:redlock", ttl, NULL), DLOCK_EBUSY);
+    usleep((useconds_t)(ttl * 1500)); /* past the TTL: renewed */
     assert_true(dlock_lock_held(a) && dlock_lock_held(b));
-    assert_int_equal(dlock_lock_acquire(&x, c2, "shared:redlock", 600, NULL), DLOCK_EBUSY);
+    assert_int_equal(dlock_lock_acquire(&x, c2, "shared:redlock", ttl, NULL), DLOCK_EBUSY);
     assert_int_equal(dlock_lock_release(a), 0);
-    assert_int_equal(dlock_lock_acquire(&x, c1, "shared:redlock", 600, NULL), DLOCK_EBUSY);
+    assert_int_equal(dlock_lock_acquire(&x, c1, "shared:redlock", ttl, NULL), DLOCK_EBUSY);
     assert_int_equal(dlock_lock_release(b), 0);
     dlock_lock_free(a);
     dlock_lock_free(b);
@@ -328,6 +389,61 @@ static void test_shared_redlock_two_of_five_killed(void **state)
     test_redis_stop_all(r, 5);
 }
 
+/* Runs one command on each of servers [from, to). */
+static void on_servers(test_redis *r, int from, int to, const char *fmt, const char *key)
+{
+    for (int i = from; i < to; i++) {
+        redisContext *redis = test_redis_connect(&r[i], NULL);
+        assert_non_null(redis);
+        freeReplyObject(run(redis, fmt, key));
+        redisFree(redis);
+    }
+}
+
+/* Redlock of 5: after an exclusive holder (fence F), an exclusive attempt
+ * that failed (servers 2-4 held by someone else) raised the fence counter
+ * of servers 0 and 1. A reader granted by servers 2-4 (0 and 1 paused) and
+ * one granted by all 5 still share one fence, F's: the epoch the exclusive
+ * holder's majority agreed on, not a counter a failed attempt raised. */
+static void test_shared_redlock_readers_of_an_epoch_share_its_fence(void **state)
+{
+    test_redis r[5];
+    const char *urls[5];
+    dlock_client *c;
+    dlock_acquire_options o = shared(0);
+    dlock_lock *x, *y = NULL, *a, *b;
+    (void)state;
+
+    assert_int_equal(test_redis_start_all(r, 5), 0);
+    for (int i = 0; i < 5; i++)
+        urls[i] = r[i].url;
+    c = open_nodes(urls, 5, NODE_TIMEOUT_MS, 0);
+    x = must_acquire(c, "shared:epoch", 30000, NULL);
+    assert_int_equal(dlock_lock_release(x), 0);
+    on_servers(r, 2, 5, "SET %s someone-else PX 30000", "shared:epoch");
+    assert_int_equal(dlock_lock_acquire(&y, c, "shared:epoch", 30000, NULL), DLOCK_EBUSY);
+    on_servers(r, 2, 5, "DEL %s", "shared:epoch");
+    test_redis_pause(&r[0]);
+    test_redis_pause(&r[1]);
+    a = must_acquire(c, "shared:epoch", 30000, &o);
+    test_redis_resume(&r[0]);
+    test_redis_resume(&r[1]);
+    b = must_acquire(c, "shared:epoch", 30000, &o);
+    assert_int_equal(dlock_lock_fence(a), dlock_lock_fence(x));
+    assert_int_equal(dlock_lock_fence(b), dlock_lock_fence(x));
+    assert_int_equal(dlock_lock_release(a), 0);
+    assert_int_equal(dlock_lock_release(b), 0);
+    y = must_acquire(c, "shared:epoch", 30000, NULL);
+    assert_true(dlock_lock_fence(y) > dlock_lock_fence(x));
+    assert_int_equal(dlock_lock_release(y), 0);
+    dlock_lock_free(x);
+    dlock_lock_free(y);
+    dlock_lock_free(a);
+    dlock_lock_free(b);
+    dlock_client_close(c);
+    test_redis_stop_all(r, 5);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -337,9 +453,14 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_shared_dead_writer_frees_the_readers, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_shared_second_waiting_writer_keeps_readers_out,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_shared_writer_that_gives_up_leaves_at_once, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_shared_fence_epoch_release_by_token_wrong_kind, setup,
                                         teardown),
         cmocka_unit_test(test_shared_redlock_two_of_five_killed),
+        cmocka_unit_test(test_shared_redlock_readers_of_an_epoch_share_its_fence),
     };
     return cmocka_run_group_tests(tests, group_setup_server, group_teardown_server);
 }
