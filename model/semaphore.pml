@@ -7,7 +7,7 @@
  * scripts/model compares these pins with the sha1sum of each file; a
  * change to either file fails it until this model was reviewed against the
  * change and its pin updated:
- * pin src/engine/scripts.c 7d65b19d292b2059fc4007272ee353380308b4dd
+ * pin src/engine/scripts.c 5ecd079e70f4f3b7a07c7bffa5dc11b7ea2663a1
  * pin src/engine/attempt.c 0876fc1c925880b4315d27861efae9e2240c30c8
  *
  * Time is kept as in dlock.pml: relative to "now", moved one tick at a time

@@ -612,9 +612,10 @@ static const char shared_release_lua[] = PUBLISH_LUA SHARED_LUA
 
 /* KEYS as the mutex's extend (queue and writer included), then readers
  * and rowners; ARGV as the mutex's. Extends only an entry that is there
- * (1). Repair (Redlock, ARGV[3] = "1"): a server that lost NAME, or our
- * entry under a marker, gets it back unless an exclusive holder has NAME
- * there, with at least our fence; 2, never a vote. Else 0. */
+ * (1). Repair (Redlock, ARGV[3] = "1"): a server whose fence is below
+ * ours (it lost our grant's writes) gets our entry and fence back unless an
+ * exclusive holder has NAME there; 2, never a vote. One that kept our
+ * fence saw our entry go (a release this extend overtook, an expiry): 0. */
 static const char shared_extend_lua[] = FENCE_OF_LUA SHARED_LUA
     "local name, readers, rowners = KEYS[1], KEYS[6], KEYS[7]\n"
     "local token = ARGV[1]\n"
@@ -629,15 +630,13 @@ static const char shared_extend_lua[] = FENCE_OF_LUA SHARED_LUA
     "local now = clock()\n"
     "local score = current and redis.call('ZSCORE', readers, token)\n"
     "local held = score and tonumber(score) > now\n"
-    "if not held and ARGV[3] ~= '1' then\n"
+    "if not held and (ARGV[3] ~= '1' or stored >= tonumber(ARGV[4])) then\n"
     "  return 0\n"
     "end\n"
     "redis.call('ZADD', readers, now + tonumber(ARGV[2]), token)\n"
     "if not held then\n"
     "  redis.call('HSET', rowners, token, '')\n"
-    "  if stored < tonumber(ARGV[4]) then\n"
-    "    redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[5])\n"
-    "  end\n"
+    "  redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[5])\n"
     "end\n"
     "live(name, readers, rowners, now)\n"
     "return held and 1 or 2\n";

@@ -431,6 +431,22 @@ static void test_shared_redlock_readers_of_an_epoch_share_its_fence(void **state
     b = must_acquire(c, "shared:epoch", 30000, &o);
     assert_int_equal(dlock_lock_fence(a), dlock_lock_fence(x));
     assert_int_equal(dlock_lock_fence(b), dlock_lock_fence(x));
+
+    /* Repair: server 4 saw the readers go and kept the fence (a release
+     * that a renewal's late extend could overtake): not repaired. Server 3
+     * lost everything (FLUSHALL): it gets the entry back. */
+    on_servers(r, 4, 5, "DEL %s", "shared:epoch");
+    on_servers(r, 4, 5, "DEL %s", aux_key("shared:epoch", "readers"));
+    on_servers(r, 4, 5, "DEL %s", aux_key("shared:epoch", "rowners"));
+    {
+        redisContext *r4 = test_redis_connect(&r[4], NULL), *r3 = test_redis_connect(&r[3], NULL);
+        freeReplyObject(run(r3, "FLUSHALL"));
+        assert_int_equal(dlock_lock_extend(a, 30000), 0);
+        assert_false(key_exists(r4, "shared:epoch"));
+        assert_true(key_exists(r3, "shared:epoch"));
+        redisFree(r4);
+        redisFree(r3);
+    }
     assert_int_equal(dlock_lock_release(a), 0);
     assert_int_equal(dlock_lock_release(b), 0);
     y = must_acquire(c, "shared:epoch", 30000, NULL);
