@@ -503,9 +503,9 @@ void checker_judge(struct checker *k, struct verdict *v)
         }
         /* A shared holder's fence is its exclusive epoch's: never below the
          * last exclusive holder's, and the same as the other shared
-         * holders' of that epoch, except that under Redlock an epoch
-         * without any stored fence starts from each server's clock
-         * (docs/shared.md): counted apart. */
+         * holders' of that epoch, except where docs/shared.md says an
+         * epoch can split under Redlock (a write-back that reached only
+         * some servers, a server that lost its data): counted apart. */
         if (a->shared) {
             v->fence_regressions += exclusive > a->fence;
             v->shared_fence_splits += highest && highest->fence > a->fence;
