@@ -139,20 +139,6 @@ static int group_teardown(void **state)
     return 0;
 }
 
-static dlock_client *open_durable(int replicas, int64_t restart_delay_ms)
-{
-    dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
-    dlock_client *c = NULL;
-    char why[256];
-    o.urls = &seed;
-    o.n_urls = 1;
-    o.replicas = replicas;
-    o.restart_delay_ms = restart_delay_ms;
-    if (dlock_client_open(&c, &o, why, sizeof(why)) < 0)
-        fail_msg("dlock_client_open: %s", why);
-    return c;
-}
-
 static int try_acquire(dlock_lock **out, dlock_client *c, const char *name, int64_t wait_ms)
 {
     dlock_acquire_options o = DLOCK_ACQUIRE_OPTIONS_INIT;
@@ -178,7 +164,7 @@ static void assert_status_shows_delay(const char *name)
 static void test_cluster_restart_delay_after_flushall(void **state)
 {
     const char *name = TAG ":flushed";
-    dlock_client *c = open_durable(0, DELAY_MS), *plain = open_durable(0, 0);
+    dlock_client *c = open_durable(seed, 0, DELAY_MS), *plain = open_durable(seed, 0, 0);
     dlock_lock *held = NULL, *taken = NULL, *second = NULL;
     long long lost_ms, taken_ms;
     (void)state;
@@ -269,7 +255,7 @@ static void test_cluster_renewals_acknowledged_per_master(void **state)
 {
     const char *cut = TAG ":renewed";
     char other[32];
-    dlock_client *c = open_durable(1, 0);
+    dlock_client *c = open_durable(seed, 1, 0);
     dlock_acquire_options o = DLOCK_ACQUIRE_OPTIONS_INIT;
     dlock_lock *on_cut = NULL, *on_other = NULL;
     atomic_int cut_lost = 0, other_lost = 0;
@@ -312,7 +298,7 @@ static void test_cluster_failover_with_the_link_cut(void **state)
 {
     const char *acked = TAG ":acked", *unacked = TAG ":unacked", *lost = TAG ":lost";
     const char *later = TAG ":later";
-    dlock_client *plain = open_durable(0, 0), *delayed;
+    dlock_client *plain = open_durable(seed, 0, 0), *delayed;
     dlock_lock *holder = NULL, *second = NULL, *third = NULL;
     long long promoted_ms, taken_ms;
     cli_proc p;
@@ -344,7 +330,7 @@ static void test_cluster_failover_with_the_link_cut(void **state)
     assert_true(dlock_lock_fence(second) > dlock_lock_fence(holder));
 
     /* The promoted replica carries its old master's marker: the delay. */
-    delayed = open_durable(0, DELAY_MS);
+    delayed = open_durable(seed, 0, DELAY_MS);
     assert_status_shows_delay(later);
     assert_int_equal(try_acquire(&third, delayed, later, 10000LL * test_slowdown()), 0);
     taken_ms = wall_ms();

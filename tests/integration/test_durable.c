@@ -42,20 +42,6 @@ static long long wall_ms(void)
     return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
 }
 
-static dlock_client *open_durable(const char *url, int replicas, int64_t restart_delay_ms)
-{
-    dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
-    dlock_client *c = NULL;
-    char why[256];
-    o.urls = &url;
-    o.n_urls = 1;
-    o.replicas = replicas;
-    o.restart_delay_ms = restart_delay_ms;
-    if (dlock_client_open(&c, &o, why, sizeof(why)) < 0)
-        fail_msg("dlock_client_open: %s", why);
-    return c;
-}
-
 /* A primary and its replica, the link up, through a proxy that can cut it. */
 struct pair {
     test_redis primary, replica;

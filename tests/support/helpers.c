@@ -42,6 +42,20 @@ dlock_client *open_nodes(const char *const *urls, size_t n, int node_timeout_ms,
     return c;
 }
 
+dlock_client *open_durable(const char *url, int replicas, int64_t restart_delay_ms)
+{
+    dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
+    dlock_client *c = NULL;
+    char why[256];
+    o.urls = &url;
+    o.n_urls = 1;
+    o.replicas = replicas;
+    o.restart_delay_ms = restart_delay_ms;
+    if (dlock_client_open(&c, &o, why, sizeof(why)) < 0)
+        fail_msg("dlock_client_open: %s", why);
+    return c;
+}
+
 redisReply *run(redisContext *c, const char *fmt, ...)
 {
     va_list ap;

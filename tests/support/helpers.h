@@ -19,6 +19,11 @@ dlock_client *open_client(const char *url, int connect_timeout_ms, int command_t
 dlock_client *open_nodes(const char *const *urls, size_t n, int node_timeout_ms,
                          int command_timeout_ms);
 
+/* Opens a client on `url` that asks for `replicas` acknowledgements and
+ * keeps the restart delay `restart_delay_ms` (0: off); fails the test on
+ * error. */
+dlock_client *open_durable(const char *url, int replicas, int64_t restart_delay_ms);
+
 /* Runs a command on a plain hiredis connection and returns the reply
  * (caller frees); fails the test if there is no reply. */
 redisReply *run(redisContext *c, const char *fmt, ...);
