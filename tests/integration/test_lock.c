@@ -515,7 +515,6 @@ static redisReply *keys_of(redisContext *redis, dlock_client *c, const char *nam
 static void test_lock_names_share_no_auxiliary_key(void **state)
 {
     struct fixture *f = *state;
-    dlock_acquire_options kinds[4];
     status_view st;
     dlock_lock *a, *b;
     freeReplyObject(run(f->redis, "SET %s 4503599627370496", aux_key("ax", "fence")));
@@ -532,14 +531,14 @@ static void test_lock_names_share_no_auxiliary_key(void **state)
     dlock_lock_free(a);
     dlock_lock_free(b);
 
-    for (int k = 0; k < 4; k++)
-        kinds[k] = (dlock_acquire_options)DLOCK_ACQUIRE_OPTIONS_INIT;
-    kinds[1].permits = 3;
-    kinds[2].fair = 1;
-    kinds[3].shared = 1;
-    for (int k = 0; k < 4; k++) {
-        redisReply *plain = keys_of(f->redis, f->a, "ax", &kinds[k]);
-        redisReply *tagged = keys_of(f->redis, f->a, "{ax}", &kinds[k]);
+    for (int k = 0; k < 4; k++) { /* mutex, semaphore, fair, shared */
+        dlock_acquire_options kind = DLOCK_ACQUIRE_OPTIONS_INIT;
+        redisReply *plain, *tagged;
+        kind.permits = k == 1 ? 3 : 0;
+        kind.fair = k == 2;
+        kind.shared = k == 3;
+        plain = keys_of(f->redis, f->a, "ax", &kind);
+        tagged = keys_of(f->redis, f->a, "{ax}", &kind);
         assert_true(plain->elements >= 2 && tagged->elements >= 2);
         for (size_t i = 0; i < plain->elements; i++)
             for (size_t j = 0; j < tagged->elements; j++)
