@@ -82,6 +82,9 @@ size_t dlock__quorum(const dlock_client *c);
 int64_t dlock__node_deadline(const dlock_client *c, int64_t ttl_ms, int64_t now_ns);
 
 void dlock__set_error(dlock__lane *lane, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Adds to the lane's message (it stays cut at its size). */
+void dlock__append_error(dlock__lane *lane, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* Appends "; " and the details of every failed node to the lane's message;
  * results[i] is the answer of conns[i]. */

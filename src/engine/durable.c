@@ -6,7 +6,6 @@
 #include "slot.h"
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -375,17 +374,6 @@ bool dlock__guard_restarting(const dlock__guard *g, const dlock__node_result *re
     return false;
 }
 
-static void append(dlock__lane *lane, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void append(dlock__lane *lane, const char *fmt, ...)
-{
-    size_t used = strlen(lane->errmsg);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(lane->errmsg + used, sizeof(lane->errmsg) - used, fmt, ap);
-    va_end(ap);
-}
-
 void dlock__guard_explain(const dlock__guard *g, dlock__lane *lane,
                           const dlock__node_result *results, size_t n)
 {
@@ -393,22 +381,22 @@ void dlock__guard_explain(const dlock__guard *g, dlock__lane *lane,
         dlock__gate gate = dlock__guard_gate(g, results, n, i);
         const char *label = lane->conns[i].ep->label;
         if (gate.kind == DLOCK__GATE_RESTARTING)
-            append(lane, "; %s lost its data less than %.1f s ago (restart, FLUSHALL or "
+            dlock__append_error(lane, "; %s lost its data less than %.1f s ago (restart, FLUSHALL or "
                    "promotion): it grants nothing for %.1f s more (restart delay)",
                    label, (double)g->restart_delay_ms / 1000, (double)gate.remaining_ms / 1000);
         else if (gate.kind == DLOCK__GATE_UNACKED && gate.acked < 0)
-            append(lane, "; %s: fewer than %d replicas acknowledged in time (WAIT %d %" PRId64
+            dlock__append_error(lane, "; %s: fewer than %d replicas acknowledged in time (WAIT %d %" PRId64
                    " gave no answer by the node's deadline)", label, g->replicas, g->replicas,
                    g->wait_ms);
         else if (gate.kind == DLOCK__GATE_UNACKED)
-            append(lane, "; %s: %lld of %d replicas acknowledged within %" PRId64 " ms", label,
+            dlock__append_error(lane, "; %s: %lld of %d replicas acknowledged within %" PRId64 " ms", label,
                    gate.acked, g->replicas, g->wait_ms);
         else if (gate.rerouted)
-            append(lane, "; %s: the batch was redirected (a slot moved or a failover), so the "
+            dlock__append_error(lane, "; %s: the batch was redirected (a slot moved or a failover), so the "
                    "%s may have been another server's", label,
                    g->before ? "restart check" : "WAIT");
         else if (gate.kind == DLOCK__GATE_FAILED)
-            append(lane, "; %s: %s failed: %s", label,
+            dlock__append_error(lane, "; %s: %s failed: %s", label,
                    g->before && restart_gate(g, results, n, i).kind == DLOCK__GATE_FAILED
                        ? "the restart check" : "WAIT",
                    dlock_strerror(gate.error));

@@ -186,9 +186,7 @@ void dlock__set_error(dlock__lane *lane, const char *fmt, ...)
     va_end(ap);
 }
 
-static void append(dlock__lane *lane, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void append(dlock__lane *lane, const char *fmt, ...)
+void dlock__append_error(dlock__lane *lane, const char *fmt, ...)
 {
     size_t used = strlen(lane->errmsg);
     va_list ap;
@@ -204,11 +202,11 @@ void dlock__append_node_errors(dlock__lane *lane, const dlock__conn *conns,
         const dlock__node_result *r = &results[i];
         const dlock__conn *conn = &conns[i];
         if (r->status < 0 && conn->err[0])
-            append(lane, "; %s", conn->err);
+            dlock__append_error(lane, "; %s", conn->err);
         else if (r->status < 0)
-            append(lane, "; %s: %s", conn->ep->label, dlock_strerror(r->status));
+            dlock__append_error(lane, "; %s: %s", conn->ep->label, dlock_strerror(r->status));
         else if (r->reply && r->reply->type == DLOCK__REPLY_ERROR)
-            append(lane, "; %s: %.300s", conn->ep->label, r->reply->str);
+            dlock__append_error(lane, "; %s: %.300s", conn->ep->label, r->reply->str);
     }
 }
 
