@@ -273,6 +273,64 @@ static void test_run_lock_expired_while_suspended_stops_the_command(void **state
     assert_non_null(strstr(sh->out, "dlock: lock run:expired expired while the job was stopped"));
 }
 
+/* Field `k` (0: the state letter, 1: the parent's pid) of /proc/PID/stat
+ * after the command name, or -1. */
+static long proc_stat_field(pid_t pid, int k)
+{
+    char path[64], buf[512], *at;
+    FILE *f;
+    size_t got;
+    snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+    f = fopen(path, "r");
+    if (!f)
+        return -1;
+    got = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[got] = '\0';
+    at = strrchr(buf, ')');
+    if (!at || at[1] != ' ' || !at[2])
+        return -1;
+    return k == 0 ? at[2] : strtol(at + 4, NULL, 10);
+}
+
+/* A terminal's stop that reaches dlock itself (its group had the terminal
+ * for a moment: the shell handing it over, `fg` before dlock passes it on)
+ * stops the command with it, not dlock alone: a command must not run on
+ * while nothing renews its lock. fg then resumes both. */
+static void test_run_terminal_stop_sent_to_dlock_stops_the_command(void **state)
+{
+    char pidfile[160], line[600];
+    pty_shell *sh = &shell;
+    long group, dlock;
+    long long until;
+    (void)state;
+    scratch(pidfile, sizeof(pidfile), "run-tstp");
+    snprintf(line, sizeof(line), "%s run -t 10 run:tstp -c 'echo $$ > %s; sleep 30'\n",
+             DLOCK_CLI_PATH, pidfile);
+    assert_int_equal(pty_shell_start(sh, server.url), 0);
+    assert_true(pty_shell_expect(sh, "pty$ ", 10000));
+    pty_shell_type(sh, line);
+    group = wait_for_number(pidfile);
+    assert_true(group > 0);
+    dlock = proc_stat_field((pid_t)group, 1);
+    assert_true(dlock > 1);
+    assert_int_equal(kill((pid_t)dlock, SIGTSTP), 0);
+    assert_true(pty_shell_expect(sh, "Stopped", 5000));
+    until = test_now_ms() + 5000LL * test_slowdown();
+    while (proc_stat_field((pid_t)group, 0) != 'T' && test_now_ms() < until)
+        usleep(10000);
+    assert_int_equal(proc_stat_field((pid_t)group, 0), 'T');
+    pty_shell_type(sh, "fg\n");
+    until = test_now_ms() + 5000LL * test_slowdown();
+    while (proc_stat_field((pid_t)group, 0) == 'T' && test_now_ms() < until)
+        usleep(10000);
+    assert_true(proc_stat_field((pid_t)group, 0) != 'T');
+    pty_shell_type(sh, "\x03"); /* Ctrl-C: the command ends, and dlock with it */
+    pty_shell_type(sh, "echo \"status=$?\"\n");
+    assert_true(pty_shell_expect(sh, "status=130", 10000));
+    assert_true(group_gone((pid_t)group, 5000));
+}
+
 /* With `stty tostop`, a background writer to the terminal is stopped by
  * SIGTTOU, and while the command owns the terminal dlock is one: its
  * messages (-v's "started" and "sent SIGKILL" too) must neither stop it
@@ -340,6 +398,7 @@ int main(void)
         T(test_run_killed_dlock_takes_the_whole_pipeline_down),
         T(test_run_ctrl_z_suspends_the_job_and_fg_resumes_it),
         T(test_run_lock_expired_while_suspended_stops_the_command),
+        T(test_run_terminal_stop_sent_to_dlock_stops_the_command),
         T(test_run_silent_network_stops_the_command_by_the_end_of_validity),
         T(test_run_loss_on_a_tostop_terminal_still_stops_the_command),
     };

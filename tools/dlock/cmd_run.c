@@ -56,6 +56,33 @@ static void on_lost(dlock_lock *lock, int reason, void *arg)
     (void)!write(wake_pipe[1], &b, 1);
 }
 
+/* While the command runs, a terminal's stop (Ctrl-Z) is the command's: if
+ * the terminal's foreground group is dlock's at that moment (the shell
+ * handing it over, `fg` before dlock passes it on), dlock would stop alone
+ * and the command run on without renewals. Caught, it is forwarded to the
+ * command's group, and dlock stops once the command did (command_stopped). */
+static void catch_terminal_stop(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTSTP, &sa, NULL);
+}
+
+/* Stops dlock as a job stops, until it is continued (fg, bg). */
+static void stop_self(void)
+{
+    struct sigaction dfl, caught;
+    memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(SIGTSTP, &dfl, &caught);
+    kill(getpid(), SIGTSTP); /* returns once continued */
+    sigaction(SIGTSTP, &caught, NULL);
+}
+
 /* SIGALRM only interrupts a message's write that blocks (no SA_RESTART). */
 static void on_alarm(int sig)
 {
@@ -336,7 +363,7 @@ static void command_stopped(const struct cli *cli, const struct cli_command_opts
 {
     if (sig != SIGTSTP && sig != SIGTTIN && sig != SIGTTOU)
         return;
-    kill(getpid(), SIGTSTP); /* returns once continued */
+    stop_self();
     if (!s->lost && !dlock_lock_held(s->lock)) {
         lock_lost(cli, o, s, LOST_WHILE_STOPPED);
     } else if (!s->lost && own_terminal && tcgetpgrp(STDIN_FILENO) == getpgrp()) {
@@ -444,6 +471,7 @@ static int run_guarded(const struct cli *cli, const struct cli_command_opts *o,
         dlock_lock_release(s->lock);
         return exec_errno == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC;
     }
+    catch_terminal_stop();
     /* The command may own the terminal already: -v must not stop dlock. */
     message_guard(true);
     cli_debug(cli, "started pid %ld", (long)s->pid);
