@@ -15,11 +15,17 @@
 
 static void vmessage(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 
+/* One write per message: a command writing to the same terminal or log
+ * (its trap on our SIGTERM, say) must not land inside the line. */
 static void vmessage(const char *fmt, va_list ap)
 {
-    fputs("dlock: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    char line[4096];
+    int n = snprintf(line, sizeof(line), "dlock: ");
+    n += vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+    if (n > (int)sizeof(line) - 2)
+        n = (int)sizeof(line) - 2;
+    line[n++] = '\n';
+    fwrite(line, 1, (size_t)n, stderr);
 }
 
 void cli_error(const char *fmt, ...)
