@@ -210,35 +210,15 @@ static int cli_acquire(cli_proc *p, const char *ttl, int replicas, const char *n
     return cli_run(p, NULL, replicas ? with : without, 20000 * test_slowdown());
 }
 
-/* Cuts the replica off its master for good: the master's default user
- * (the replica's) may no longer sync, and the link is closed. */
-static void cut_replication(void)
+/* Cuts a replica off its master for good: the master's default user (the
+ * replica's) may no longer sync, and the link is closed. */
+static void cut_replication(int of_master, int its_replica)
 {
-    int port = cluster.nodes[master].port;
+    int port = cluster.nodes[of_master].port;
     must_succeed(port, "ACL SETUSER",
                  test_command(port, "ACL SETUSER default -psync -sync -replconf"));
     must_succeed(port, "CLIENT KILL", test_command(port, "CLIENT KILL TYPE replica"));
-    await_info(replica, "master_link_status", "down");
-}
-
-/* Gives the replica its link back (the failover test cuts it again), and
- * waits until the master counts it in WAIT: the replica's side of the link
- * comes up before the master takes its acknowledgements. */
-static void restore_replication(void)
-{
-    int port = cluster.nodes[master].port;
-    long long deadline = test_now_ms() + 20000LL * test_slowdown();
-    must_succeed(port, "ACL SETUSER", test_command(port, "ACL SETUSER default +@all"));
-    await_info(replica, "master_link_status", "up");
-    for (;;) {
-        redisReply *r = test_command(port, "WAIT 1 500");
-        int acked = r && r->type == REDIS_REPLY_INTEGER && r->integer >= 1;
-        freeReplyObject(r);
-        if (acked)
-            return;
-        if (test_now_ms() > deadline)
-            fail_msg("node %d: its replica does not acknowledge", master);
-    }
+    await_info(its_replica, "master_link_status", "down");
 }
 
 /* A name whose slot another master than the tag's serves. */
@@ -259,44 +239,48 @@ static void on_lost(dlock_lock *lock, int reason, void *arg)
 }
 
 /* Two renewed locks with --replicas 1, on two masters, renewed in one
- * batch: after the tag's master is cut off its replica, its lock is lost
- * (no extend there is acknowledged), and the other one, whose replica
+ * batch: after the other master is cut off its replica (for good: the
+ * tests after this one use only the tag's master), its lock is lost (no
+ * extend there is acknowledged), and the tag's, whose replica
  * acknowledges, is still held. One WAIT for both would vouch for one
  * master's extends with the other's replicas. */
 static void test_cluster_renewals_acknowledged_per_master(void **state)
 {
-    const char *cut = TAG ":renewed";
-    char other[32];
+    const char *kept = TAG ":renewed";
+    char cut[32];
+    int cut_master, cut_replica;
     dlock_client *c = open_durable(seed, 1, 0);
     dlock_acquire_options o = DLOCK_ACQUIRE_OPTIONS_INIT;
-    dlock_lock *on_cut = NULL, *on_other = NULL;
-    atomic_int cut_lost = 0, other_lost = 0;
+    dlock_lock *on_cut = NULL, *on_kept = NULL;
+    atomic_int cut_lost = 0, kept_lost = 0;
     long long until;
     (void)state;
 
-    name_elsewhere(other, sizeof(other));
+    name_elsewhere(cut, sizeof(cut));
+    cut_master = test_cluster_owner(&cluster, cut);
+    cut_replica = replica_of_node(cut_master);
+    assert_true(cut_replica >= 0);
     o.auto_renew = 1;
     o.on_lost = on_lost;
-    o.on_lost_arg = &other_lost;
-    assert_int_equal(dlock_lock_acquire(&on_other, c, other, 1500, &o), 0);
     o.on_lost_arg = &cut_lost;
     assert_int_equal(dlock_lock_acquire(&on_cut, c, cut, 1500, &o), 0);
+    o.on_lost_arg = &kept_lost;
+    assert_int_equal(dlock_lock_acquire(&on_kept, c, kept, 1500, &o), 0);
 
-    cut_replication();
+    cut_replication(cut_master, cut_replica);
     until = test_now_ms() + 10000LL * test_slowdown();
     while (dlock_lock_held(on_cut) && test_now_ms() < until)
         usleep(20000);
     assert_false(dlock_lock_held(on_cut));
     usleep(3000 * 1000); /* two more TTLs of renewals for the other */
-    assert_true(dlock_lock_held(on_other));
-    assert_int_equal(atomic_load(&other_lost), 0);
+    assert_true(dlock_lock_held(on_kept));
+    assert_int_equal(atomic_load(&kept_lost), 0);
     assert_int_equal(atomic_load(&cut_lost), 1);
 
-    assert_int_equal(dlock_lock_release(on_other), 0);
-    dlock_lock_free(on_other);
+    assert_int_equal(dlock_lock_release(on_kept), 0);
+    dlock_lock_free(on_kept);
     dlock_lock_free(on_cut);
     dlock_client_close(c);
-    restore_replication();
 }
 
 /* A failover after writes the replica missed: the link cut, then CLUSTER
@@ -320,7 +304,7 @@ static void test_cluster_failover_with_the_link_cut(void **state)
         fail_msg("acquire --replicas 1 with the link up: %s", p.err);
     assert_true(exists_on(replica, acked));
 
-    cut_replication();
+    cut_replication(master, replica);
     assert_int_equal(cli_acquire(&p, "4s", 1, unacked), 69);
     assert_non_null(strstr(p.err, "replicas acknowledged"));
     assert_false(exists_on(master, unacked));
