@@ -189,18 +189,9 @@ static void test_acl_password_never_in_messages(void **state)
 static dlock_client *as_durable_user(const char *user, const char *password, int replicas,
                                     int64_t restart_delay_ms)
 {
-    dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
-    dlock_client *c = NULL;
-    char url[128], why[256];
-    const char *urls[] = {url};
+    char url[128];
     snprintf(url, sizeof(url), "redis://%s:%s@127.0.0.1:%d", user, password, server.port);
-    o.urls = urls;
-    o.n_urls = 1;
-    o.replicas = replicas;
-    o.restart_delay_ms = restart_delay_ms;
-    if (dlock_client_open(&c, &o, why, sizeof(why)) < 0)
-        fail_msg("dlock_client_open: %s", why);
-    return c;
+    return open_durable(url, replicas, restart_delay_ms);
 }
 
 /* --replicas needs +wait: with it a server without replicas is too few

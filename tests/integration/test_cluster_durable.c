@@ -102,28 +102,13 @@ static void await_seed_sends_to(int to)
     }
 }
 
-/* The replica of node `m`: the node whose ROLE names m's port as master. */
-static int replica_of_node(int m)
-{
-    for (int i = 0; i < TEST_CLUSTER_NODES; i++) {
-        redisReply *r = test_command(cluster.nodes[i].port, "ROLE");
-        int yes = r && r->type == REDIS_REPLY_ARRAY && r->elements >= 3 &&
-                  strcmp(r->element[0]->str, "slave") == 0 &&
-                  r->element[2]->integer == cluster.nodes[m].port;
-        freeReplyObject(r);
-        if (yes)
-            return i;
-    }
-    return -1;
-}
-
 static int group_setup(void **state)
 {
     (void)state;
     if (test_cluster_start(&cluster) < 0)
         return -1;
     master = test_cluster_owner(&cluster, TAG);
-    replica = master >= 0 ? replica_of_node(master) : -1;
+    replica = master >= 0 ? test_cluster_replica_of(&cluster, master) : -1;
     for (int i = 0; i < TEST_CLUSTER_NODES && !seed; i++)
         if (i != master && i != replica) {
             seed = cluster.nodes[i].url;
@@ -258,7 +243,7 @@ static void test_cluster_renewals_acknowledged_per_master(void **state)
 
     name_elsewhere(cut, sizeof(cut));
     cut_master = test_cluster_owner(&cluster, cut);
-    cut_replica = replica_of_node(cut_master);
+    cut_replica = test_cluster_replica_of(&cluster, cut_master);
     assert_true(cut_replica >= 0);
     o.auto_renew = 1;
     o.on_lost = on_lost;

@@ -88,21 +88,6 @@ static void must_succeed(int port, const char *what, redisReply *r)
     freeReplyObject(r);
 }
 
-/* The replica of the master at node index `master`. */
-static int replica_of(int master)
-{
-    for (int i = 0; i < TEST_CLUSTER_NODES; i++) {
-        redisReply *r = test_command(cluster.nodes[i].port, "ROLE");
-        int yes = r && r->type == REDIS_REPLY_ARRAY && r->elements >= 3 &&
-                  strcmp(r->element[0]->str, "slave") == 0 &&
-                  r->element[2]->integer == cluster.nodes[master].port;
-        freeReplyObject(r);
-        if (yes)
-            return i;
-    }
-    return -1;
-}
-
 /* 500 names, half of them hash-tagged, each through `dlock run` on a
  * replica, which owns no slot at all: every one is redirected, runs, and
  * leaves only its fencing token, on the master of its slot. */
@@ -715,7 +700,7 @@ static void test_cluster_failover_while_run_waits(void **state)
     fresh_name(name, sizeof(name), "failover", 1);
     hold(cluster.nodes[seed].url, name, token);
     master = test_cluster_owner(&cluster, name);
-    replica = replica_of(master);
+    replica = test_cluster_replica_of(&cluster, master);
     assert_true(replica >= 0);
     assert_int_equal(cli_start(&p, NULL, args, NULL), 0);
     usleep(300000);

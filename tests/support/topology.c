@@ -297,3 +297,17 @@ test_redis *test_sentinels_server(test_sentinels *s, int port)
 {
     return s->primary.port == port ? &s->primary : &s->replica;
 }
+
+int test_cluster_replica_of(const test_cluster *c, int master)
+{
+    for (int i = 0; i < TEST_CLUSTER_NODES; i++) {
+        redisReply *r = test_command(c->nodes[i].port, "ROLE");
+        int yes = r && r->type == REDIS_REPLY_ARRAY && r->elements >= 3 &&
+                  strcmp(r->element[0]->str, "slave") == 0 &&
+                  r->element[2]->integer == c->nodes[master].port;
+        freeReplyObject(r);
+        if (yes)
+            return i;
+    }
+    return -1;
+}

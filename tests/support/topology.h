@@ -26,6 +26,10 @@ void test_cluster_stop(test_cluster *c);
  * read of it where the others answer MOVED. -1 if none does. */
 int test_cluster_owner(test_cluster *c, const char *key);
 
+/* The index of the replica of the master at node index `master` (the node
+ * whose ROLE names its port as master), or -1. */
+int test_cluster_replica_of(const test_cluster *c, int master);
+
 /* The index of a node whose ROLE is "slave"/"master" (`want`), the n-th
  * such; -1 if none. */
 int test_cluster_node_with_role(test_cluster *c, const char *want, int nth);
