@@ -97,6 +97,7 @@ int bench_contended(const struct bench_args *a)
     if (sh == MAP_FAILED || a->procs < 1 || a->procs > BENCH_PROCS_MAX)
         return 1;
     turns.opts.fair = a->fair;
+    turns.opts.auto_renew = getenv("RENEW") != NULL;
     turns.start_at = &sh->start_at;
     turns.ctx = sh;
     if (bench_turns_run(a, &turns, &before, &after) != 0)

@@ -29,6 +29,7 @@ struct answer {
     unsigned slot;  /* GRANT, YES: a kind with slots names it, else 0 */
     int64_t pttl;   /* GRANT, NO */
     bool writer;    /* GRANT, NO: {0, pttl, 1}, we wait among the writers */
+    int64_t lease_end_ms; /* GRANT, NO: {0, pttl, 0, end}, a queued waiter's lease */
 };
 
 /* A grant's slot, when the kind's acquire names one: {1, fence, slot}. */
@@ -46,10 +47,10 @@ static bool read_slot(const dlock__reply *a, unsigned *slot)
 
 static struct answer read_grant(const dlock__reply *a)
 {
-    struct answer x = {VOTE_FAILED, DLOCK_EPROTO, 0, 0, 0, false};
+    struct answer x = {VOTE_FAILED, DLOCK_EPROTO, 0, 0, 0, false, 0};
     const dlock__reply *first, *second;
     char *end;
-    if (a->type != DLOCK__REPLY_ARRAY || a->elements < 2 || a->elements > 3)
+    if (a->type != DLOCK__REPLY_ARRAY || a->elements < 2 || a->elements > 4)
         return x;
     first = a->element[0];
     second = a->element[1];
@@ -58,9 +59,11 @@ static struct answer read_grant(const dlock__reply *a)
     if (first->integer == 0 && second->type == DLOCK__REPLY_INTEGER) {
         x.vote = VOTE_NO;
         x.pttl = second->integer;
-        x.writer = a->elements == 3 && a->element[2]->type == DLOCK__REPLY_INTEGER &&
+        x.writer = a->elements >= 3 && a->element[2]->type == DLOCK__REPLY_INTEGER &&
                    a->element[2]->integer == 1;
-    } else if (first->integer == 1 && second->type == DLOCK__REPLY_STRING) {
+        if (a->elements == 4 && a->element[3]->type == DLOCK__REPLY_INTEGER)
+            x.lease_end_ms = a->element[3]->integer;
+    } else if (first->integer == 1 && second->type == DLOCK__REPLY_STRING && a->elements <= 3) {
         x.fence = strtoull(second->str, &end, 10);
         x.vote = *end == '\0' && x.fence > 0 && read_slot(a, &x.slot) ? VOTE_YES : VOTE_FAILED;
     }
@@ -69,7 +72,7 @@ static struct answer read_grant(const dlock__reply *a)
 
 static struct answer read_answer(const dlock__node_result *r, enum reply_kind kind)
 {
-    struct answer x = {VOTE_FAILED, 0, 0, 0, 0, false};
+    struct answer x = {VOTE_FAILED, 0, 0, 0, 0, false, 0};
     const dlock__reply *a = r->reply;
     if (r->status == DLOCK__PENDING) {
         x.vote = VOTE_PENDING;
@@ -133,6 +136,7 @@ static void count(dlock__tally *t, const dlock__node_result *results, size_t n,
     t->fence = 0;
     t->slot = 0;
     t->writer = false;
+    t->lease_end_ms = 0;
     for (size_t i = 0; i < n; i++) {
         struct answer x = answer_of(results, n, call, i, kind, g);
         switch (x.vote) {
@@ -145,6 +149,7 @@ static void count(dlock__tally *t, const dlock__node_result *results, size_t n,
         case VOTE_NO:
             t->pttl = t->no++ == 0 || x.pttl < t->pttl ? x.pttl : t->pttl;
             t->writer |= x.writer;
+            t->lease_end_ms = x.lease_end_ms; /* one server: queued kinds take no more */
             break;
         case VOTE_REPAIRED:
             t->repaired++;
@@ -303,6 +308,12 @@ static int encode_kind_call(struct kind_call *kc, const dlock__claim *cl,
     }
     /* A writer that waits: its grant leaves the waiting writers. */
     if (id == cl->kind->acquire && cl->writer)
+        kc->args[a++] = "1";
+    /* A queued waiter may be handed the lock by the release before it
+     * (docs/fair.md), unless its grant must pass the restart check or WAIT:
+     * it takes the lock itself then. */
+    if (id == cl->kind->acquire && cl->kind->queued && !cl->client->replicas &&
+        !cl->client->restart_delay_ms)
         kc->args[a++] = "1";
     return dlock__script_encode(&kc->call, id, k, kc->keys, a, kc->args);
 }
@@ -516,6 +527,10 @@ static int acquire_once(dlock__claim *cl, dlock__lane *lane, int64_t ttl_ms, boo
     else
         rc = acquire_failed(cl, lane, &d.tally, results, &g, ttl_ms, start);
     cl->writer |= d.tally.writer;
+    if (rc == DLOCK_EBUSY) {
+        cl->asked_ns = start;
+        cl->lease_end_ms = d.tally.lease_end_ms;
+    }
     if (rc == 0) {
         cl->fence = d.tally.fence;
         cl->slot = d.tally.slot;
@@ -540,6 +555,24 @@ int dlock__attempt_acquire(dlock__claim *cl, dlock__lane *lane, int64_t ttl_ms)
     if (rc < 0 && rerouted)
         rc = acquire_once(cl, lane, ttl_ms, &rerouted);
     return rc;
+}
+
+int dlock__attempt_handed(dlock__claim *cl, uint64_t fence, int64_t lease_end_ms, int64_t ttl_ms)
+{
+    /* The key lives until the lease end our last try set, or the TTL from
+     * the release, which came after that try (it found us waiting): both at
+     * least that long from the try's start. */
+    int64_t bound_ms = ttl_ms < (int64_t)cl->limit ? ttl_ms : (int64_t)cl->limit;
+    int64_t valid_until = validity_end(cl->asked_ns, bound_ms, cl->client->drift_factor);
+    if (fence == 0 || lease_end_ms == 0 || lease_end_ms != cl->lease_end_ms ||
+        valid_until <= dlock__now_ns())
+        return DLOCK_EBUSY;
+    cl->fence = fence;
+    cl->slot = 0;
+    cl->ttl_ms = ttl_ms;
+    cl->started_ns = cl->asked_ns;
+    cl->valid_until_ns = valid_until;
+    return 0;
 }
 
 /* Did the call reach some node, so that it may have run there? */

@@ -72,6 +72,10 @@ typedef struct dlock__claim {
     bool writer;                    /* an acquire joined the waiting writers of a shared name */
     bool repaired;                  /* a refused extend put our key back somewhere */
     int64_t last_pttl_ms;           /* busy: how long the holder's key lives (-1: no TTL) */
+    /* Busy, queued: the start of that attempt and the end of the presence
+     * lease it set (server ms), for a grant handed over by a release. */
+    int64_t asked_ns;
+    int64_t lease_end_ms;
 } dlock__claim;
 
 /* Checks the name and derives its keys; the token is left empty. Returns 0,
@@ -95,6 +99,14 @@ int dlock__check_ttl(dlock__lane *lane, int64_t ttl_ms);
  * DLOCK_EBUSY: held by another (cl->last_pttl_ms says how long its key
  * lives); or the failure. A failed attempt leaves nothing of ours behind. */
 int dlock__attempt_acquire(dlock__claim *cl, dlock__lane *lane, int64_t ttl_ms);
+
+/* A release handed a queued waiter the lock (docs/fair.md): its message
+ * named our token, `fence` and `lease_end_ms`, the lease end it found. If
+ * that is the end our last busy attempt was told, the hand-over came after
+ * that attempt, and the key lives at least min(ttl, lease) from its start:
+ * returns 0 with the claim held for that long (less the drift). Else, or
+ * if that is over already, DLOCK_EBUSY: the waiter tries instead. */
+int dlock__attempt_handed(dlock__claim *cl, uint64_t fence, int64_t lease_end_ms, int64_t ttl_ms);
 
 /* Compare-and-delete; `publish` wakes waiters (cleanups do not). Decided as
  * soon as a majority answered. 0, DLOCK_ENOTOWNER or the failure. */
@@ -123,6 +135,7 @@ typedef struct dlock__tally {
     unsigned slot;   /* acquire: the slot that came with that token */
     int64_t pttl;    /* acquire: the smallest PTTL of the refusals */
     bool writer;     /* acquire: a refusal joined us to the waiting writers ({0, pttl, 1}) */
+    int64_t lease_end_ms; /* acquire: a queued waiter's lease ends then (server ms; 0: none) */
 } dlock__tally;
 
 /* Judges an acquire round that started at `start_ns`, from the replies of

@@ -47,7 +47,8 @@ const dlock__kind dlock__kind_semaphore = {
 
 /* The fair lock: NAME is the mutex's string, its waiters queue in `queue`
  * with their presence leases in `presence` and the channel suffix of
- * their process in `wake` (scripts.c). The limit is the
+ * their process in `wake` (scripts.c); the release, which may hand the
+ * lock to the head, writes the head's fence. The limit is the
  * presence lease in ms. A holder extends and is looked at as a mutex. */
 const dlock__kind dlock__kind_fair = {
     .name = "fair lock",
@@ -55,7 +56,7 @@ const dlock__kind dlock__kind_fair = {
     .release = DLOCK__SCRIPT_FAIR_RELEASE,
     .extend = DLOCK__SCRIPT_EXTEND,
     .status = DLOCK__SCRIPT_STATUS,
-    .aux = {"queue", "presence", "wake", NULL},
+    .aux = {"queue", "presence", "wake", "fence", NULL},
     .limited = true,
     .queued = true,
     .extend_aux = 0, /* the mutex's extend */

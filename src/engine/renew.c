@@ -392,7 +392,12 @@ int dlock__renew_add(dlock__renewal **out, dlock__claim *cl, const struct dlock_
     lock->renew_ttl_ms = cl->ttl_ms;
     lock->hold_until_ns = p->max_hold_ms > 0 ? cl->started_ns + p->max_hold_ms * DLOCK__NS_PER_MS
                                              : INT64_MAX;
+    /* At a third of the TTL, or of the validity when it is shorter (a fair
+     * lock handed over holds for the head's presence lease until it is
+     * extended). */
     lock->next_renewal_ns = cl->started_ns + lock->renew_ttl_ms * DLOCK__NS_PER_MS / 3;
+    if (lock->next_renewal_ns > cl->started_ns + (cl->valid_until_ns - cl->started_ns) / 3)
+        lock->next_renewal_ns = cl->started_ns + (cl->valid_until_ns - cl->started_ns) / 3;
     lock->on_lost = p->on_lost;
     lock->on_lost_arg = p->on_lost_arg;
     lock->lock = p->lock;

@@ -422,7 +422,7 @@ static const char sem_status_lua[] = FENCE_PARSE_LUA SEMAPHORE_LUA
  * fence is read (and checked) only when the lock may be granted. */
 static const char fair_acquire_lua[] = FENCE_OF_LUA FAIR_LUA
     "local lock, queue, presence, wake = KEYS[1], KEYS[4], KEYS[5], KEYS[6]\n"
-    "local token, lease = ARGV[1], tonumber(ARGV[5])\n"
+    "local token, lease, direct = ARGV[1], tonumber(ARGV[5]), ARGV[6] == '1'\n"
     "local current = redis.call('GET', lock)\n"
     "local last = 0\n"
     "if not current or current == token then\n"
@@ -455,7 +455,11 @@ static const char fair_acquire_lua[] = FENCE_OF_LUA FAIR_LUA
     "  if #tail > 0 and tonumber(tail[2]) >= seq then\n"
     "    seq = tonumber(tail[2]) + 1\n"
     "  end\n"
-    "  redis.call('HSET', wake, token, process_of(ARGV[4]))\n"
+    "  local where = process_of(ARGV[4])\n"
+    "  if direct and where ~= '' and not string.find(where, '\\n', 1, true) then\n"
+    "    where = where .. '\\n' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. ARGV[4]\n"
+    "  end\n"
+    "  redis.call('HSET', wake, token, where)\n"
     "  redis.call('ZADD', queue, seq, token)\n"
     "end\n"
     "redis.call('ZADD', presence, now + lease, token)\n"
@@ -472,29 +476,62 @@ static const char fair_acquire_lua[] = FENCE_OF_LUA FAIR_LUA
     "elseif head then\n"
     "  wait = math.min(wait, math.max(0, head_ends - now))\n"
     "end\n"
-    "return {0, wait}\n";
+    "return {0, wait, 0, now + lease}\n";
 
-/* KEYS as the mutex's release, then queue, presence and wake; ARGV as the
- * mutex's. Releases the lock if it is ours, and takes us out of the queue
- * (a waiter that gives up leaves by it), but not in a cleanup (ARGV[3]
- * "0"): a reply that came too late must not cost a waiter its place. When
- * that frees the lock or the head's place, the head (only) is told: also
- * after a cleanup, which must not stall the queue for a lease. The head's
- * channel is read before the DEL, so that `wake` of another type fails
- * before anything is written. With no queue, a release publishes as the
- * mutex's does (plain acquirers wait on it). 1 or 0. */
-static const char fair_release_lua[] = PUBLISH_LUA FAIR_LUA
+/* KEYS as the mutex's release, then queue, presence, wake and the fence;
+ * ARGV as the mutex's. Releases the lock if it is ours, and takes us out
+ * of the queue (a waiter that gives up leaves by it), but not in a cleanup
+ * (ARGV[3] "0"): a reply that came too late must not cost a waiter its
+ * place. When that frees the lock or the head's place, the head (only) is
+ * told: also after a cleanup, which must not stall the queue for a lease.
+ * A head that asked for it (its `wake` entry holds, after a newline, its
+ * TTL, fence TTL and owner record) is handed our lock at once: it becomes
+ * the holder, for at most what is left of its lease until it claims the
+ * lock with an extend (so a dead head costs no more than its lease), and
+ * the message "grant:TOKEN:FENCE:LEASE_END" tells it so; LEASE_END, the
+ * end of its lease that it was told, lets it tell this grant from one
+ * before its last try. Any other head is told "next:TOKEN" and tries. The
+ * head's entry and the fence are read before the first write, so that a
+ * key of another type or a garbled fence fails before anything is
+ * written. With no queue, a release publishes as the mutex's does (plain
+ * acquirers wait on it). 1 or 0. */
+static const char fair_release_lua[] = FENCE_OF_LUA PUBLISH_LUA FAIR_LUA
     "local lock, queue, presence, wake = KEYS[1], KEYS[3], KEYS[4], KEYS[5]\n"
     "local token = ARGV[1]\n"
     "local current = redis.call('GET', lock)\n"
-    "local now = clock()\n"
-    "local head = live_head(queue, presence, wake, now)\n"
-    "local function head_channel()\n"
-    "  local where = redis.call('HGET', wake, head)\n"
-    "  return where and where ~= '' and ARGV[2] .. ':' .. where or ARGV[2]\n"
+    "local now, now_us = clock()\n"
+    "local head, head_ends = live_head(queue, presence, wake, now)\n"
+    "local function head_entry()\n"
+    "  local entry = redis.call('HGET', wake, head) or ''\n"
+    "  local nl = string.find(entry, '\\n', 1, true)\n"
+    "  local where = nl and string.sub(entry, 1, nl - 1) or entry\n"
+    "  local channel = where ~= '' and ARGV[2] .. ':' .. where or ARGV[2]\n"
+    "  if not nl then\n"
+    "    return channel\n"
+    "  end\n"
+    "  local ttl, fence_ttl, record = string.match(string.sub(entry, nl + 1), '^(%d+) (%d+) (.+)$')\n"
+    "  return channel, tonumber(ttl), fence_ttl, record\n"
     "end\n"
     "if current == token then\n"
-    "  local channel = head and head_channel()\n"
+    "  local channel, ttl, fence_ttl, record\n"
+    "  if head then\n"
+    "    channel, ttl, fence_ttl, record = head_entry()\n"
+    "  end\n"
+    "  if ttl then\n"
+    "    local last, err = fence_of(KEYS[6])\n"
+    "    if not last then\n"
+    "      return redis.error_reply(err)\n"
+    "    end\n"
+    "    local px = math.min(ttl, head_ends - now)\n"
+    "    local f = string.format('%d', math.max(last + 1, now_us))\n"
+    "    leave(queue, presence, wake, head)\n"
+    "    redis.call('SET', lock, head, 'PX', px)\n"
+    "    redis.call('SET', KEYS[6], f, 'PX', fence_ttl)\n"
+    "    record = string.gsub(record, '\"since\":%d+', '\"since\":' .. string.format('%d', now), 1)\n"
+    "    redis.call('SET', KEYS[2], record, 'PX', px)\n"
+    "    publish(channel, 'grant:' .. head .. ':' .. f .. ':' .. string.format('%d', head_ends))\n"
+    "    return 1\n"
+    "  end\n"
     "  redis.call('DEL', lock, KEYS[2])\n"
     "  if head then\n"
     "    publish(channel, 'next:' .. head)\n"
@@ -508,7 +545,7 @@ static const char fair_release_lua[] = PUBLISH_LUA FAIR_LUA
     "  if head == token and not current then\n"
     "    head = live_head(queue, presence, wake, now)\n"
     "    if head then\n"
-    "      publish(head_channel(), 'next:' .. head)\n"
+    "      publish((head_entry()), 'next:' .. head)\n"
     "    end\n"
     "  end\n"
     "end\n"

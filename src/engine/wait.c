@@ -31,6 +31,8 @@
 #define WAKE_JITTER_MS 5 /* Redlock: keep waiters from splitting the vote in step */
 
 #define NEXT_PREFIX "next:" /* a fair release's wake-up: "next:" + the head's token */
+/* A fair release that handed the head the lock: "grant:TOKEN:FENCE:LEASE_END" */
+#define GRANT_PREFIX "grant:"
 
 struct waiter {
     dlock_client *c;
@@ -40,6 +42,9 @@ struct waiter {
     bool subscribed[DLOCK__NODES_MAX];
     bool pending[DLOCK__NODES_MAX]; /* SUBSCRIBE sent, not yet confirmed */
     bool woken;
+    bool handed;           /* a "grant:" of our token came: */
+    uint64_t fence;        /* its fence */
+    int64_t lease_end_ms;  /* and the lease end it found */
 };
 
 void dlock_client_cancel(dlock_client *c)
@@ -65,17 +70,51 @@ static bool is_string(const dlock__reply *r, const char *s)
 
 static void subscribe_node(struct waiter *w, size_t i, int64_t now);
 
-/* A queued waiter acts on the wake-up of its own turn, and on a plain
- * release (a token: a mutex holder's on a queued name); the others' turns
- * are not its business. Everyone else acts on every message. */
-static bool wakes(const struct waiter *w, const dlock__reply *msg)
+static bool has_prefix(const dlock__reply *msg, const char *prefix)
 {
-    size_t prefix = strlen(NEXT_PREFIX);
-    if (!w->token || msg->type != DLOCK__REPLY_STRING || msg->len < prefix ||
-        memcmp(msg->str, NEXT_PREFIX, prefix) != 0)
+    return msg->len >= strlen(prefix) && memcmp(msg->str, prefix, strlen(prefix)) == 0;
+}
+
+/* A "grant:" message for our token: its fence and lease end, as
+ * "FENCE:LEASE_END" in decimal. */
+static void take_grant(struct waiter *w, const char *rest, size_t len)
+{
+    char text[48];
+    unsigned long long fence;
+    long long end;
+    int used = 0;
+    if (len >= sizeof(text))
+        return;
+    memcpy(text, rest, len);
+    text[len] = '\0';
+    if (sscanf(text, "%20llu:%20lld%n", &fence, &end, &used) == 2 && (size_t)used == len) {
+        w->handed = true;
+        w->fence = fence;
+        w->lease_end_ms = end;
+    }
+}
+
+/* A queued waiter acts on the wake-up of its own turn, on the hand-over
+ * of the lock to it, and on a plain release (a token: a mutex holder's on
+ * a queued name); the others' turns are not its business. Everyone else
+ * acts on every message. */
+static bool wakes(struct waiter *w, const dlock__reply *msg)
+{
+    bool next = w->token && msg->type == DLOCK__REPLY_STRING && has_prefix(msg, NEXT_PREFIX);
+    bool grant = w->token && msg->type == DLOCK__REPLY_STRING && has_prefix(msg, GRANT_PREFIX);
+    size_t token_len, skip;
+    if (!next && !grant)
         return true;
-    return msg->len == prefix + strlen(w->token) &&
-           memcmp(msg->str + prefix, w->token, msg->len - prefix) == 0;
+    token_len = strlen(w->token);
+    skip = strlen(next ? NEXT_PREFIX : GRANT_PREFIX);
+    if (msg->len < skip + token_len || memcmp(msg->str + skip, w->token, token_len) != 0)
+        return false;
+    if (next)
+        return msg->len == skip + token_len;
+    skip += token_len;
+    if (msg->len > skip && msg->str[skip] == ':')
+        take_grant(w, msg->str + skip + 1, msg->len - skip - 1);
+    return true;
 }
 
 static void on_push(struct waiter *w, size_t i, const dlock__reply *r)
@@ -355,6 +394,22 @@ static int listen_after_busy(struct waiter *w, int64_t ttl_ms, int64_t deadline)
     return listening(w);
 }
 
+/* A release handed us the lock: held if the hand-over came after our last
+ * try (dlock__attempt_handed()). Unless the renewal thread will, we claim
+ * it for the whole TTL at once with an extend, when the hand-over holds it
+ * for less (our presence lease). DLOCK_EBUSY: it is not ours (a hand-over
+ * before our last try, or one that lapsed while we were slow): try. */
+static int take_handed(dlock__claim *cl, struct waiter *w, int64_t ttl_ms,
+                       const dlock_acquire_options *opts)
+{
+    int rc = dlock__attempt_handed(cl, w->fence, w->lease_end_ms, ttl_ms);
+    w->handed = false;
+    if (rc < 0 || opts->auto_renew || ttl_ms <= (int64_t)cl->limit)
+        return rc;
+    dlock__attempt_extend(&cl, 1, &cl->client->main, &ttl_ms, &rc);
+    return rc == DLOCK_ENOTOWNER ? DLOCK_EBUSY : rc;
+}
+
 int dlock__wait_acquire(dlock__claim *cl, int64_t ttl_ms, const dlock_acquire_options *opts)
 {
     dlock_client *c = cl->client;
@@ -399,6 +454,9 @@ int dlock__wait_acquire(dlock__claim *cl, int64_t ttl_ms, const dlock_acquire_op
             rc = DLOCK_ECANCELED;
             break;
         }
+        if (w.handed && (rc = take_handed(cl, &w, ttl_ms, opts)) != DLOCK_EBUSY &&
+            !retryable(rc, !opts->no_io_retry))
+            break;
         if (w.woken) {
             step_ms = first_step;
             if (c->n > 1)

@@ -1,8 +1,9 @@
 /* Fair locks against a real redis-server: grants in queue order, a dead
  * head costs at most its presence lease, a slow head keeps its place, a
- * release wakes the head only (requests per grant by MONITOR), plain
- * acquires do not pass the queue, waiters that give up leave it, and
- * several servers are refused. */
+ * release hands the lock to the head only (requests per grant by MONITOR),
+ * the hand-over's validity and claim, a hand-over that lapsed or is not
+ * this wait's is not taken, plain acquires do not pass the queue, waiters
+ * that give up leave it, and several servers are refused. */
 #include "cli_runner.h"
 #include "helpers.h"
 
@@ -64,6 +65,17 @@ static void queue_two(redisContext *redis, cli_proc *head, cli_proc *next, const
     wait_queued(redis, name, 1);
     start_fair_run(next, name, lease, 1, log);
     wait_queued(redis, name, 2);
+}
+
+/* Does the owner record of name's holder name process `pid`? */
+static bool held_by_pid(redisContext *redis, const char *name, pid_t pid)
+{
+    char *record = get_string(redis, aux_key(name, "owner")), pid_field[32];
+    bool yes;
+    snprintf(pid_field, sizeof(pid_field), "\"pid\":%ld,", (long)pid);
+    yes = record && strstr(record, pid_field);
+    free(record);
+    return yes;
 }
 
 /* The ids the runs wrote to `log`, in order, into ids; how many. */
@@ -138,8 +150,9 @@ static void test_fair_dead_head_costs_at_most_its_lease(void **state)
 }
 
 /* A head stopped for half its lease (4 s) across the release keeps its
- * place: the second waiter does not get the lock while it sleeps, and the
- * head goes first once it resumes. */
+ * place: the release hands it the lock, which stays the head's while it
+ * sleeps (the second waiter does not get it), and the head goes first
+ * once it resumes. */
 static void test_fair_slow_head_keeps_its_place(void **state)
 {
     redisContext *redis = *state;
@@ -154,8 +167,9 @@ static void test_fair_slow_head_keeps_its_place(void **state)
     queue_two(redis, &head, &next, "fair:slow", "4s", log);
     kill(head.pid, SIGSTOP);
     assert_int_equal(dlock_lock_release(holder), 0);
+    assert_true(held_by_pid(redis, "fair:slow", head.pid));
     usleep(2000 * 1000);
-    assert_int_equal(key_exists(redis, "fair:slow"), 0);
+    assert_true(held_by_pid(redis, "fair:slow", head.pid));
     kill(head.pid, SIGCONT);
     assert_int_equal(cli_wait(&head, 30000), 0);
     assert_int_equal(cli_wait(&next, 30000), 0);
@@ -168,6 +182,7 @@ static void test_fair_slow_head_keeps_its_place(void **state)
 
 struct waiter {
     const char *url;
+    int64_t ttl_ms, lease_ms;
     atomic_int *granted; /* how many got the lock so far */
     atomic_bool *go;     /* the head may release */
     int rc;
@@ -178,14 +193,14 @@ static void *wait_thread(void *arg)
 {
     struct waiter *w = arg;
     dlock_client_options co = DLOCK_CLIENT_OPTIONS_INIT;
-    dlock_acquire_options o = fair(60000, DLOCK_WAIT_FOREVER);
+    dlock_acquire_options o = fair(w->lease_ms, DLOCK_WAIT_FOREVER);
     dlock_client *c = NULL;
     dlock_lock *l = NULL;
     co.urls = &w->url;
     co.n_urls = 1;
     w->rc = dlock_client_open(&c, &co, NULL, 0);
     if (w->rc == 0)
-        w->rc = dlock_lock_acquire(&l, c, "fair:herd", 30000, &o);
+        w->rc = dlock_lock_acquire(&l, c, "fair:herd", w->ttl_ms, &o);
     if (w->rc == 0) {
         if (atomic_fetch_add(w->granted, 1) == 0)
             while (!atomic_load(w->go))
@@ -215,13 +230,13 @@ static int scripts_until(redisContext *monitor, const char *marker)
     }
 }
 
-/* 64 waiters queued, one release: the release and the head's acquire are
- * all the requests of that grant (at most 3), not one per waiter. The lease
- * (60 s) puts every renewal outside the window. */
-static void test_fair_release_wakes_only_the_head(void **state)
+/* 64 waiters queued, one release: the requests of that grant, `expected`
+ * of them, not one per waiter. The lease (60 s) puts every renewal
+ * outside the window. */
+static void herd(redisContext *redis, int64_t ttl_ms, int expected)
 {
     enum { WAITERS = 64 };
-    redisContext *redis = *state, *monitor = test_redis_connect(&server, NULL);
+    redisContext *monitor = test_redis_connect(&server, NULL);
     dlock_client *c = open_client(server.url, 0, 0);
     dlock_acquire_options o = fair(60000, 0);
     dlock_lock *holder = must_acquire(c, "fair:herd", 30000, &o);
@@ -234,7 +249,7 @@ static void test_fair_release_wakes_only_the_head(void **state)
     int calls;
 
     for (int i = 0; i < WAITERS; i++) {
-        w[i] = (struct waiter){server.url, &granted, &go, -1};
+        w[i] = (struct waiter){server.url, ttl_ms, 60000, &granted, &go, -1};
         assert_int_equal(pthread_create(&threads[i], NULL, wait_thread, &w[i]), 0);
     }
     wait_queued(redis, "fair:herd", WAITERS);
@@ -251,7 +266,7 @@ static void test_fair_release_wakes_only_the_head(void **state)
     freeReplyObject(run(redis, "ECHO window-end"));
     calls = scripts_until(monitor, "window-end");
     print_message("requests for one grant among %d waiters: %d\n", WAITERS, calls);
-    assert_true(calls >= 2 && calls <= 3);
+    assert_int_equal(calls, expected);
     atomic_store(&go, true);
     for (int i = 0; i < WAITERS; i++) {
         pthread_join(threads[i], NULL);
@@ -263,15 +278,195 @@ static void test_fair_release_wakes_only_the_head(void **state)
     dlock_client_close(c);
 }
 
+/* The release hands the lock over: it is the grant's one request when the
+ * head's TTL (30 s) is within its lease (60 s). A head that asked for more
+ * (90 s) and no renewal claims it with an extend: two. */
+static void test_fair_release_wakes_only_the_head(void **state)
+{
+    herd(*state, 30000, 1);
+    herd(*state, 90000, 2);
+}
+
+/* One fair acquire on a thread of its own client: the lock it got. */
+struct taker {
+    const char *name;
+    int64_t ttl_ms;
+    dlock_acquire_options opts;
+    dlock_client *c;
+    dlock_lock *lock;
+    int rc;
+};
+
+static void *take_thread(void *arg)
+{
+    struct taker *t = arg;
+    t->rc = dlock_lock_acquire(&t->lock, t->c, t->name, t->ttl_ms, &t->opts);
+    return NULL;
+}
+
+/* `t` acquires `name` on a thread, queued behind a fair holder; the
+ * holder's release hands it the lock. */
+static void hand_over(redisContext *redis, struct taker *t)
+{
+    dlock_client *c = open_client(server.url, 0, 0);
+    dlock_acquire_options o = fair(5000, 0);
+    dlock_lock *holder = must_acquire(c, t->name, 30000, &o);
+    pthread_t thread;
+    t->c = open_client(server.url, 0, 0);
+    assert_int_equal(pthread_create(&thread, NULL, take_thread, t), 0);
+    wait_queued(redis, t->name, 1);
+    assert_int_equal(dlock_lock_release(holder), 0);
+    pthread_join(thread, NULL);
+    assert_int_equal(t->rc, 0);
+    assert_true(dlock_lock_fence(t->lock) > dlock_lock_fence(holder));
+    assert_int_equal(queued(redis, t->name), 0);
+    dlock_lock_free(holder);
+    dlock_client_close(c);
+}
+
+static void release_taker(struct taker *t)
+{
+    assert_int_equal(dlock_lock_release(t->lock), 0);
+    dlock_lock_free(t->lock);
+    dlock_client_close(t->c);
+}
+
+/* A lock handed over is the head's for at most its presence lease (3 s)
+ * until claimed: an auto-renewed head holds it so (validity and key), and
+ * its renewal claims the whole TTL (30 s) within a third of that; a head
+ * without renewal claims it before its acquire returns; a TTL within the
+ * lease (2 s) needs no claim. */
+static void test_fair_hand_over_bounded_by_the_lease_until_claimed(void **state)
+{
+    redisContext *redis = *state;
+    struct taker renewed = {.name = "fair:hand", .ttl_ms = 30000, .opts = fair(3000, 20000)};
+    struct taker plain = {.name = "fair:hand", .ttl_ms = 30000, .opts = fair(3000, 20000)};
+    struct taker short_ttl = {.name = "fair:hand", .ttl_ms = 2000, .opts = fair(3000, 20000)};
+    long long until;
+
+    renewed.opts.auto_renew = 1;
+    hand_over(redis, &renewed);
+    assert_true(dlock_lock_validity_ms(renewed.lock) <= 3000);
+    assert_true(pttl_of(redis, "fair:hand") <= 3000);
+    until = test_now_ms() + 5000LL * test_slowdown();
+    while (pttl_of(redis, "fair:hand") <= 3000 && test_now_ms() < until)
+        usleep(20 * 1000);
+    assert_true(pttl_of(redis, "fair:hand") > 3000);
+    assert_true(dlock_lock_validity_ms(renewed.lock) > 3000);
+    release_taker(&renewed);
+
+    hand_over(redis, &plain);
+    assert_true(dlock_lock_validity_ms(plain.lock) > 3000);
+    assert_true(pttl_of(redis, "fair:hand") > 3000);
+    release_taker(&plain);
+
+    hand_over(redis, &short_ttl);
+    assert_true(dlock_lock_validity_ms(short_ttl.lock) <= 2000);
+    assert_true(pttl_of(redis, "fair:hand") <= 2000);
+    release_taker(&short_ttl);
+}
+
+/* A "grant:" message that is not this wait's (the lease end it names is
+ * not the one the waiter was told) is not taken for the lock: the waiter
+ * tries, finds it held and waits on; the holder's release then hands it
+ * the lock. */
+static void test_fair_foreign_hand_over_not_taken(void **state)
+{
+    redisContext *redis = *state;
+    dlock_client *c = open_client(server.url, 0, 0);
+    dlock_acquire_options o = fair(5000, 0);
+    dlock_lock *holder = must_acquire(c, "fair:stale", 30000, &o);
+    struct taker t = {.name = "fair:stale", .ttl_ms = 30000, .opts = fair(5000, 20000)};
+    pthread_t thread;
+    redisReply *head, *entry;
+    char channel[512];
+
+    t.c = open_client(server.url, 0, 0);
+    assert_int_equal(pthread_create(&thread, NULL, take_thread, &t), 0);
+    wait_queued(redis, "fair:stale", 1);
+    head = run(redis, "ZRANGE %s 0 0", aux_key("fair:stale", "queue"));
+    assert_int_equal(head->elements, 1);
+    entry = run(redis, "HGET %s %s", aux_key("fair:stale", "wake"), head->element[0]->str);
+    assert_non_null(strchr(entry->str, '\n'));
+    snprintf(channel, sizeof(channel), "%s:%.*s", aux_key("fair:stale", "released"),
+             (int)(strchr(entry->str, '\n') - entry->str), entry->str);
+    freeReplyObject(run(redis, "PUBLISH %s grant:%s:%llu:12345", channel, head->element[0]->str,
+                        (unsigned long long)dlock_lock_fence(holder) + 1));
+    usleep(500 * 1000);
+    assert_int_equal(queued(redis, "fair:stale"), 1);
+    assert_true(dlock_lock_held(holder));
+    assert_int_equal(dlock_lock_extend(holder, 30000), 0);
+    assert_int_equal(dlock_lock_release(holder), 0);
+    pthread_join(thread, NULL);
+    assert_int_equal(t.rc, 0);
+    assert_true(dlock_lock_fence(t.lock) > dlock_lock_fence(holder));
+    freeReplyObject(head);
+    freeReplyObject(entry);
+    release_taker(&t);
+    dlock_lock_free(holder);
+    dlock_client_close(c);
+}
+
+/* A head stopped past its lease (1 s) across the release: the lock handed
+ * to it lapses, the next waiter gets it, and the head, resumed, does not
+ * take the stale hand-over for the lock: it waits its turn again. The two
+ * commands' intervals (start and end lines) do not overlap. */
+static void test_fair_lapsed_hand_over_not_taken(void **state)
+{
+    redisContext *redis = *state;
+    dlock_client *c = open_client(server.url, 0, 0);
+    dlock_acquire_options o = fair(1000, 0);
+    dlock_lock *holder = must_acquire(c, "fair:lapsed", 30000, &o);
+    cli_proc head, next;
+    char log[160], script[2][400], line[32], lines[4][32];
+    FILE *f;
+    int n = 0;
+
+    scratch_path(log, sizeof(log), server.dir, "fair-lapsed");
+    for (int i = 0; i < 2; i++)
+        snprintf(script[i], sizeof(script[i]), "echo s%d >>%s; sleep 0.3; echo e%d >>%s", i, log,
+                 i, log);
+    assert_int_equal(cli_start(&head, server.url,
+                               (const char *const[]){"run", "--fair", "--lease", "1s",
+                                                     "fair:lapsed", "-c", script[0], NULL},
+                               NULL),
+                     0);
+    wait_queued(redis, "fair:lapsed", 1);
+    assert_int_equal(cli_start(&next, server.url,
+                               (const char *const[]){"run", "--fair", "--lease", "1s",
+                                                     "fair:lapsed", "-c", script[1], NULL},
+                               NULL),
+                     0);
+    wait_queued(redis, "fair:lapsed", 2);
+    kill(head.pid, SIGSTOP);
+    assert_int_equal(dlock_lock_release(holder), 0);
+    assert_true(held_by_pid(redis, "fair:lapsed", head.pid));
+    assert_int_equal(cli_wait(&next, 30000), 0);
+    kill(head.pid, SIGCONT);
+    assert_int_equal(cli_wait(&head, 30000), 0);
+    f = fopen(log, "r");
+    assert_non_null(f);
+    while (n < 4 && fgets(line, sizeof(line), f))
+        snprintf(lines[n++], sizeof(lines[0]), "%s", line);
+    fclose(f);
+    assert_int_equal(n, 4);
+    assert_string_equal(lines[0], "s1\n");
+    assert_string_equal(lines[1], "e1\n");
+    assert_string_equal(lines[2], "s0\n");
+    assert_string_equal(lines[3], "e0\n");
+    dlock_lock_free(holder);
+    dlock_client_close(c);
+}
+
 /* A plain acquire does not pass a queue: try-once says busy while the lock
- * is free for the head, and the head gets it. A fair waiter that gives up
- * leaves the queue at once. */
+ * is free for the head (a plain holder's release hands nothing over), and
+ * the head gets it. A fair waiter that gives up leaves the queue at once. */
 static void test_fair_plain_acquire_does_not_barge(void **state)
 {
     redisContext *redis = *state;
     dlock_client *c = open_client(server.url, 0, 0);
-    dlock_acquire_options o = fair(5000, 0), gives_up = fair(5000, 100);
-    dlock_lock *holder = must_acquire(c, "fair:barge", 30000, &o), *plain = NULL, *late = NULL;
+    dlock_acquire_options gives_up = fair(5000, 100);
+    dlock_lock *holder = must_acquire(c, "fair:barge", 30000, NULL), *plain = NULL, *late = NULL;
     cli_proc head;
 
     assert_int_equal(cli_start(&head, server.url,
@@ -297,13 +492,13 @@ static void test_fair_plain_acquire_does_not_barge(void **state)
 }
 
 /* The command: -n on a name with waiters queued is busy (75), plain or
- * fair, while the lock itself is free; a bad lease is a usage error. */
+ * fair, while the lock itself is free (a plain holder left it); a bad
+ * lease is a usage error. */
 static void test_fair_cli_nowait_on_a_queued_name_is_busy(void **state)
 {
     redisContext *redis = *state;
     dlock_client *c = open_client(server.url, 0, 0);
-    dlock_acquire_options o = fair(5000, 0);
-    dlock_lock *holder = must_acquire(c, "fair:cli", 30000, &o);
+    dlock_lock *holder = must_acquire(c, "fair:cli", 30000, NULL);
     cli_proc head, p;
 
     assert_int_equal(cli_start(&head, server.url,
@@ -365,6 +560,9 @@ int main(void)
         T(test_fair_dead_head_costs_at_most_its_lease),
         T(test_fair_slow_head_keeps_its_place),
         T(test_fair_release_wakes_only_the_head),
+        T(test_fair_hand_over_bounded_by_the_lease_until_claimed),
+        T(test_fair_foreign_hand_over_not_taken),
+        T(test_fair_lapsed_hand_over_not_taken),
         T(test_fair_plain_acquire_does_not_barge),
         T(test_fair_cli_nowait_on_a_queued_name_is_busy),
         cmocka_unit_test(test_fair_several_servers_refused),
