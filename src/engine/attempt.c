@@ -527,10 +527,10 @@ static int acquire_once(dlock__claim *cl, dlock__lane *lane, int64_t ttl_ms, boo
     else
         rc = acquire_failed(cl, lane, &d.tally, results, &g, ttl_ms, start);
     cl->writer |= d.tally.writer;
-    if (rc == DLOCK_EBUSY) {
-        cl->asked_ns = start;
-        cl->lease_end_ms = d.tally.lease_end_ms;
-    }
+    /* Only a busy answer says the hand-over of a later release is ours: a
+     * failed attempt's cleanup may take away a lock handed over before it. */
+    cl->asked_ns = start;
+    cl->lease_end_ms = rc == DLOCK_EBUSY ? d.tally.lease_end_ms : 0;
     if (rc == 0) {
         cl->fence = d.tally.fence;
         cl->slot = d.tally.slot;
