@@ -28,6 +28,7 @@ struct bench_args {
     int permits; /* semaphore: its permits */
     int cs_us;   /* semaphore: the critical section */
     int fair; /* contended: fair locks (a queue) instead of notify-all */
+    int renew; /* contended: locks auto-renewed (as `dlock run` holds them) */
 };
 
 /* Time and statistics. */

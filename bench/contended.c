@@ -66,6 +66,7 @@ static void report(const struct bench_args *a, struct grant *all, size_t n,
     bench_json_begin("contended");
     bench_json_int("procs", a->procs);
     bench_json_int("fair", a->fair);
+    bench_json_int("renew", a->renew);
     bench_json_num("window_s", a->seconds);
     bench_json_int("grants", (long long)n);
     bench_json_num("grants_per_s", (double)n / a->seconds);
@@ -97,7 +98,7 @@ int bench_contended(const struct bench_args *a)
     if (sh == MAP_FAILED || a->procs < 1 || a->procs > BENCH_PROCS_MAX)
         return 1;
     turns.opts.fair = a->fair;
-    turns.opts.auto_renew = getenv("RENEW") != NULL;
+    turns.opts.auto_renew = a->renew;
     turns.start_at = &sh->start_at;
     turns.ctx = sh;
     if (bench_turns_run(a, &turns, &before, &after) != 0)

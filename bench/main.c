@@ -1,6 +1,6 @@
 /* dlock-bench WORKLOAD --port P [--port P2 ...] [--seconds S] [--procs N]
  *             [--locks K] [--clients M] [--ttl MS] [--max-cycles N]
- *             [--node-timeout MS] [--permits N] [--cs-us US] [--fair]
+ *             [--node-timeout MS] [--permits N] [--cs-us US] [--fair] [--renew]
  *             [--replicas K] [--restart-delay MS]
  * Workloads: floor, floor-minimal, uncontended, redlock (uncontended on
  * every --port), redlock-minority (the same, on its own name, while
@@ -52,7 +52,7 @@ int main(int argc, char **argv)
         {"clients", required_argument, NULL, 'c'}, {"ttl", required_argument, NULL, 't'},
         {"max-cycles", required_argument, NULL, 'm'}, {"node-timeout", required_argument, NULL, 'n'},
         {"permits", required_argument, NULL, 'N'}, {"cs-us", required_argument, NULL, 'u'},
-        {"fair", no_argument, NULL, 'f'},
+        {"fair", no_argument, NULL, 'f'},         {"renew", no_argument, NULL, 'r'},
         {"replicas", required_argument, NULL, 'R'}, {"restart-delay", required_argument, NULL, 'D'},
         {NULL, 0, NULL, 0},
     };
@@ -61,8 +61,8 @@ int main(int argc, char **argv)
     double v;
     int opt;
     while ((opt = getopt_long(argc, argv, "", options, NULL)) != -1) {
-        if (opt == 'f') {
-            a.fair = 1;
+        if (opt == 'f' || opt == 'r') {
+            *(opt == 'f' ? &a.fair : &a.renew) = 1;
             continue;
         }
         if (opt == '?' || number(optarg, &v) < 0 || v < 0 || v > 1e9) {
@@ -99,7 +99,7 @@ int main(int argc, char **argv)
                         "redlock-minority|contended|renew|many|semaphore|replicas --port P "
                         "[--port P2 ...] [--seconds S] [--procs N] [--locks K] [--clients M] "
                         "[--ttl MS] [--max-cycles N] [--node-timeout MS] [--permits N] "
-                        "[--cs-us US] [--fair] [--replicas K] [--restart-delay MS]\n");
+                        "[--cs-us US] [--fair] [--renew] [--replicas K] [--restart-delay MS]\n");
         return 64;
     }
     a.workload = argv[optind];
