@@ -280,8 +280,9 @@ typedef struct dlock_acquire_options {
      * the first I/O error; it waits only for a lock that is busy. */
     int no_io_retry;
 
-    /* Nonzero: the client's renewal thread extends the lock at ttl/3 until
-     * it is released, freed or lost. */
+    /* Nonzero: the client's renewal thread extends the lock at ttl/3 (a
+     * third of the validity, when that is shorter) until it is released,
+     * freed or lost. */
     int auto_renew;
 
     /* With auto_renew: the lock is held at most this long from the
@@ -306,10 +307,14 @@ typedef struct dlock_acquire_options {
     /* Nonzero: a fair lock (a mutex whose waiters queue in arrival order;
      * docs/fair.md). A waiter keeps its place with a presence lease that it
      * renews while it waits; one that dies or gives up leaves the queue
-     * within the lease. A release wakes the head of the queue only. A plain
-     * acquire does not pass a queue either: it finds the name busy while
-     * waiters are queued. One server only (queue orders can differ from
-     * server to server), and not with permits > 1: DLOCK_EINVAL. */
+     * within the lease. A release hands the lock to the head of the queue
+     * (only the head's process wakes up): handed over, the lock is held for
+     * at most min(TTL, lease) from the head's last try, until it is claimed
+     * for the whole TTL, by the renewal thread with auto_renew, else by an
+     * extend before the acquire returns. A plain acquire does not pass a
+     * queue either: it finds the name busy while waiters are queued. One
+     * server only (queue orders can differ from server to server), and not
+     * with permits > 1: DLOCK_EINVAL. */
     int fair;
 
     /* With fair: the presence lease, DLOCK_LEASE_MIN_MS to

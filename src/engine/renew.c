@@ -268,8 +268,15 @@ static void renewed(struct dlock__renewer *r, dlock__renewal *lock, int64_t ttl_
         lock->next_renewal_ns = lock->hold_reached ? INT64_MAX
                                                    : started + ttl_ms * DLOCK__NS_PER_MS / 3;
     } else {
+        /* Again at a tenth of the TTL, or sooner when a third of what is
+         * left of the validity is less (a fair lock handed over holds
+         * for the head's lease only until it is extended). */
+        int64_t now = dlock__now_ns(), left_ms = (lock->claim->valid_until_ns - now) /
+                                                  DLOCK__NS_PER_MS / 3;
+        if (left_ms < retry_ms)
+            retry_ms = left_ms > MIN_RETRY_MS ? left_ms : MIN_RETRY_MS;
         lock->last_error = rc;
-        lock->next_renewal_ns = dlock__now_ns() + retry_ms * DLOCK__NS_PER_MS;
+        lock->next_renewal_ns = now + retry_ms * DLOCK__NS_PER_MS;
     }
     reposition(r, lock);
 }

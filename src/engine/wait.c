@@ -155,8 +155,12 @@ static void read_pushes(struct waiter *w, size_t i, short revents)
         dlock__reply_free(r);
         revents = 0;
     }
-    if (rc < 0)
-        w->subscribed[i] = w->pending[i] = false; /* resubscribe before the next attempt */
+    if (rc < 0) {
+        /* A release may have been missed (a fair head's hand-over with it):
+         * try at once, and subscribe again. */
+        w->subscribed[i] = w->pending[i] = false;
+        w->woken = true;
+    }
 }
 
 /* Polls the subscriber connections (and the cancel descriptor) until

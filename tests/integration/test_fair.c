@@ -5,6 +5,7 @@
  * this wait's is not taken, plain acquires do not pass the queue, waiters
  * that give up leave it, and several servers are refused. */
 #include "cli_runner.h"
+#include "fault_proxy.h"
 #include "helpers.h"
 
 #include <pthread.h>
@@ -42,6 +43,24 @@ static long long queued(redisContext *redis, const char *name)
 static void wait_queued(redisContext *redis, const char *name, long long n)
 {
     wait_for_zcard(redis, aux_key(name, "queue"), n);
+}
+
+/* Script calls the server ran so far (EVALSHA and its EVAL fallback). */
+static long long script_calls(redisContext *redis)
+{
+    return info_count(redis, "commandstats", "cmdstat_evalsha:calls=") +
+           info_count(redis, "commandstats", "cmdstat_eval:calls=");
+}
+
+/* Waits (10 s at most, times the slowdown) until the server ran `n` script
+ * calls since it had run `before`: a waiter's join and its second try,
+ * once it listens, are two. */
+static void wait_script_calls(redisContext *redis, long long before, long long n)
+{
+    long long until = test_now_ms() + 10000LL * test_slowdown();
+    while (script_calls(redis) < before + n && test_now_ms() < until)
+        usleep(5 * 1000);
+    assert_true(script_calls(redis) >= before + n);
 }
 
 /* `dlock run --fair --lease LEASE NAME -c 'echo ID >>LOG'`, started. */
@@ -168,8 +187,9 @@ static void test_fair_slow_head_keeps_its_place(void **state)
     kill(head.pid, SIGSTOP);
     assert_int_equal(dlock_lock_release(holder), 0);
     assert_true(held_by_pid(redis, "fair:slow", head.pid));
-    usleep(2000 * 1000);
+    usleep(1000 * 1000); /* the hand-over holds at least 4 s - 4 s / 3 */
     assert_true(held_by_pid(redis, "fair:slow", head.pid));
+    usleep(1000 * 1000);
     kill(head.pid, SIGCONT);
     assert_int_equal(cli_wait(&head, 30000), 0);
     assert_int_equal(cli_wait(&next, 30000), 0);
@@ -240,6 +260,7 @@ static void herd(redisContext *redis, int64_t ttl_ms, int expected)
     dlock_client *c = open_client(server.url, 0, 0);
     dlock_acquire_options o = fair(60000, 0);
     dlock_lock *holder = must_acquire(c, "fair:herd", 30000, &o);
+    long long before;
     pthread_t threads[WAITERS];
     struct waiter w[WAITERS];
     atomic_int granted = 0;
@@ -248,12 +269,15 @@ static void herd(redisContext *redis, int64_t ttl_ms, int expected)
     long long until;
     int calls;
 
+    /* The extend script is cached: a head's claim is one EVALSHA. */
+    assert_int_equal(dlock_lock_extend(holder, 30000), 0);
+    before = script_calls(redis);
     for (int i = 0; i < WAITERS; i++) {
         w[i] = (struct waiter){server.url, ttl_ms, 60000, &granted, &go, -1};
         assert_int_equal(pthread_create(&threads[i], NULL, wait_thread, &w[i]), 0);
     }
     wait_queued(redis, "fair:herd", WAITERS);
-    usleep(200 * 1000); /* the last ones' second try (after subscribing) is over */
+    wait_script_calls(redis, before, 2 * WAITERS);
     r = run(monitor, "MONITOR");
     freeReplyObject(r);
     freeReplyObject(run(redis, "ECHO window-start"));
@@ -295,13 +319,24 @@ struct taker {
     dlock_client *c;
     dlock_lock *lock;
     int rc;
+    atomic_bool done;
 };
 
 static void *take_thread(void *arg)
 {
     struct taker *t = arg;
     t->rc = dlock_lock_acquire(&t->lock, t->c, t->name, t->ttl_ms, &t->opts);
+    atomic_store(&t->done, true);
     return NULL;
+}
+
+/* Starts `t` on a thread and waits until it is queued and listens (its
+ * join and its second try ran). */
+static void start_taker(redisContext *redis, struct taker *t, pthread_t *thread)
+{
+    long long before = script_calls(redis);
+    assert_int_equal(pthread_create(thread, NULL, take_thread, t), 0);
+    wait_script_calls(redis, before, 2);
 }
 
 /* `t` acquires `name` on a thread, queued behind a fair holder; the
@@ -313,8 +348,8 @@ static void hand_over(redisContext *redis, struct taker *t)
     dlock_lock *holder = must_acquire(c, t->name, 30000, &o);
     pthread_t thread;
     t->c = open_client(server.url, 0, 0);
-    assert_int_equal(pthread_create(&thread, NULL, take_thread, t), 0);
-    wait_queued(redis, t->name, 1);
+    start_taker(redis, t, &thread);
+    assert_int_equal(queued(redis, t->name), 1);
     assert_int_equal(dlock_lock_release(holder), 0);
     pthread_join(thread, NULL);
     assert_int_equal(t->rc, 0);
@@ -366,43 +401,140 @@ static void test_fair_hand_over_bounded_by_the_lease_until_claimed(void **state)
     release_taker(&short_ttl);
 }
 
+static void count_loss(dlock_lock *lock, int reason, void *arg)
+{
+    (void)lock;
+    (void)reason;
+    atomic_fetch_add((atomic_int *)arg, 1);
+}
+
+/* An auto-renewed lock handed over holds for the head's lease (2 s) until
+ * its renewal claims it: a first renewal that fails (the head's network
+ * silent for 1 s) is tried again within what is left of that, not at a
+ * tenth of the TTL (3 s), and the lock is not lost. */
+static void test_fair_hand_over_claim_retried_within_the_lease(void **state)
+{
+    redisContext *redis = *state;
+    dlock_client *c = open_client(server.url, 0, 0);
+    dlock_acquire_options o = fair(5000, 0);
+    dlock_lock *holder = must_acquire(c, "fair:retry", 30000, &o);
+    fault_proxy *proxy = fault_proxy_start(server.port);
+    struct taker t = {.name = "fair:retry", .ttl_ms = 30000, .opts = fair(2000, 20000)};
+    atomic_int losses = 0;
+    pthread_t thread;
+    char url[64];
+    long long until;
+
+    assert_non_null(proxy);
+    snprintf(url, sizeof(url), "redis://127.0.0.1:%d", fault_proxy_port(proxy));
+    t.c = open_client(url, 0, 200);
+    t.opts.auto_renew = 1;
+    t.opts.on_lost = count_loss;
+    t.opts.on_lost_arg = &losses;
+    start_taker(redis, &t, &thread);
+    assert_int_equal(dlock_lock_release(holder), 0);
+    pthread_join(thread, NULL);
+    assert_int_equal(t.rc, 0);
+    assert_true(pttl_of(redis, "fair:retry") <= 2000);
+    fault_proxy_set(proxy, FAULT_BLACKHOLE, 0);
+    usleep(1000 * 1000);
+    fault_proxy_set(proxy, FAULT_PASS, 0);
+    until = test_now_ms() + 5000LL * test_slowdown();
+    while (dlock_lock_validity_ms(t.lock) <= 2000 && test_now_ms() < until)
+        usleep(20 * 1000);
+    assert_true(dlock_lock_validity_ms(t.lock) > 2000);
+    assert_true(pttl_of(redis, "fair:retry") > 2000);
+    assert_int_equal(atomic_load(&losses), 0);
+    assert_true(dlock_lock_held(t.lock));
+    release_taker(&t);
+    fault_proxy_stop(proxy);
+    dlock_lock_free(holder);
+    dlock_client_close(c);
+}
+
 /* A "grant:" message that is not this wait's (the lease end it names is
- * not the one the waiter was told) is not taken for the lock: the waiter
- * tries, finds it held and waits on; the holder's release then hands it
- * the lock. */
+ * not the one the waiter was told) is not taken for the lock, although the
+ * validity it would give (TTL 3 s, within the lease) has not run out: the
+ * waiter tries, finds the lock held and waits on; the holder's release
+ * then hands it the lock. */
 static void test_fair_foreign_hand_over_not_taken(void **state)
 {
     redisContext *redis = *state;
     dlock_client *c = open_client(server.url, 0, 0);
     dlock_acquire_options o = fair(5000, 0);
     dlock_lock *holder = must_acquire(c, "fair:stale", 30000, &o);
-    struct taker t = {.name = "fair:stale", .ttl_ms = 30000, .opts = fair(5000, 20000)};
+    struct taker t = {.name = "fair:stale", .ttl_ms = 3000, .opts = fair(5000, 20000)};
     pthread_t thread;
-    redisReply *head, *entry;
+    redisReply *head, *entry, *sent;
     char channel[512];
 
     t.c = open_client(server.url, 0, 0);
-    assert_int_equal(pthread_create(&thread, NULL, take_thread, &t), 0);
-    wait_queued(redis, "fair:stale", 1);
+    start_taker(redis, &t, &thread);
     head = run(redis, "ZRANGE %s 0 0", aux_key("fair:stale", "queue"));
     assert_int_equal(head->elements, 1);
     entry = run(redis, "HGET %s %s", aux_key("fair:stale", "wake"), head->element[0]->str);
     assert_non_null(strchr(entry->str, '\n'));
     snprintf(channel, sizeof(channel), "%s:%.*s", aux_key("fair:stale", "released"),
              (int)(strchr(entry->str, '\n') - entry->str), entry->str);
-    freeReplyObject(run(redis, "PUBLISH %s grant:%s:%llu:12345", channel, head->element[0]->str,
-                        (unsigned long long)dlock_lock_fence(holder) + 1));
+    sent = run(redis, "PUBLISH %s grant:%s:%llu:12345", channel, head->element[0]->str,
+               (unsigned long long)dlock_lock_fence(holder) + 1);
+    assert_int_equal(sent->integer, 1); /* the waiter listens */
     usleep(500 * 1000);
+    assert_false(atomic_load(&t.done));
     assert_int_equal(queued(redis, "fair:stale"), 1);
-    assert_true(dlock_lock_held(holder));
     assert_int_equal(dlock_lock_extend(holder, 30000), 0);
     assert_int_equal(dlock_lock_release(holder), 0);
     pthread_join(thread, NULL);
     assert_int_equal(t.rc, 0);
     assert_true(dlock_lock_fence(t.lock) > dlock_lock_fence(holder));
+    freeReplyObject(sent);
     freeReplyObject(head);
     freeReplyObject(entry);
     release_taker(&t);
+    dlock_lock_free(holder);
+    dlock_client_close(c);
+}
+
+/* A hand-over that came before a try of the head that failed is not taken:
+ * that try's cleanup may have passed the lock on. The head's traffic goes
+ * through a proxy that delays it by 2.5 s: the release hands it the lock,
+ * its next try times out (0.3 s) and its cleanup follows; the hand-over's
+ * message reaches it after that, and the cleanup reaches the server
+ * later, handing the lock to the next waiter. When that one holds the
+ * lock, the head does not believe it does; it gets the lock after. */
+static void test_fair_hand_over_before_a_failed_try_not_taken(void **state)
+{
+    redisContext *redis = *state;
+    dlock_client *c = open_client(server.url, 0, 0);
+    dlock_acquire_options o = fair(6000, 0);
+    dlock_lock *holder = must_acquire(c, "fair:failed", 30000, &o);
+    fault_proxy *proxy = fault_proxy_start(server.port);
+    struct taker head = {.name = "fair:failed", .ttl_ms = 6000, .opts = fair(6000, 60000)};
+    struct taker next = {.name = "fair:failed", .ttl_ms = 6000, .opts = fair(6000, 60000)};
+    pthread_t threads[2];
+    char url[64];
+
+    assert_non_null(proxy);
+    snprintf(url, sizeof(url), "redis://127.0.0.1:%d", fault_proxy_port(proxy));
+    head.c = open_client(url, 0, 300);
+    next.c = open_client(server.url, 0, 0);
+    start_taker(redis, &head, &threads[0]);
+    start_taker(redis, &next, &threads[1]);
+    fault_proxy_set(proxy, FAULT_DELAY, 2500);
+    assert_int_equal(dlock_lock_release(holder), 0);
+    pthread_join(threads[1], NULL);
+    assert_int_equal(next.rc, 0);
+    assert_false(atomic_load(&head.done) && head.rc == 0 && dlock_lock_held(head.lock));
+    assert_true(fault_proxy_hits(proxy) > 0);
+    fault_proxy_set(proxy, FAULT_PASS, 0);
+    assert_int_equal(dlock_lock_release(next.lock), 0);
+    pthread_join(threads[0], NULL);
+    assert_int_equal(head.rc, 0);
+    assert_true(dlock_lock_fence(head.lock) > dlock_lock_fence(next.lock));
+    dlock_lock_free(next.lock);
+    dlock_client_close(next.c);
+    release_taker(&head);
+    fault_proxy_stop(proxy);
     dlock_lock_free(holder);
     dlock_client_close(c);
 }
@@ -561,7 +693,9 @@ int main(void)
         T(test_fair_slow_head_keeps_its_place),
         T(test_fair_release_wakes_only_the_head),
         T(test_fair_hand_over_bounded_by_the_lease_until_claimed),
+        T(test_fair_hand_over_claim_retried_within_the_lease),
         T(test_fair_foreign_hand_over_not_taken),
+        T(test_fair_hand_over_before_a_failed_try_not_taken),
         T(test_fair_lapsed_hand_over_not_taken),
         T(test_fair_plain_acquire_does_not_barge),
         T(test_fair_cli_nowait_on_a_queued_name_is_busy),
