@@ -211,7 +211,10 @@ static void test_run_killed_dlock_takes_the_whole_pipeline_down(void **state)
 }
 
 /* Starts `dlock run` as the foreground job of an interactive shell on a
- * terminal, and suspends it with Ctrl-Z once the command runs. */
+ * terminal, and suspends it with Ctrl-Z once the command runs. The
+ * command must not be starting a foreground program then: sh starts one
+ * with vfork(), and a child stopped before its exec holds its parent in
+ * vfork(), unstoppable, so no job stops (as without dlock). */
 static void run_and_suspend(pty_shell *sh, const char *run_line, const char *pidfile, long *group)
 {
     assert_int_equal(pty_shell_start(sh, server.url), 0);
@@ -238,7 +241,7 @@ static void test_run_ctrl_z_suspends_the_job_and_fg_resumes_it(void **state)
     (void)state;
     scratch(pidfile, sizeof(pidfile), "run-ctrlz");
     snprintf(line, sizeof(line),
-             "%s run -t 10 run:ctrlz -c 'echo $$ > %s; sleep 1; read answer; echo \"got=$answer\"'\n",
+             "%s run -t 10 run:ctrlz -c 'echo $$ > %s; read answer; echo \"got=$answer\"'\n",
              DLOCK_CLI_PATH, pidfile);
     run_and_suspend(sh, line, pidfile, &group);
     pty_shell_type(sh, "fg\n");
@@ -296,7 +299,8 @@ static long proc_stat_field(pid_t pid, int k)
 /* A terminal's stop that reaches dlock itself (its group had the terminal
  * for a moment: the shell handing it over, `fg` before dlock passes it on)
  * stops the command with it, not dlock alone: a command must not run on
- * while nothing renews its lock. fg then resumes both. */
+ * while nothing renews its lock. fg then resumes both. (The command waits
+ * for a subshell, which sh forks without vfork(): see run_and_suspend().) */
 static void test_run_terminal_stop_sent_to_dlock_stops_the_command(void **state)
 {
     char pidfile[160], line[600];
@@ -305,7 +309,7 @@ static void test_run_terminal_stop_sent_to_dlock_stops_the_command(void **state)
     long long until;
     (void)state;
     scratch(pidfile, sizeof(pidfile), "run-tstp");
-    snprintf(line, sizeof(line), "%s run -t 10 run:tstp -c 'echo $$ > %s; sleep 30'\n",
+    snprintf(line, sizeof(line), "%s run -t 10 run:tstp -c 'echo $$ > %s; (sleep 30)'\n",
              DLOCK_CLI_PATH, pidfile);
     assert_int_equal(pty_shell_start(sh, server.url), 0);
     assert_true(pty_shell_expect(sh, "pty$ ", 10000));
