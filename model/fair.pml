@@ -1,16 +1,18 @@
 /* dlock's fair lock, as SPIN sees it: the fair_acquire and fair_release
  * Lua scripts of src/engine/scripts.c (the queue by arrival, the presence
  * leases, the head's reservation of a free lock, the cleanup that keeps a
- * waiter's place), the mutex's acquire with its queue lookup, release and
- * extend, on the one server a fair lock lives on, and the attempt layer's
- * validity and cleanup on the clients' side. docs/model.md says what is
- * modelled, with which bounds and assumptions.
+ * waiter's place, the release's hand-over of the lock to the head), the
+ * mutex's acquire with its queue lookup, release and extend, on the one
+ * server a fair lock lives on, and the attempt layer's validity, cleanup
+ * and taking of a handed lock (dlock__attempt_handed(), take_handed() in
+ * wait.c) on the clients' side. docs/model.md says what is modelled, with
+ * which bounds and assumptions.
  *
  * scripts/model compares these pins with the sha1sum of each file; a
  * change to either file fails it until this model was reviewed against the
  * change and its pin updated:
- * pin src/engine/scripts.c 5ecd079e70f4f3b7a07c7bffa5dc11b7ea2663a1
- * pin src/engine/attempt.c 0876fc1c925880b4315d27861efae9e2240c30c8
+ * pin src/engine/scripts.c b89fd038b8364f194fbad15549e024526148c9d2
+ * pin src/engine/attempt.c 8383d29102797943cde9537f7d704c9f51c31268
  *
  * Time is kept as in dlock.pml: relative to "now", moved one tick at a time
  * by the clock process. The lock key, each presence lease and the queue's
@@ -21,7 +23,13 @@
  * expire. The scripts drop the dead only when the head is dead (live_head()
  * in scripts.c, drop_dead_at_head() here), and a waiter that finds its own
  * lease ended leaves and joins again. Arrival times are kept as ranks (1
- * is the head), which is all the scripts read of them. */
+ * is the head), which is all the scripts read of them.
+ *
+ * The end of a presence lease (LEASE_END, server ms) is what a hand-over
+ * message and a busy answer name; the client compares the two for
+ * equality only. Each renewal's end is a new time, so the model keeps an
+ * identity instead: a small label that a renewal replaces with one that
+ * no answer, client, message or other lease holds (lid_fresh()). */
 
 /* ---- parameters (scripts/model passes -D flags) -------------------------- */
 #ifndef NC
@@ -73,15 +81,37 @@
 #ifndef CHECK_STALL
 #define CHECK_STALL 1   /* 0: the bounded stall is not asserted (see the clock) */
 #endif
+#ifndef CLAIM
+#define CLAIM 2         /* a handed lock is held at once (0: auto-renewed, or
+                           TTL <= LEASE), claimed with an extend first (1), or
+                           either (2) */
+#endif
+#ifndef DIRECT
+#define DIRECT 7        /* the clients that ask for the hand-over, a bit
+                           each; the others (--replicas, --restart-delay)
+                           are told to try: the release deletes NAME */
+#endif
 /* Mutations, for the negative controls: BARGE (the mutex acquire does not
  * look the queue up), NO_LEASE_END (the fair acquire keeps dead waiters:
  * the head's reservation ignores the end of its lease), FORGET_QUEUE (the
- * release of a waiter that gives up leaves it in the queue). */
+ * release of a waiter that gives up leaves it in the queue),
+ * HANDOVER_NO_IDENTITY (a waiter takes any hand-over of its token, without
+ * comparing the lease end), HANDOVER_FULL_TTL (the hand-over's key lives
+ * the TTL, not at most the head's lease), HANDOVER_KEEP_IDENTITY (an
+ * attempt that is not busy leaves the lease end and start of the last
+ * busy one in place). */
 
 #define SUB 4
 #define FLOOR (-(TTL + 2) * SUB)
 #define NT (NC * CALLS) /* tokens: client c's k-th acquisition has token c * CALLS + k */
 #define NONE 255
+#define ASKS(c) ((DIRECT >> (c)) & 1)
+#define NID 5           /* lease identities 1 .. NID - 1 (0: none) */
+#if TTL > LEASE
+#define HSHORT (TTL - LEASE)  /* a hand-over's validity is min(TTL, LEASE) - DRIFT */
+#else
+#define HSHORT 0
+#endif
 
 /* ---- the server ---------------------------------------------------------- */
 byte us;                 /* sub-ticks of this tick already read */
@@ -93,6 +123,7 @@ short sfence;            /* the fence key */
 bool inq[NT];            /* the queue: token -> ... */
 byte arr[NT];            /* ... its rank by arrival (1: the head) */
 byte lease[NT];          /* presence: ticks until the lease ends (0: dead) */
+byte lid[NT];            /* ... and the identity of its lease's end (0: none) */
 byte qttl;               /* ticks until the queue's three keys expire */
 bool snapped;            /* the last snapshot, if any */
 byte slk, slttl, sqttl;
@@ -104,10 +135,14 @@ byte rollbacks = ROLLBACK;
 
 /* Ghost: the waiters that left (a release with ARGV[3] "1" ran). */
 bool left[NT];
-/* Ghost, CHECK_STALL: the first live waiter while the lock is free, and for
- * how many ticks it has been (since the last grant). */
+/* Ghost, CHECK_STALL: the first live waiter while the lock is free (its
+ * token), or the head a lock was handed to and has not claimed (its token
+ * + NT), and for how many ticks it has been (since the last grant). */
 byte sh = NONE;
 byte sst;
+/* Ghost, CHECK_STALL: the holder + 1 of a lock handed over and not yet
+ * claimed (an extend, or a retry of its acquire), 0 if none. */
+byte hown;
 
 /* ---- clients' calls ------------------------------------------------------ */
 /* FACQ, FREL: the fair scripts (FREL: ARGV[3] "1", the caller's release or
@@ -126,6 +161,21 @@ byte cres[NC];
 short cfence[NC];
 byte cdl[NC];
 short cvu[NC];
+byte cid[NC];            /* a busy fair acquire's lease identity (LEASE_END) */
+
+/* The latest hand-over message for a client: its token (NONE: none), the
+ * identity of the lease end it names and its fence. Pub/sub: it may be
+ * read late, after later attempts, or never (lost). */
+byte gtok[NC];
+byte gid[NC];
+short gF[NC];
+
+/* What the client remembers of its last attempt: the lease identity of a
+ * busy answer (0 after any other outcome), and a ghost of the validity a
+ * hand-over would have, counting down from the attempt's start:
+ * min(TTL, LEASE) - DRIFT (dlock__attempt_handed()). */
+byte hid[NC];
+short hvu[NC];
 
 /* What the properties look at: a client believes it holds the lock while
  * held[c] and its validity has not passed. */
@@ -148,6 +198,28 @@ short last_fence;        /* the token of the last grant that counted */
 /* u joined before t (t not in the queue arrives now, after all of them). */
 #define AHEAD(u, t) (u != t && inq[u] && (!inq[t] || arr[u] < arr[t]))
 
+/* A hand-over message that can never be taken: the lease end it names is
+ * neither the one the client remembers nor the one of an answer it has
+ * yet to read (a renewal's identity is new, so none will be). It is
+ * dropped at once: the same executions, fewer states. A mutant that does
+ * not compare the identity keeps it. */
+#ifdef HANDOVER_NO_IDENTITY
+#define MSG_DEAD(i) false
+#else
+#define MSG_DEAD(i) (gtok[i] != NONE && gid[i] != hid[i] && gid[i] != cid[i])
+#endif
+
+inline read_message(i) {
+    gtok[i] = NONE; gid[i] = 0; gF[i] = FLOOR
+}
+
+inline drop_dead_message(i) {
+    if
+    :: MSG_DEAD(i) -> read_message(i)
+    :: else -> skip
+    fi
+}
+
 /* ---- the scripts --------------------------------------------------------- */
 /* leave(): out of the queue, presence and wake; those behind move up. */
 inline leave(t) {
@@ -159,7 +231,7 @@ inline leave(t) {
             :: else -> skip
             fi
         }
-        inq[t] = false; arr[t] = 0; lease[t] = 0; j = 0
+        inq[t] = false; arr[t] = 0; lease[t] = 0; lid[t] = 0; j = 0
     :: else -> skip
     fi
 }
@@ -241,7 +313,51 @@ inline grant(t) {
     f = (sfence + 1 > us -> sfence + 1 : us);
 #endif
     lk = t + 1; lttl = TTL - DRIFT; sfence = f; res = YES;
-    sh = NONE; sst = 0   /* a grant ends a stall */
+    sh = NONE; sst = 0; hown = 0   /* a grant ends a stall, and claims a hand-over */
+}
+
+/* Renames identity 1 to v and v to 1. */
+inline swap_id(x, v) {
+    x = (x == 1 -> v : (x == v -> 1 : x))
+}
+
+/* A new lease end for token t: an identity that nothing holds (each
+ * renewal's end is a new time). Only equality is ever read, so the labels
+ * are renamed such that the new one is 1: one state for what differs
+ * only by the names. */
+inline lid_fresh(t) {
+    n = t / CALLS;
+#if !defined(HANDOVER_NO_IDENTITY) && !defined(HANDOVER_KEEP_IDENTITY)
+    /* The client waits for this very answer (or gave up on it, and forgot
+     * its lease end then): whatever the answer, it replaces what the
+     * client remembers before any message is read. What it remembers, and
+     * a message about an older lease, are never compared again (fewer
+     * states; the mutants keep them). */
+    hid[n] = 0; hvu[n] = 0;
+    if
+    :: gtok[n] == t -> read_message(n)
+    :: else -> skip
+    fi;
+#endif
+    v = 0;
+    do
+    :: v++;
+        qe = (hid[n] == v || gid[n] == v || cid[n] == v);
+        for (k : 0 .. NT - 1) { qe = qe || (k / CALLS == n && lid[k] == v) }
+        if
+        :: !qe -> break
+        :: else -> skip
+        fi
+    od;
+    assert(v < NID);
+    swap_id(hid[n], v); swap_id(gid[n], v); swap_id(cid[n], v);
+    for (k : 0 .. NT - 1) {
+        if
+        :: k / CALLS == n -> swap_id(lid[k], v)
+        :: else -> skip
+        fi
+    }
+    k = 0; lid[t] = 1; n = 0; v = 0; qe = false
 }
 
 /* fair_acquire: the dead go if the head is dead; ours already, or free
@@ -276,22 +392,43 @@ inline fair_acquire(t) {
             inq[t] = true; arr[t] = n + 1
         :: else -> skip
         fi;
-        lease[t] = LEASE; qttl = LEASE; res = NO; f = FLOOR
+        lease[t] = LEASE; qttl = LEASE; lid_fresh(t); res = NO; f = FLOOR
     fi;
     head = 0; n = 0; qe = false
 }
 
-/* fair_release: the dead go if the head is dead; NAME deleted if ours; a
- * caller's release (not a cleanup) takes our token out of the queue (a
- * holder is in none), and if we were the head of a free lock the dead go
- * again if the next head is dead. (The wake-up it publishes is not
- * modelled: waiters try again at any time, as their renewals do.) */
+/* The release hands NAME to the live head: a grant (the fence as any),
+ * the head leaves the queue, and the key lives the TTL or what is left of
+ * the head's lease, the shorter; the message names the head's lease end.
+ * Until the head claims it, the lock is held for a head that may be dead:
+ * the stall check counts it from the start of the head's lease. */
+inline hand_over() {
+    grant(head);
+#ifndef HANDOVER_FULL_TTL
+    lttl = (TTL - DRIFT < lease[head] -> TTL - DRIFT : lease[head]);
+#endif
+    n = head / CALLS;
+    gtok[n] = head; gid[n] = lid[head]; gF[n] = f; drop_dead_message(n);
+#if CHECK_STALL
+    hown = head + 1; sh = head + NT; sst = LEASE - lease[head];
+#endif
+    leave(head);
+    n = 0
+}
+
+/* fair_release: the dead go if the head is dead; NAME, if ours, is handed
+ * to a live head that asked for it (DIRECT), else deleted; a caller's
+ * release (not a cleanup) takes our token out of the queue (a holder is in
+ * none), and if we were the head of a free lock the dead go again if the
+ * next head is dead. (The "next:" wake-up is not modelled: waiters try
+ * again at any time, as their renewals do.) */
 inline fair_release(t, leaving) {
     drop_dead_at_head();
     find_head();
     res = (lk == t + 1 -> YES : NO);
     if
-    :: lk == t + 1 -> lk = 0; lttl = 0
+    :: lk == t + 1 && head != NONE && ASKS(head / CALLS) -> hand_over()
+    :: lk == t + 1 && !(head != NONE && ASKS(head / CALLS)) -> lk = 0; lttl = 0
     :: else -> skip
     fi;
     if
@@ -336,7 +473,7 @@ inline mutex_release(t) {
 
 inline extend_script(t) {
     if
-    :: lk == t + 1 -> lttl = TTL - DRIFT; res = YES
+    :: lk == t + 1 -> lttl = TTL - DRIFT; res = YES; hown = 0
     :: else -> res = NO
     fi;
     f = FLOOR
@@ -344,7 +481,7 @@ inline extend_script(t) {
 
 /* ---- the server's process ------------------------------------------------ */
 #define SERVE(c) \
-    :: up && pend[c] && ((cop[c] != FACQ && cop[c] != MACQ) || us < SUB - 1) -> \
+    :: up && pend[c] && (cop[c] == MREL || cop[c] == EXT || us < SUB - 1) -> \
         d_step { \
             pend[c] = false; \
             if \
@@ -356,7 +493,8 @@ inline extend_script(t) {
             :: cop[c] == EXT -> extend_script(ctok[c]) \
             fi; \
             if \
-            :: open[c] -> answered[c] = true; cres[c] = res; cfence[c] = f \
+            :: open[c] -> answered[c] = true; cres[c] = res; cfence[c] = f; \
+                cid[c] = (cop[c] == FACQ && res == NO -> lid[ctok[c]] : 0) \
             :: else -> skip \
             fi; \
             res = 0; f = 0 \
@@ -370,15 +508,19 @@ inline crash() {
     k = 0
 }
 
-/* Restores the last snapshot (empty unless one was taken). */
+/* Restores the last snapshot (empty unless one was taken). Not the
+ * identities of the leases: every restored lease ends before the server is
+ * back (RDELAY > LEASE), and an ended lease is never handed the lock. */
 inline lose_data() {
     lk = slk; lttl = slttl; sfence = ssfence; qttl = sqttl;
-    for (k : 0 .. NT - 1) { inq[k] = sinq[k]; arr[k] = sarr[k]; lease[k] = slease[k] }
+    for (k : 0 .. NT - 1) {
+        inq[k] = sinq[k]; arr[k] = sarr[k]; lease[k] = slease[k]; lid[k] = 0
+    }
     k = 0
 }
 
 proctype server() {
-    byte k, j, res, head, n;
+    byte k, j, res, head, n, v;
     bool qe;
     short f;
 end:
@@ -394,7 +536,9 @@ end:
     :: rollbacks > 0 && up ->
         d_step {
             snapped = true; slk = lk; slttl = lttl; ssfence = sfence; sqttl = qttl;
-            for (k : 0 .. NT - 1) { sinq[k] = inq[k]; sarr[k] = arr[k]; slease[k] = lease[k] }
+            for (k : 0 .. NT - 1) {
+                sinq[k] = inq[k]; sarr[k] = arr[k]; slease[k] = lease[k]
+            }
             k = 0
         }
     :: crash_keep > 0 && up -> d_step { crash_keep--; crash(); down = 1 }
@@ -408,25 +552,34 @@ end:
 #define DEC(x) x = (x > 0 -> x - 1 : 0)
 #define AGE(x) x = (x >= FLOOR + SUB -> x - SUB : (x > FLOOR -> FLOOR : x))
 
-/* Bounded stall (CHECK_STALL): while the lock is free, one waiter stays
- * the first live one for at most LEASE ticks. Its lease ends by then,
+/* Bounded stall (CHECK_STALL): one waiter blocks the lock for fewer than
+ * LEASE tick boundaries (so at most LEASE ticks): while the lock is free,
+ * the first live waiter; while it is handed over and not claimed, the
+ * head it went to, counted from the start of that head's lease (see
+ * hand_over()). A free lock's first live waiter's lease ends by then,
  * unless it renews, and a renewal of the first live waiter finds a free
- * lock with nobody live ahead: a grant. */
+ * lock with nobody live ahead: a grant. A hand-over's key lives no longer
+ * than the head's lease, unless the head claims it. */
 inline check_stall() {
 #if CHECK_STALL
     h = NONE;
-    for (i : 0 .. NT - 1) {
-        if
-        :: LIVE_W(i) && (h == NONE || arr[i] < arr[h]) -> h = i
-        :: else -> skip
-        fi
-    }
     if
-    :: lk == 0 && h != NONE && h == sh -> sst++
-    :: lk == 0 && h != NONE && h != sh -> sh = h; sst = 1
+    :: hown != 0 && lk == hown -> h = hown - 1 + NT  /* not the same stall as a waiter's */
+    :: lk == 0 ->
+        for (i : 0 .. NT - 1) {
+            if
+            :: LIVE_W(i) && (h == NONE || arr[i] < arr[h]) -> h = i
+            :: else -> skip
+            fi
+        }
+    :: else -> skip
+    fi;
+    if
+    :: h != NONE && h == sh -> sst++
+    :: h != NONE && h != sh -> sh = h; sst = 1
     :: else -> sh = NONE; sst = 0
     fi;
-    assert(sst <= LEASE);
+    assert(sst < LEASE);
     h = 0
 #else
     skip
@@ -450,8 +603,10 @@ end:
             :: else -> skip
             fi;
             DEC(qttl); DEC(sqttl);
+            hown = (lk == hown -> hown : 0);
             for (i : 0 .. NT - 1) {
                 DEC(lease[i]); DEC(slease[i]);
+                lid[i] = (lease[i] > 0 -> lid[i] : 0);   /* an ended lease is never handed */
                 if
                 :: qttl == 0 -> inq[i] = false; arr[i] = 0
                 :: else -> skip
@@ -462,7 +617,12 @@ end:
                 fi
             }
             AGE(sfence); AGE(ssfence); AGE(last_fence);
-            for (i : 0 .. NC - 1) { DEC(cdl[i]); DEC(vu[i]); DEC(cvu[i]); AGE(cF[i]); AGE(cfence[i]) }
+            for (i : 0 .. NC - 1) {
+                DEC(cdl[i]); DEC(vu[i]); DEC(cvu[i]); AGE(cF[i]); AGE(cfence[i]);
+                AGE(gF[i]); DEC(hvu[i]);
+                hid[i] = (hvu[i] > 0 -> hid[i] : 0);  /* no hand-over is taken then */
+                drop_dead_message(i)
+            }
             DEC(down); us = 0; check_stall(); i = 0
         }
     od
@@ -480,7 +640,48 @@ inline settle() {
 
 /* The reply was read: what is left of it is forgotten (fewer states). */
 inline consumed() {
-    answered[c] = false; cres[c] = 0; cfence[c] = FLOOR; cvu[c] = 0
+    answered[c] = false; cres[c] = 0; cfence[c] = FLOOR; cvu[c] = 0; cid[c] = 0
+}
+
+/* acquire_once(): an attempt's start and, if it was busy, the lease end
+ * it was told; any other outcome forgets the lease end. */
+#define HVU (cvu[c] > HSHORT -> cvu[c] - HSHORT : 0)
+inline remember(busy) {
+#if defined(HANDOVER_KEEP_IDENTITY)
+    if
+    :: busy -> hid[c] = cid[c]; hvu[c] = HVU
+    :: else -> skip
+    fi
+#elif defined(HANDOVER_NO_IDENTITY)
+    hid[c] = (busy -> cid[c] : 0); hvu[c] = HVU
+#else
+    /* The validity is read only with a lease end, and a lease end only
+     * by a client that asks for the hand-over (fewer states). */
+    hid[c] = (busy && ASKS(c) -> cid[c] : 0); hvu[c] = (busy && ASKS(c) -> HVU : 0)
+#endif
+    ; cid[c] = 0; drop_dead_message(c)
+}
+
+/* dlock__attempt_handed(): a hand-over message for our token is ours if it
+ * names the lease end of our last attempt, busy, and the validity counted
+ * from that attempt's start has not passed. */
+#ifdef HANDOVER_NO_IDENTITY
+#define HANDED (gtok[c] == tok && hvu[c] > 0)
+#else
+#define HANDED (gtok[c] == tok && hid[c] != 0 && gid[c] == hid[c] && hvu[c] > 0)
+#endif
+
+/* A belief starts: with validity v and the token in cF[c]. The wait is
+ * over: what it kept of its attempts and messages goes (fewer states). */
+inline believe(v) {
+    held[c] = true; vu[c] = v; hid[c] = 0; hvu[c] = 0; read_message(c);
+    assert(BELIEVERS <= 1);
+#if CHECK_FENCE
+    assert(cF[c] > last_fence);
+    last_fence = cF[c]
+#else
+    skip
+#endif
 }
 
 /* A request that nobody waits for: a cleanup, a release, a waiter leaving. */
@@ -493,17 +694,19 @@ inline forget() {
 }
 
 /* A fair waiter tries (a renewal of its lease is a try) at any moment,
- * for as long as it likes; gives up (a deadline, a cancel) with a release
- * that leaves the queue. A plain client (PLAIN) acquires as a mutex. A
- * call with no answer by its deadline, or a late grant, is cleaned up with
- * a release that keeps the waiter's place (CLEAN). */
+ * for as long as it likes, takes a lock handed to it between tries, or
+ * gives up (a deadline, a cancel) with a release that leaves the queue.
+ * A plain client (PLAIN) acquires as a mutex. A call with no answer by its
+ * deadline, or a late grant, is cleaned up with a release that keeps the
+ * waiter's place (CLEAN). */
 proctype client(byte c) {
     byte tok, calls, extends;
     bool plain = (PLAIN && c == NC - 1);
 
 idle:
     if
-    :: calls < CALLS -> tok = c * CALLS + calls; calls++
+    :: calls < CALLS ->
+        d_step { tok = c * CALLS + calls; calls++; hid[c] = 0; hvu[c] = 0; drop_dead_message(c) }
     :: else -> goto finish
     fi;
     do
@@ -512,21 +715,31 @@ idle:
         if
         :: d_step {
                 answered[c] && cres[c] == YES && cvu[c] > 0;
-                held[c] = true; vu[c] = cvu[c]; cF[c] = cfence[c]; consumed();
-                assert(BELIEVERS <= 1);
-#if CHECK_FENCE
-                assert(cF[c] > last_fence);
-                last_fence = cF[c]
-#else
-                skip
-#endif
+                cF[c] = cfence[c]; believe(cvu[c]); consumed()
             }
             goto holding
-        :: d_step { answered[c] && cres[c] == NO; consumed() }
-        :: else -> d_step { consumed() }; send((plain -> MREL : CLEAN))
+        :: d_step { answered[c] && cres[c] == NO; remember(true); consumed() }
+        :: else -> d_step { remember(false); consumed() }; send((plain -> MREL : CLEAN))
         fi
     :: !plain -> send(FREL); goto idle
     :: plain -> goto idle
+    /* A hand-over read between attempts: ours, held at once (the lock is
+     * renewed automatically, or TTL <= LEASE) ... */
+    :: d_step { CLAIM != 1 && HANDED; cF[c] = gF[c]; read_message(c); believe(hvu[c]) }
+        goto holding
+    /* ... or claimed first for the TTL with an extend; refused: it lapsed. */
+    :: d_step {
+            CLAIM != 0 && HANDED;
+            cF[c] = gF[c]; read_message(c); call(EXT, tok, NDL, TTL - DRIFT)
+        }
+        settle();
+        if
+        :: d_step { answered[c] && cres[c] == YES && cvu[c] > 0; believe(cvu[c]); consumed() }
+            goto holding
+        :: else -> d_step { consumed(); cF[c] = FLOOR }  /* refused, late or lost */
+        fi
+    /* ... or not ours (or lost): try again. */
+    :: d_step { gtok[c] != NONE && !HANDED; read_message(c) }
     od;
 
 holding:
@@ -554,7 +767,7 @@ init {
     byte i;
     atomic {
         sfence = FLOOR; ssfence = FLOOR; last_fence = FLOOR;
-        for (i : 0 .. NC - 1) { cF[i] = FLOOR; cfence[i] = FLOOR }
+        for (i : 0 .. NC - 1) { cF[i] = FLOOR; cfence[i] = FLOOR; gF[i] = FLOOR; gtok[i] = NONE }
         run server();
         run client(0);
         run client(1);
