@@ -7,8 +7,8 @@
  * scripts/model compares these pins with the sha1sum of each file; a
  * change to either file fails it until this model was reviewed against the
  * change and its pin updated:
- * pin src/engine/scripts.c 5ecd079e70f4f3b7a07c7bffa5dc11b7ea2663a1
- * pin src/engine/attempt.c 0876fc1c925880b4315d27861efae9e2240c30c8
+ * pin src/engine/scripts.c b89fd038b8364f194fbad15549e024526148c9d2
+ * pin src/engine/attempt.c 8383d29102797943cde9537f7d704c9f51c31268
  *
  * Time is kept as in dlock.pml: relative to "now", moved one tick at a time
  * by the clock process; a permit keeps the ticks left until its score (its
