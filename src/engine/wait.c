@@ -18,6 +18,7 @@
 #include "slot.h"
 #include "token.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -76,22 +77,26 @@ static bool has_prefix(const dlock__reply *msg, const char *prefix)
 }
 
 /* A "grant:" message for our token: its fence and lease end, as
- * "FENCE:LEASE_END" in decimal. */
+ * "FENCE:LEASE_END" in decimal, nothing else. */
 static void take_grant(struct waiter *w, const char *rest, size_t len)
 {
-    char text[48];
+    char text[48], *end;
     unsigned long long fence;
-    long long end;
-    int used = 0;
-    if (len >= sizeof(text))
+    long long lease_end;
+    if (len == 0 || len >= sizeof(text) || !isdigit((unsigned char)rest[0]))
         return;
     memcpy(text, rest, len);
     text[len] = '\0';
-    if (sscanf(text, "%20llu:%20lld%n", &fence, &end, &used) == 2 && (size_t)used == len) {
-        w->handed = true;
-        w->fence = fence;
-        w->lease_end_ms = end;
-    }
+    errno = 0;
+    fence = strtoull(text, &end, 10);
+    if (errno != 0 || *end != ':' || !isdigit((unsigned char)end[1]))
+        return;
+    lease_end = strtoll(end + 1, &end, 10);
+    if (errno != 0 || *end != '\0')
+        return;
+    w->handed = true;
+    w->fence = fence;
+    w->lease_end_ms = lease_end;
 }
 
 /* A queued waiter acts on the wake-up of its own turn, on the hand-over

@@ -277,7 +277,7 @@ static void herd(redisContext *redis, int64_t ttl_ms, int expected)
         assert_int_equal(pthread_create(&threads[i], NULL, wait_thread, &w[i]), 0);
     }
     wait_queued(redis, "fair:herd", WAITERS);
-    wait_script_calls(redis, before, 2 * WAITERS);
+    wait_script_calls(redis, before, 2LL * WAITERS);
     r = run(monitor, "MONITOR");
     freeReplyObject(r);
     freeReplyObject(run(redis, "ECHO window-start"));
