@@ -401,6 +401,13 @@ static void test_fair_hand_over_bounded_by_the_lease_until_claimed(void **state)
     release_taker(&short_ttl);
 }
 
+/* The URL of the server through `proxy` (which must have started). */
+static void proxy_url(const fault_proxy *proxy, char *url, size_t len)
+{
+    assert_non_null(proxy);
+    snprintf(url, len, "redis://127.0.0.1:%d", fault_proxy_port(proxy));
+}
+
 static void count_loss(dlock_lock *lock, int reason, void *arg)
 {
     (void)lock;
@@ -425,8 +432,7 @@ static void test_fair_hand_over_claim_retried_within_the_lease(void **state)
     char url[64];
     long long until;
 
-    assert_non_null(proxy);
-    snprintf(url, sizeof(url), "redis://127.0.0.1:%d", fault_proxy_port(proxy));
+    proxy_url(proxy, url, sizeof(url));
     t.c = open_client(url, 0, 200);
     t.opts.auto_renew = 1;
     t.opts.on_lost = count_loss;
@@ -514,8 +520,7 @@ static void test_fair_hand_over_before_a_failed_try_not_taken(void **state)
     pthread_t threads[2];
     char url[64];
 
-    assert_non_null(proxy);
-    snprintf(url, sizeof(url), "redis://127.0.0.1:%d", fault_proxy_port(proxy));
+    proxy_url(proxy, url, sizeof(url));
     head.c = open_client(url, 0, 300);
     next.c = open_client(server.url, 0, 0);
     start_taker(redis, &head, &threads[0]);
