@@ -8,7 +8,7 @@
  * scripts/model compares these pins with the sha1sum of each file; a
  * change to either file fails it until this model was reviewed against the
  * change and its pin updated:
- * pin src/engine/scripts.c b89fd038b8364f194fbad15549e024526148c9d2
+ * pin src/engine/scripts.c 953ccdd41b7c8ce3c7693d26c5ea970ad71fd7b2
  * pin src/engine/attempt.c 8383d29102797943cde9537f7d704c9f51c31268
  *
  * Time. There is no absolute clock: every time in the model is kept

@@ -490,15 +490,17 @@ static const char fair_acquire_lua[] = FENCE_OF_LUA FAIR_LUA
  * lock with an extend (so a dead head costs no more than its lease), and
  * the message "grant:TOKEN:FENCE:LEASE_END" tells it so; LEASE_END, the
  * end of its lease that it was told, lets it tell this grant from one
- * before its last try. Any other head is told "next:TOKEN" and tries. The
- * head's entry and the fence are read before the first write, so that a
- * key of another type or a garbled fence fails before anything is
- * written. With no queue, a release publishes as the mutex's does (plain
- * acquirers wait on it). 1 or 0. */
+ * before its last try. Any other head is told "next:TOKEN" and tries, as
+ * is a head when the stored fence is not a token: its own acquire then
+ * reports it. The fence and the head's entry are read before the first
+ * write, so that a key of another type fails before anything is written.
+ * With no queue, a release publishes as the mutex's does (plain acquirers
+ * wait on it). 1 or 0. */
 static const char fair_release_lua[] = FENCE_OF_LUA PUBLISH_LUA FAIR_LUA
     "local lock, queue, presence, wake = KEYS[1], KEYS[3], KEYS[4], KEYS[5]\n"
     "local token = ARGV[1]\n"
     "local current = redis.call('GET', lock)\n"
+    "local last = current == token and fence_of(KEYS[6])\n"
     "local now, now_us = clock()\n"
     "local head, head_ends = live_head(queue, presence, wake, now)\n"
     "local function head_entry()\n"
@@ -517,11 +519,7 @@ static const char fair_release_lua[] = FENCE_OF_LUA PUBLISH_LUA FAIR_LUA
     "  if head then\n"
     "    channel, ttl, fence_ttl, record = head_entry()\n"
     "  end\n"
-    "  if ttl then\n"
-    "    local last, err = fence_of(KEYS[6])\n"
-    "    if not last then\n"
-    "      return redis.error_reply(err)\n"
-    "    end\n"
+    "  if ttl and last then\n"
     "    local px = math.min(ttl, head_ends - now)\n"
     "    local f = string.format('%d', math.max(last + 1, now_us))\n"
     "    leave(queue, presence, wake, head)\n"

@@ -34,8 +34,9 @@ enum dlock__script_id {
     /* KEYS NAME, limit, slots, owners, fences. Read-only. */
     DLOCK__SCRIPT_SEM_STATUS,
     /* The fair lock's (see scripts.c and docs/fair.md): the mutex's KEYS
-     * and ARGV, then the auxiliary keys queue, presence and wake; the acquire's
-     * last ARGV is the presence lease in ms. Its extend and status are the
+     * and ARGV, then the auxiliary keys queue, presence, wake and fence;
+     * the acquire's ARGV go on with the presence lease in ms and "1" when
+     * the waiter may be handed the lock. Its extend and status are the
      * mutex's. */
     DLOCK__SCRIPT_FAIR_ACQUIRE,
     DLOCK__SCRIPT_FAIR_RELEASE,

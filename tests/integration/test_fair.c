@@ -501,6 +501,37 @@ static void test_fair_foreign_hand_over_not_taken(void **state)
     dlock_client_close(c);
 }
 
+/* A stored fence that is not a token: the release hands nothing over (and
+ * writes no fence); the head's own acquire reports the key. */
+static void test_fair_garbled_fence_hands_nothing_over(void **state)
+{
+    redisContext *redis = *state;
+    dlock_client *c = open_client(server.url, 0, 0);
+    dlock_acquire_options o = fair(5000, 0);
+    dlock_lock *holder = must_acquire(c, "fair:garbled", 30000, &o);
+    struct taker t = {.name = "fair:garbled", .ttl_ms = 3000, .opts = fair(5000, 1000)};
+    pthread_t thread;
+    char fence[128], *stored;
+
+    snprintf(fence, sizeof(fence), "%s", aux_key("fair:garbled", "fence"));
+    t.c = open_client(server.url, 0, 0);
+    start_taker(redis, &t, &thread);
+    freeReplyObject(run(redis, "SET %s nan", fence));
+    assert_int_equal(dlock_lock_release(holder), 0);
+    assert_false(key_exists(redis, "fair:garbled"));
+    pthread_join(thread, NULL);
+    assert_int_equal(t.rc, DLOCK_ESERVER);
+    assert_non_null(strstr(dlock_client_errmsg(t.c), "fair:garbled"));
+    assert_false(key_exists(redis, "fair:garbled"));
+    stored = get_string(redis, fence);
+    assert_string_equal(stored, "nan");
+    free(stored);
+    freeReplyObject(run(redis, "DEL %s", fence));
+    dlock_client_close(t.c);
+    dlock_lock_free(holder);
+    dlock_client_close(c);
+}
+
 /* A hand-over that came before a try of the head that failed is not taken:
  * that try's cleanup may have passed the lock on. The head's traffic goes
  * through a proxy that delays it by 2.5 s: the release hands it the lock,
@@ -701,6 +732,7 @@ int main(void)
         T(test_fair_hand_over_claim_retried_within_the_lease),
         T(test_fair_foreign_hand_over_not_taken),
         T(test_fair_hand_over_before_a_failed_try_not_taken),
+        T(test_fair_garbled_fence_hands_nothing_over),
         T(test_fair_lapsed_hand_over_not_taken),
         T(test_fair_plain_acquire_does_not_barge),
         T(test_fair_cli_nowait_on_a_queued_name_is_busy),
