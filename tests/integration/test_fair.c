@@ -501,6 +501,42 @@ static void test_fair_foreign_hand_over_not_taken(void **state)
     dlock_client_close(c);
 }
 
+/* A waiter whose connections break (reset by the proxy) while the lock is
+ * handed to it has lost the message: it tries at once once it can reach
+ * the server again, and takes the lock, rather than at its next renewal
+ * (a third of its 30 s lease; no backoff poll comes sooner). */
+static void test_fair_broken_subscription_tries_at_once(void **state)
+{
+    redisContext *redis = *state;
+    dlock_client *c = open_client(server.url, 0, 0);
+    dlock_acquire_options o = fair(30000, 0);
+    dlock_lock *holder = must_acquire(c, "fair:reset", 30000, &o);
+    fault_proxy *proxy = fault_proxy_start(server.port);
+    struct taker t = {.name = "fair:reset", .ttl_ms = 30000, .opts = fair(30000, 60000)};
+    pthread_t thread;
+    char url[64];
+    long long passed;
+
+    proxy_url(proxy, url, sizeof(url));
+    t.c = open_client(url, 0, 0);
+    t.opts.backoff_max_ms = 30000; /* no poll in between */
+    start_taker(redis, &t, &thread);
+    fault_proxy_set(proxy, FAULT_RESET, 0);
+    usleep(100 * 1000);
+    assert_int_equal(dlock_lock_release(holder), 0);
+    assert_true(held_by_pid(redis, "fair:reset", getpid()));
+    fault_proxy_set(proxy, FAULT_PASS, 0);
+    passed = test_now_ms();
+    pthread_join(thread, NULL);
+    assert_int_equal(t.rc, 0);
+    assert_true(test_now_ms() - passed < 3000LL * test_slowdown());
+    assert_true(fault_proxy_hits(proxy) > 0);
+    release_taker(&t);
+    fault_proxy_stop(proxy);
+    dlock_lock_free(holder);
+    dlock_client_close(c);
+}
+
 /* A stored fence that is not a token: the release hands nothing over (and
  * writes no fence); the head's own acquire reports the key. */
 static void test_fair_garbled_fence_hands_nothing_over(void **state)
@@ -733,6 +769,7 @@ int main(void)
         T(test_fair_foreign_hand_over_not_taken),
         T(test_fair_hand_over_before_a_failed_try_not_taken),
         T(test_fair_garbled_fence_hands_nothing_over),
+        T(test_fair_broken_subscription_tries_at_once),
         T(test_fair_lapsed_hand_over_not_taken),
         T(test_fair_plain_acquire_does_not_barge),
         T(test_fair_cli_nowait_on_a_queued_name_is_busy),
