@@ -394,6 +394,7 @@ int dlock__renew_add(dlock__renewal **out, dlock__claim *cl, const struct dlock_
     dlock_client *c = cl->client;
     dlock__renewal *lock = calloc(1, sizeof(*lock));
     struct dlock__renewer *r;
+    int64_t span;
     int rc = lock ? 0 : DLOCK_ENOMEM;
     if (rc == 0 && !c->renewer)
         rc = start(c);
@@ -410,9 +411,10 @@ int dlock__renew_add(dlock__renewal **out, dlock__claim *cl, const struct dlock_
     /* At a third of the TTL, or of the validity when it is shorter (a fair
      * lock handed over holds for the head's presence lease until it is
      * extended). */
-    lock->next_renewal_ns = cl->started_ns + lock->renew_ttl_ms * DLOCK__NS_PER_MS / 3;
-    if (lock->next_renewal_ns > cl->started_ns + (cl->valid_until_ns - cl->started_ns) / 3)
-        lock->next_renewal_ns = cl->started_ns + (cl->valid_until_ns - cl->started_ns) / 3;
+    span = lock->renew_ttl_ms * DLOCK__NS_PER_MS;
+    if (cl->valid_until_ns - cl->started_ns < span)
+        span = cl->valid_until_ns - cl->started_ns;
+    lock->next_renewal_ns = cl->started_ns + span / 3;
     lock->on_lost = p->on_lost;
     lock->on_lost_arg = p->on_lost_arg;
     lock->lock = p->lock;
