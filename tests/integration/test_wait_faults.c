@@ -92,23 +92,25 @@ static void test_wait_cli_rides_out_a_server_restart(void **state)
  * and -w 0 make one try and end at once, retrying nothing. */
 static void test_wait_cli_gives_up_at_its_deadline(void **state)
 {
-    char url[64];
+    char url[96];
     const char *acquire[] = {"-v", "acquire", "-w", "1s", "faults:gone", NULL};
-    const char *run[] = {"run", "-w", "1s", "faults:gone", "--", "true", NULL};
+    const char *run_cmd[] = {"run", "-w", "1s", "faults:gone", "--", "true", NULL};
     const char *nowait[] = {"-v", "acquire", "-n", "faults:gone", NULL};
     const char *zero[] = {"-v", "run", "-w", "0", "faults:gone", "--", "true", NULL};
     cli_proc p;
     (void)state;
 
-    snprintf(url, sizeof(url), "redis://127.0.0.1:%d", test_free_port());
+    /* what -v prints never holds the password */
+    snprintf(url, sizeof(url), "redis://:s3cr3t-y@127.0.0.1:%d", test_free_port());
     assert_int_equal(cli_run(&p, url, acquire, CLI_WAIT_MS), 69);
+    assert_null(strstr(p.err, "s3cr3t-y"));
     assert_true(p.took_ms >= 1000);
     assert_true(gave_up_after(p.err) >= 1.0);
     assert_non_null(strstr(p.err, " s: "));
     assert_non_null(strstr(p.err, "Connection refused"));
     assert_true(retries_told(p.err) >= 2);
 
-    assert_int_equal(cli_run(&p, url, run, CLI_WAIT_MS), 69);
+    assert_int_equal(cli_run(&p, url, run_cmd, CLI_WAIT_MS), 69);
     assert_true(p.took_ms >= 1000);
     assert_true(gave_up_after(p.err) >= 1.0);
     assert_int_equal(retries_told(p.err), 0); /* without -v */
