@@ -283,7 +283,8 @@ typedef struct dlock_acquire_options {
      * DLOCK_ENOQUORUM, DLOCK_ESERVER, DLOCK_ENOREPLICAS) with a jittered
      * backoff of at most backoff_max_ms, until its deadline, then reports
      * the last one; a fair waiter retries at least every third of its
-     * lease, so that it keeps its place once the server is back. Other
+     * lease, so that it keeps its place when the server is back a third of
+     * the lease (and a second) before the lease ends. Other
      * errors (DLOCK_EAUTH, DLOCK_ETLS, DLOCK_EPROTO, DLOCK_EWRONGTYPE...)
      * end a wait at once. Nonzero: a wait ends at the first failure; it
      * waits only for a lock that is busy. */
