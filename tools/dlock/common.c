@@ -382,7 +382,8 @@ int cli_acquire(const struct cli *cli, dlock_client *client, const char *name,
     bool waited;
     int rc;
 
-    /* A wait rides out servers that fail (docs/dlock.1, "Waiting"). */
+    /* A wait rides out servers that fail (dlock(1), "When servers fail
+     * during a wait"): the library retries, we tell. */
     opts.on_retry = note_retry;
     opts.on_retry_arg = &r;
     opts.auto_renew = how->auto_renew;
