@@ -284,9 +284,10 @@ typedef struct dlock_acquire_options {
      * backoff of at most backoff_max_ms, until its deadline, then reports
      * the last one; a fair waiter retries at least every third of its
      * lease, so that it keeps its place when the server is back a third of
-     * the lease (and a second) before the lease ends. Other
-     * errors (DLOCK_EAUTH, DLOCK_ETLS, DLOCK_EPROTO, DLOCK_EWRONGTYPE...)
-     * end a wait at once. Nonzero: a wait ends at the first failure; it
+     * the lease (and a second) before the lease ends. DLOCK_EAUTH,
+     * DLOCK_ETLS, DLOCK_EPROTO, DLOCK_EWRONGTYPE and DLOCK_ELIMIT end a
+     * wait at once; every other error reply of a server (DLOCK_ESERVER:
+     * LOADING, READONLY..., a garbled fence key too) is retried. Nonzero: a wait ends at the first failure; it
      * waits only for a lock that is busy. */
     int no_io_retry;
 

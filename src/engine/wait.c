@@ -354,7 +354,9 @@ static char *process_channel(const dlock__claim *cl)
  * down or restarting, a failover, LOADING or READONLY, too few replicas
  * acknowledging). A reply that made no sense, a refused password, a TLS
  * failure or a name of another type will be the same next time: they end
- * the wait at once, however long it was to be. */
+ * the wait at once, however long it was to be. Every other error reply is
+ * DLOCK_ESERVER, which cannot tell LOADING from a garbled fence key: it
+ * is retried, and the deadline bounds it. */
 static bool retryable(int rc, bool io_retry)
 {
     if (rc == DLOCK_EBUSY)
