@@ -256,6 +256,9 @@ typedef struct dlock_lock dlock_lock;
  */
 typedef void (*dlock_lost_fn)(dlock_lock *lock, int reason, void *arg);
 
+/* A waiting acquire's retry after a failure: see on_retry below. */
+typedef void (*dlock_retry_fn)(int code, const char *detail, int64_t retry_in_ms, void *arg);
+
 #define DLOCK_ACQUIRE_OPTIONS_VERSION 1
 
 /* Options of one acquisition. Initialise with DLOCK_ACQUIRE_OPTIONS_INIT or
@@ -275,9 +278,17 @@ typedef struct dlock_acquire_options {
      * DLOCK_DURATION_MAX_MS. */
     int64_t backoff_max_ms;
 
-    /* 0: a wait retries through I/O errors (server unreachable, timeouts)
-     * until its deadline, then reports the last one. Nonzero: a wait ends at
-     * the first I/O error; it waits only for a lock that is busy. */
+    /* 0: a wait retries through failures that pass (a server unreachable
+     * or restarting, a timeout, a failover: DLOCK_ECONN, DLOCK_ETIMEDOUT,
+     * DLOCK_ENOQUORUM, DLOCK_ESERVER, DLOCK_ENOREPLICAS) with a jittered
+     * backoff of at most backoff_max_ms, until its deadline, then reports
+     * the last one; a fair waiter retries at least every third of its
+     * lease, so that it keeps its place when the server is back a third of
+     * the lease (and a second) before the lease ends. DLOCK_EAUTH,
+     * DLOCK_ETLS, DLOCK_EPROTO, DLOCK_EWRONGTYPE and DLOCK_ELIMIT end a
+     * wait at once; every other error reply of a server (DLOCK_ESERVER:
+     * LOADING, READONLY..., a garbled fence key too) is retried. Nonzero: a wait ends at the first failure; it
+     * waits only for a lock that is busy. */
     int no_io_retry;
 
     /* Nonzero: the client's renewal thread extends the lock at ttl/3 (a
@@ -330,10 +341,19 @@ typedef struct dlock_acquire_options {
      * between two exclusive ones. Works with several servers. Not with
      * permits > 1 or fair: DLOCK_EINVAL. */
     int shared;
+
+    /* Called each time a wait is about to retry after a failure that is
+     * not busy (see no_io_retry): its code, the client's detail of it
+     * (as dlock_client_errmsg(), valid during the call, never containing
+     * a password) and the sleep before the next try. It runs on the
+     * waiting thread, inside the acquire: it must not call dlock on this
+     * client. NULL: none. */
+    dlock_retry_fn on_retry;
+    void *on_retry_arg;
 } dlock_acquire_options;
 
 #define DLOCK_ACQUIRE_OPTIONS_INIT                                                                 \
-    { DLOCK_ACQUIRE_OPTIONS_VERSION, 0, 0, 0, 0, 0, NULL, NULL, 0, 0, 0, 0 }
+    { DLOCK_ACQUIRE_OPTIONS_VERSION, 0, 0, 0, 0, 0, NULL, NULL, 0, 0, 0, 0, NULL, NULL }
 
 /* Fills *opts with defaults. Returns DLOCK_EINVAL for an unknown version. */
 DLOCK_EXTERN int dlock_acquire_options_init(dlock_acquire_options *opts, unsigned version);

@@ -350,14 +350,19 @@ static char *process_channel(const dlock__claim *cl)
     return channel;
 }
 
+/* What a wait tries again: a busy lock, and failures that pass (a server
+ * down or restarting, a failover, LOADING or READONLY, too few replicas
+ * acknowledging). A reply that made no sense, a refused password, a TLS
+ * failure or a name of another type will be the same next time: they end
+ * the wait at once, however long it was to be. Every other error reply is
+ * DLOCK_ESERVER, which cannot tell LOADING from a garbled fence key: it
+ * is retried, and the deadline bounds it. */
 static bool retryable(int rc, bool io_retry)
 {
     if (rc == DLOCK_EBUSY)
         return true;
-    /* Too few replicas acknowledged: a lagging or restarting replica, a
-     * passing condition like a timeout. */
     return io_retry && (rc == DLOCK_ETIMEDOUT || rc == DLOCK_ECONN || rc == DLOCK_ENOQUORUM ||
-                        rc == DLOCK_ESERVER || rc == DLOCK_EPROTO || rc == DLOCK_ENOREPLICAS);
+                        rc == DLOCK_ESERVER || rc == DLOCK_ENOREPLICAS);
 }
 
 static void sleep_ms(int64_t ms)
@@ -385,6 +390,11 @@ static int64_t next_sleep_ms(const struct waiter *w, dlock__claim *cl, int rc, i
     *step_ms = *step_ms * 2 < backoff_max_ms ? *step_ms * 2 : backoff_max_ms;
     if (rc == DLOCK_EBUSY && cl->last_pttl_ms >= 0 && cl->last_pttl_ms + 1 < ms)
         ms = cl->last_pttl_ms + 1;
+    /* A queued waiter that cannot reach its server tries as often as it
+     * renews its lease (`limit`), so that it is back before the lease
+     * ends, and keeps its place. */
+    if (rc != DLOCK_EBUSY && cl->kind->queued && ms > (int64_t)cl->limit / 3)
+        ms = (int64_t)cl->limit / 3;
     return ms > 0 ? ms : 1; /* never back to back */
 }
 
@@ -458,8 +468,12 @@ int dlock__wait_acquire(dlock__claim *cl, int64_t ttl_ms, const dlock_acquire_op
         if (now >= deadline)
             break;
         until = now + next_sleep_ms(&w, cl, rc, &step_ms, backoff_max_ms) * DLOCK__NS_PER_MS;
+        if (until > deadline)
+            until = deadline;
+        if (rc != DLOCK_EBUSY && opts->on_retry)
+            opts->on_retry(rc, c->main.errmsg, dlock__ms_until(until, now), opts->on_retry_arg);
         w.woken = false;
-        if (poll_subscribers(&w, until < deadline ? until : deadline, woken) < 0) {
+        if (poll_subscribers(&w, until, woken) < 0) {
             rc = DLOCK_ECANCELED;
             break;
         }

@@ -391,10 +391,11 @@ static void test_cli_exit_codes(void **state)
     assert_int_equal(DLOCK(&p, 10000, "run", "cli:cmd", "--", "/no/such/command"), 127);
     assert_int_equal(DLOCK(&p, 10000, "run", "cli:cmd", "--", "/"), 126);
 
-    /* 69: nobody listens */
+    /* 69: nobody listens, and -n does not wait for the server to come
+     * (a wait does: test_wait_faults.c) */
     snprintf(url, sizeof(url), "redis://127.0.0.1:%d", test_free_port());
     {
-        const char *args[] = {"acquire", "cli:down", NULL};
+        const char *args[] = {"acquire", "-n", "cli:down", NULL};
         assert_int_equal(cli_run(&p, url, args, 10000), 69);
         assert_true(p.took_ms < 5000LL * test_slowdown());
     }

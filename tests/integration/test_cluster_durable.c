@@ -186,12 +186,12 @@ static void test_cluster_restart_delay_after_flushall(void **state)
     dlock_client_close(c);
 }
 
-/* `dlock acquire -t TTL [--replicas 1] NAME` through the seed: its exit
+/* `dlock acquire -n -t TTL [--replicas 1] NAME` through the seed: its exit
  * status, its output in *p. */
 static int cli_acquire(cli_proc *p, const char *ttl, int replicas, const char *name)
 {
-    const char *with[] = {"-r", seed, "acquire", "-t", ttl, "--replicas", "1", name, NULL};
-    const char *without[] = {"-r", seed, "acquire", "-t", ttl, name, NULL};
+    const char *with[] = {"-r", seed, "acquire", "-n", "-t", ttl, "--replicas", "1", name, NULL};
+    const char *without[] = {"-r", seed, "acquire", "-n", "-t", ttl, name, NULL};
     return cli_run(p, NULL, replicas ? with : without, 20000 * test_slowdown());
 }
 

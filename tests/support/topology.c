@@ -195,7 +195,8 @@ static int answers_ping(void *arg)
     return ok;
 }
 
-static int start_sentinel(test_redis *r, const char *name, int primary_port)
+static int start_sentinel(test_redis *r, const char *name, int primary_port, int down_after_ms,
+                          int failover_timeout_ms)
 {
     char conf[256];
     FILE *f;
@@ -211,9 +212,10 @@ static int start_sentinel(test_redis *r, const char *name, int primary_port)
         return -1;
     fprintf(f, "port %d\nbind 127.0.0.1\ndir %s\nlogfile %s/redis.log\n"
                "sentinel monitor %s 127.0.0.1 %d 2\n"
-               "sentinel down-after-milliseconds %s 2000\n"
-               "sentinel failover-timeout %s 4000\n",
-            r->port, r->dir, r->dir, name, primary_port, name, name);
+               "sentinel down-after-milliseconds %s %d\n"
+               "sentinel failover-timeout %s %d\n",
+            r->port, r->dir, r->dir, name, primary_port, name, down_after_ms, name,
+            failover_timeout_ms);
     fclose(f);
     r->pid = fork();
     if (r->pid < 0)
@@ -223,15 +225,16 @@ static int start_sentinel(test_redis *r, const char *name, int primary_port)
     return wait_until(answers_ping, r, READY_WAIT_MS);
 }
 
-/* Every sentinel knows the replica, and it is in sync. */
+/* Every sentinel knows the replicas, and they are in sync. */
 static int sentinels_ready(void *arg)
 {
     test_sentinels *s = arg;
-    if (!info_says(s->replica.port, "replication", "master_link_status:up"))
+    if (!info_says(s->replica.port, "replication", "master_link_status:up") ||
+        (s->replicas > 1 && !info_says(s->replica2.port, "replication", "master_link_status:up")))
         return 0;
     for (int i = 0; i < TEST_SENTINELS; i++) {
         redisReply *r = test_command(s->sentinels[i].port, "SENTINEL REPLICAS %s", s->name);
-        int known = r && r->type == REDIS_REPLY_ARRAY && r->elements == 1;
+        int known = r && r->type == REDIS_REPLY_ARRAY && r->elements == (size_t)s->replicas;
         freeReplyObject(r);
         if (!known)
             return 0;
@@ -239,7 +242,8 @@ static int sentinels_ready(void *arg)
     return 1;
 }
 
-int test_sentinels_start(test_sentinels *s, const char *name)
+static int start_sentinels(test_sentinels *s, const char *name, int replicas, int down_after_ms,
+                           int failover_timeout_ms)
 {
     static const char *const primary[] = {"--repl-diskless-sync-delay", "0", NULL};
     char port[16];
@@ -247,15 +251,18 @@ int test_sentinels_start(test_sentinels *s, const char *name)
                              NULL};
     size_t used;
     memset(s, 0, sizeof(*s));
+    s->replicas = replicas;
     snprintf(s->name, sizeof(s->name), "%s", name);
     if (test_redis_start(&s->primary, primary) < 0)
         return -1;
     snprintf(port, sizeof(port), "%d", s->primary.port);
-    if (test_redis_start(&s->replica, replica) < 0)
+    if (test_redis_start(&s->replica, replica) < 0 ||
+        (replicas > 1 && test_redis_start(&s->replica2, replica) < 0))
         return -1;
     used = (size_t)snprintf(s->url, sizeof(s->url), "redis-sentinel://");
     for (int i = 0; i < TEST_SENTINELS; i++) {
-        if (start_sentinel(&s->sentinels[i], name, s->primary.port) < 0) {
+        if (start_sentinel(&s->sentinels[i], name, s->primary.port, down_after_ms,
+                           failover_timeout_ms) < 0) {
             fprintf(stderr, "cannot start a sentinel (see %s)\n", s->sentinels[i].dir);
             return -1;
         }
@@ -270,11 +277,22 @@ int test_sentinels_start(test_sentinels *s, const char *name)
     return 0;
 }
 
+int test_sentinels_start(test_sentinels *s, const char *name)
+{
+    return start_sentinels(s, name, 1, 2000, 4000);
+}
+
+int test_sentinels_start_quick(test_sentinels *s, const char *name, int down_after_ms)
+{
+    return start_sentinels(s, name, 2, down_after_ms, 2000);
+}
+
 void test_sentinels_stop(test_sentinels *s)
 {
     static const char *const files[] = {"sentinel.conf", "dump.rdb", NULL};
     for (int i = 0; i < TEST_SENTINELS; i++)
         remove_dir(&s->sentinels[i], files);
+    remove_dir(&s->replica2, files);
     remove_dir(&s->replica, files);
     remove_dir(&s->primary, files);
 }
@@ -295,7 +313,9 @@ int test_sentinels_primary_port(test_sentinels *s)
 
 test_redis *test_sentinels_server(test_sentinels *s, int port)
 {
-    return s->primary.port == port ? &s->primary : &s->replica;
+    return s->primary.port == port ? &s->primary
+           : s->replica2.port == port ? &s->replica2
+                                      : &s->replica;
 }
 
 int test_cluster_replica_of(const test_cluster *c, int master)

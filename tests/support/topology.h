@@ -40,7 +40,9 @@ int test_cluster_wait_ok(test_cluster *c, int ms);
 
 typedef struct test_sentinels {
     test_redis primary, replica;
+    test_redis replica2; /* test_sentinels_start_quick() only */
     test_redis sentinels[TEST_SENTINELS];
+    int replicas;
     char name[32];
     char url[256]; /* redis-sentinel://127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3/#name */
 } test_sentinels;
@@ -48,12 +50,17 @@ typedef struct test_sentinels {
 /* Starts a primary, its replica (in sync before this returns) and three
  * sentinels that know both. 0, or -1 after printing why. */
 int test_sentinels_start(test_sentinels *s, const char *name);
+
+/* The same with two replicas, and sentinels that take a silent primary for
+ * down after `down_after_ms` and give a failover 2 s: for tests that kill
+ * the primary. */
+int test_sentinels_start_quick(test_sentinels *s, const char *name, int down_after_ms);
 void test_sentinels_stop(test_sentinels *s);
 
 /* The port of the primary the sentinels name now, or -1. */
 int test_sentinels_primary_port(test_sentinels *s);
 
-/* The server among primary and replica listening on `port`. */
+/* The server among primary and replicas listening on `port`. */
 test_redis *test_sentinels_server(test_sentinels *s, int port);
 
 /* A plain hiredis reply to a command on the server at `port` (caller

@@ -95,9 +95,14 @@ struct cli_wait {
     bool shared;      /* -s, --shared */
 };
 
-/* Acquires `name`, waiting as asked; on a terminal shows a status line that
- * says who holds the lock and how long we have waited. With -v it says, on
- * any stderr, when a wait starts (and for whom) and how long it took. */
+/* Acquires `name`, waiting as asked, through failing servers too (until
+ * the wait's end); on a terminal shows a status line that says who holds
+ * the lock, or what keeps us from the servers, and how long we have
+ * waited. With -v it says, on any stderr, when a wait starts (and for
+ * whom), each retry after a failure, and how long it took. Reports a
+ * failure other than busy and cancel itself (cli_acquire_failed(), or
+ * "NAME: gave up after 30.0 s: DETAIL"): the caller maps it to its exit
+ * code. */
 int cli_acquire(const struct cli *cli, dlock_client *client, const char *name,
                 const struct cli_wait *how, dlock_lock **out);
 

@@ -548,7 +548,7 @@ int cmd_run(struct cli *cli, int argc, char **argv)
         int sig = pending_signal();
         rc = sig ? 128 + sig : EXIT_UNAVAILABLE;
     } else if (rc < 0) {
-        rc = cli_acquire_failed(client, rc, o.name);
+        rc = cli_exit_code(rc); /* cli_acquire() said why */
     } else {
         /* Held and renewed now: a stuck stderr must not keep it idle. */
         message_guard(true);

@@ -20,7 +20,7 @@ int cmd_acquire(struct cli *cli, int argc, char **argv)
     if (rc == DLOCK_EBUSY) {
         rc = cli_busy(cli, client, o.name, o.busy_code);
     } else if (rc < 0) {
-        rc = cli_acquire_failed(client, rc, o.name);
+        rc = cli_exit_code(rc); /* cli_acquire() said why */
     } else if (o.json) {
         printf("{\"name\":");
         cli_print_json_string(dlock_lock_name(lock));

@@ -294,38 +294,98 @@ static int64_t wait_left(const struct cli_wait *how, int64_t start)
     return left > 0 ? left : 0;
 }
 
-/* On a terminal: waits in slices and says between them what we wait for,
- * on a line that each update overwrites. */
+/* What a wait retried (the library's on_retry): the failures it saw, so
+ * that one that ends the wait reads as what it gave up on; -v tells each. */
+struct retries {
+    const struct cli *cli;
+    const char *name;
+    int64_t start;
+    uint32_t seen; /* bit -code of each failure retried */
+};
+
+static void tell_retry(const struct retries *r, int code, const char *detail, int64_t retry_in_ms)
+{
+    cli_debug(r->cli, "%s: %s; trying again in %lld ms (waited %.1f s)", r->name,
+              *detail ? detail : dlock_strerror(code), (long long)retry_in_ms,
+              (double)(cli_now_ms() - r->start) / 1000);
+}
+
+static void note_retry(int code, const char *detail, int64_t retry_in_ms, void *arg)
+{
+    struct retries *r = arg;
+    if (code < 0 && code > -32)
+        r->seen |= 1u << -code;
+    tell_retry(r, code, detail, retry_in_ms);
+}
+
+static bool retried(const struct retries *r, int rc)
+{
+    return rc < 0 && rc > -32 && (r->seen & (1u << -rc));
+}
+
+/* On a terminal: waits in slices and says between them what we wait for
+ * (who holds the lock, or what keeps us from the servers), on a line that
+ * each update overwrites. */
 static int wait_on_terminal(dlock_client *client, const char *name, const struct cli_wait *how,
-                            dlock_acquire_options *opts, int64_t start, dlock_lock **out)
+                            dlock_acquire_options *opts, const struct retries *r,
+                            dlock_lock **out)
 {
     char holder[400];
     int rc;
     for (;;) {
-        int64_t left = wait_left(how, start);
+        int64_t left = wait_left(how, r->start);
         opts->wait_ms = left == DLOCK_WAIT_FOREVER || left > STATUS_EVERY_MS ? STATUS_EVERY_MS : left;
         rc = dlock_lock_acquire(out, client, name, how->ttl_ms, opts);
-        if (rc != DLOCK_EBUSY || opts->wait_ms == left)
+        if ((rc != DLOCK_EBUSY && !retried(r, rc)) || opts->wait_ms == left)
             break;
-        if (!query_holder(client, name, holder, sizeof(holder)))
+        if (rc != DLOCK_EBUSY)
+            snprintf(holder, sizeof(holder), "unreachable: %s", dlock_client_errmsg(client));
+        else if (!query_holder(client, name, holder, sizeof(holder)))
             snprintf(holder, sizeof(holder), "just released");
         fprintf(stderr, "\r\033[Kdlock: waiting for %s, %s (waited %.1f s)", name, holder,
-                (double)(cli_now_ms() - start) / 1000);
+                (double)(cli_now_ms() - r->start) / 1000);
     }
     fputs("\r\033[K", stderr);
     return rc;
+}
+
+/* A wait that ends on a failure it was retrying gave up on the servers:
+ * say for how long it tried, and what it saw last. */
+static void report_failure(dlock_client *client, int rc, const struct retries *r)
+{
+    if (retried(r, rc))
+        cli_error("%s: gave up after %.1f s: %s", r->name,
+                  (double)(cli_now_ms() - r->start) / 1000, dlock_client_errmsg(client));
+    else
+        cli_acquire_failed(client, rc, r->name);
+}
+
+/* The wait after a first try that did not get the lock. */
+static int wait_after_try(const struct cli *cli, dlock_client *client, const struct cli_wait *how,
+                          dlock_acquire_options *opts, struct retries *r, dlock_lock **out)
+{
+    char holder[400];
+    /* -v says it in a log too, where no terminal shows the status line. */
+    if (cli->verbose && query_holder(client, r->name, holder, sizeof(holder)))
+        cli_debug(cli, "waiting for %s, %s", r->name, holder);
+    if (!cli->quiet && isatty(STDERR_FILENO))
+        return wait_on_terminal(client, r->name, how, opts, r, out);
+    opts->wait_ms = wait_left(how, r->start);
+    return dlock_lock_acquire(out, client, r->name, how->ttl_ms, opts);
 }
 
 int cli_acquire(const struct cli *cli, dlock_client *client, const char *name,
                 const struct cli_wait *how, dlock_lock **out)
 {
     dlock_acquire_options opts = DLOCK_ACQUIRE_OPTIONS_INIT;
-    int64_t start = cli_now_ms();
-    char holder[400];
+    struct retries r = {cli, name, cli_now_ms(), 0};
+    bool waited;
     int rc;
 
-    /* The command waits for a busy lock, not for an unreachable server. */
-    opts.no_io_retry = 1;
+    /* A wait rides out servers that fail (dlock(1), "When servers fail
+     * during a wait"): the library retries, we tell. */
+    opts.on_retry = note_retry;
+    opts.on_retry_arg = &r;
     opts.auto_renew = how->auto_renew;
     opts.max_hold_ms = how->max_hold_ms;
     opts.on_lost = how->on_lost;
@@ -335,29 +395,26 @@ int cli_acquire(const struct cli *cli, dlock_client *client, const char *name,
     opts.lease_ms = how->lease_ms;
     opts.shared = how->shared;
     /* A fair waiter's place is its token's: one call, one place. */
-    if (how->fair) {
-        opts.wait_ms = how->wait_ms;
-        return dlock_lock_acquire(out, client, name, how->ttl_ms, &opts);
-    }
-    /* One try first: only a busy lock starts a wait worth telling of. */
-    opts.wait_ms = 0;
+    opts.wait_ms = how->fair ? how->wait_ms : 0;
     rc = dlock_lock_acquire(out, client, name, how->ttl_ms, &opts);
-    if (rc != DLOCK_EBUSY || how->wait_ms == 0)
-        return rc;
-    /* -v says it in a log too, where no terminal shows the status line. */
-    if (cli->verbose && query_holder(client, name, holder, sizeof(holder)))
-        cli_debug(cli, "waiting for %s, %s", name, holder);
-    if (!cli->quiet && isatty(STDERR_FILENO)) {
-        rc = wait_on_terminal(client, name, how, &opts, start, out);
-    } else {
-        opts.wait_ms = wait_left(how, start);
-        rc = dlock_lock_acquire(out, client, name, how->ttl_ms, &opts);
+    /* One try first: only a busy lock, or a failure that may pass (exit
+     * 69: the library's wait knows which do), start a wait worth telling
+     * of. */
+    waited = !how->fair && how->wait_ms != 0 &&
+             (rc == DLOCK_EBUSY || (rc < 0 && cli_exit_code(rc) == EXIT_UNAVAILABLE));
+    if (waited) {
+        if (rc != DLOCK_EBUSY)
+            tell_retry(&r, rc, dlock_client_errmsg(client), 0);
+        rc = wait_after_try(cli, client, how, &opts, &r, out);
+        if (rc == 0)
+            cli_debug(cli, "acquired %s after %.1f s", name,
+                      (double)(cli_now_ms() - r.start) / 1000);
+        else if (rc == DLOCK_EBUSY)
+            cli_debug(cli, "gave up waiting for %s after %.1f s", name,
+                      (double)(cli_now_ms() - r.start) / 1000);
     }
-    if (rc == 0)
-        cli_debug(cli, "acquired %s after %.1f s", name, (double)(cli_now_ms() - start) / 1000);
-    else if (rc == DLOCK_EBUSY)
-        cli_debug(cli, "gave up waiting for %s after %.1f s", name,
-                  (double)(cli_now_ms() - start) / 1000);
+    if (rc < 0 && rc != DLOCK_EBUSY && rc != DLOCK_ECANCELED)
+        report_failure(client, rc, &r);
     return rc;
 }
 

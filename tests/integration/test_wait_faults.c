@@ -1,0 +1,360 @@
+/* Waits that ride out failing servers: `dlock acquire -w` and `dlock run
+ * -w` through a standalone server that is down when they start or
+ * restarts while they wait, a wait that gives up on a server that stays
+ * down (and says so), -n that makes one try, a fair waiter that keeps its
+ * place across a network blip shorter than its lease, a Sentinel primary
+ * killed under a waiting command and a waiting library call, and the
+ * failures that no wait retries (a wrong password, a reply that is no
+ * Redis reply). Servers are real processes, killed by pid. */
+#include "cli_runner.h"
+#include "fake_server.h"
+#include "fault_proxy.h"
+#include "helpers.h"
+#include "topology.h"
+
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#define CLI_WAIT_MS (40000 * test_slowdown())
+
+/* How many "trying again" lines (-v, one per retry) are in `err`. */
+static int retries_told(const char *err)
+{
+    int n = 0;
+    for (const char *p = err; (p = strstr(p, "trying again in ")) != NULL; p++)
+        n++;
+    return n;
+}
+
+/* The seconds in "dlock: faults:gone: gave up after 1.0 s: ...", or -1. */
+static double gave_up_after(const char *err)
+{
+    const char *said = strstr(err, "dlock: faults:gone: gave up after ");
+    return said ? strtod(said + strlen("dlock: faults:gone: gave up after "), NULL) : -1;
+}
+
+/* `dlock -r URL ARGS...` started in *p. */
+static void start_cli(cli_proc *p, const char *url, const char *const *args)
+{
+    assert_int_equal(cli_start(p, url, args, NULL), 0);
+}
+
+/* A waiter started while the server is down gets the lock once it is back;
+ * so does one whose server restarts (empty) while it waits for a holder. */
+static void test_wait_cli_rides_out_a_server_restart(void **state)
+{
+    test_redis *server = *state;
+    const char *acquire[] = {"acquire", "-t", "60s", "-w", "20s", "faults:down", NULL};
+    const char *run_down[] = {"run", "-w", "20s", "faults:down-run", "--", "true", NULL};
+    const char *run_held[] = {"run", "-w", "20s", "faults:held", "--", "true", NULL};
+    cli_proc waiter, runner;
+    dlock_client *c = open_client(server->url, 0, 0);
+    dlock_lock *holder;
+    redisContext *redis;
+
+    test_redis_kill(server);
+    start_cli(&waiter, server->url, acquire);
+    start_cli(&runner, server->url, run_down);
+    usleep(700 * 1000);
+    assert_int_equal(test_redis_restart(server), 0);
+    assert_int_equal(cli_wait(&waiter, CLI_WAIT_MS), 0);
+    assert_true(waiter.took_ms >= 700);
+    assert_int_equal(cli_wait(&runner, CLI_WAIT_MS), 0);
+    assert_true(runner.took_ms >= 700);
+    redis = test_redis_connect(server, NULL);
+    assert_non_null(redis);
+    assert_true(key_exists(redis, "faults:down")); /* the token printed is held */
+    redisFree(redis);
+
+    holder = must_acquire(c, "faults:held", 60000, NULL);
+    start_cli(&runner, server->url, run_held);
+    usleep(300 * 1000); /* it found the name held, and listens */
+    test_redis_kill(server);
+    usleep(500 * 1000);
+    assert_int_equal(test_redis_restart(server), 0); /* empty: the holder's key is gone */
+    assert_int_equal(cli_wait(&runner, CLI_WAIT_MS), 0);
+    assert_true(runner.took_ms >= 800);
+    dlock_lock_free(holder);
+    dlock_client_close(c);
+}
+
+/* A wait for a server that stays down ends at its deadline with 69, says
+ * for how long it tried and what it saw last, and with -v each retry; -n
+ * and -w 0 make one try and end at once, retrying nothing. */
+static void test_wait_cli_gives_up_at_its_deadline(void **state)
+{
+    char url[96];
+    const char *acquire[] = {"-v", "acquire", "-w", "1s", "faults:gone", NULL};
+    const char *run_cmd[] = {"run", "-w", "1s", "faults:gone", "--", "true", NULL};
+    const char *nowait[] = {"-v", "acquire", "-n", "faults:gone", NULL};
+    const char *zero[] = {"-v", "run", "-w", "0", "faults:gone", "--", "true", NULL};
+    cli_proc p;
+    (void)state;
+
+    /* what -v prints never holds the password */
+    snprintf(url, sizeof(url), "redis://:s3cr3t-y@127.0.0.1:%d", test_free_port());
+    assert_int_equal(cli_run(&p, url, acquire, CLI_WAIT_MS), 69);
+    assert_null(strstr(p.err, "s3cr3t-y"));
+    assert_true(p.took_ms >= 1000);
+    assert_true(gave_up_after(p.err) >= 1.0);
+    assert_non_null(strstr(p.err, " s: "));
+    assert_non_null(strstr(p.err, "Connection refused"));
+    assert_true(retries_told(p.err) >= 2);
+
+    assert_int_equal(cli_run(&p, url, run_cmd, CLI_WAIT_MS), 69);
+    assert_true(p.took_ms >= 1000);
+    assert_true(gave_up_after(p.err) >= 1.0);
+    assert_int_equal(retries_told(p.err), 0); /* without -v */
+
+    assert_int_equal(cli_run(&p, url, nowait, CLI_WAIT_MS), 69);
+    assert_true(p.took_ms < 1000LL * test_slowdown());
+    assert_null(strstr(p.err, "gave up"));
+    assert_int_equal(retries_told(p.err), 0);
+    assert_non_null(strstr(p.err, "Connection refused"));
+    assert_int_equal(cli_run(&p, url, zero, CLI_WAIT_MS), 69);
+    assert_true(p.took_ms < 1000LL * test_slowdown());
+    assert_int_equal(retries_told(p.err), 0);
+}
+
+/* A wrong password and a reply that is no Redis reply will be the same on
+ * the next try: a wait of an hour ends at once (77, 76; DLOCK_EAUTH,
+ * DLOCK_EPROTO from the library). */
+static void test_wait_lasting_failures_end_it_at_once(void **state)
+{
+    static const char *const auth[] = {"--requirepass", "right", NULL};
+    const int64_t long_wait = 20000LL * test_slowdown(); /* as good as an hour */
+    const char *acquire[] = {"acquire", "-w", "1h", "faults:auth", NULL};
+    test_redis locked = {0};
+    fake_server fake;
+    char url[160];
+    dlock_acquire_options o = DLOCK_ACQUIRE_OPTIONS_INIT;
+    dlock_lock *lock = NULL;
+    dlock_client *c;
+    long long start;
+    cli_proc p;
+    (void)state;
+
+    o.wait_ms = long_wait;
+    assert_int_equal(test_redis_start(&locked, auth), 0);
+    snprintf(url, sizeof(url), "redis://:s3cr3t-x@127.0.0.1:%d", locked.port);
+    assert_int_equal(cli_run(&p, url, acquire, CLI_WAIT_MS), 77);
+    assert_true(p.took_ms < 5000LL * test_slowdown());
+    assert_null(strstr(p.err, "s3cr3t-x"));
+    c = open_client(url, 0, 0);
+    start = test_now_ms();
+    assert_int_equal(dlock_lock_acquire(&lock, c, "faults:auth", 10000, &o), DLOCK_EAUTH);
+    assert_true(test_now_ms() - start < 5000LL * test_slowdown());
+    dlock_client_close(c);
+    test_redis_stop(&locked);
+
+    assert_int_equal(fake_server_start(&fake, "@garbage\r\n", 10, false), 0);
+    assert_int_equal(cli_run(&p, fake.url, acquire, CLI_WAIT_MS), 76);
+    assert_true(p.took_ms < 5000LL * test_slowdown());
+    c = open_client(fake.url, 0, 0);
+    start = test_now_ms();
+    assert_int_equal(dlock_lock_acquire(&lock, c, "faults:proto", 10000, &o), DLOCK_EPROTO);
+    assert_true(test_now_ms() - start < 5000LL * test_slowdown());
+    assert_null(lock);
+    dlock_client_close(c);
+    fake_server_stop(&fake);
+}
+
+/* `key`'s score in the sorted set `zset`, or -1. */
+static long long score_of(redisContext *redis, const char *zset, const char *member)
+{
+    redisReply *r = run(redis, "ZSCORE %s %s", zset, member);
+    long long score = r->type == REDIS_REPLY_STRING ? strtoll(r->str, NULL, 10) : -1;
+    freeReplyObject(r);
+    return score;
+}
+
+static char *queue_head(redisContext *redis, const char *name)
+{
+    redisReply *r = run(redis, "ZRANGE %s 0 0", aux_key(name, "queue"));
+    char *head = r->elements == 1 ? strdup(r->element[0]->str) : NULL;
+    freeReplyObject(r);
+    return head;
+}
+
+/* Waits (10 s at most, times the slowdown) until the lease of `token` on
+ * `name` ends after `than`. */
+static void wait_lease_after(redisContext *redis, const char *name, const char *token,
+                             long long than)
+{
+    long long until = test_now_ms() + 10000LL * test_slowdown();
+    while (score_of(redis, aux_key(name, "presence"), token) <= than) {
+        if (test_now_ms() > until)
+            fail_msg("the lease of %s on %s was not renewed", token, name);
+        usleep(20 * 1000);
+    }
+}
+
+/* Two fair waiters, A through a proxy and B after it; the proxy resets A's
+ * connections for 1 s, less than its 5 s lease: A renews its lease once
+ * it is back, at the head of the queue, and gets the lock before B. */
+static void test_wait_cli_fair_waiter_keeps_its_place(void **state)
+{
+    test_redis *server = *state;
+    fault_proxy *proxy = fault_proxy_start(server->port);
+    dlock_client *c = open_client(server->url, 0, 0);
+    dlock_acquire_options fair = DLOCK_ACQUIRE_OPTIONS_INIT;
+    redisContext *redis = test_redis_connect(server, NULL);
+    char url[64], order[256], cmd_a[300], cmd_b[300];
+    const char *a[] = {"-v", "run", "--fair", "--lease", "5s", "-w", "20s", "faults:fair",
+                       "-c", cmd_a, NULL};
+    const char *b[] = {"run", "--fair", "--lease", "5s", "-w", "20s", "faults:fair",
+                       "-c", cmd_b, NULL};
+    cli_proc pa, pb;
+    dlock_lock *holder;
+    long long lease_end;
+    char *head, *second;
+    FILE *f;
+
+    assert_non_null(proxy);
+    assert_non_null(redis);
+    scratch_path(order, sizeof(order), server->dir, "order");
+    snprintf(cmd_a, sizeof(cmd_a), "echo A >> %s", order);
+    snprintf(cmd_b, sizeof(cmd_b), "echo B >> %s", order);
+    snprintf(url, sizeof(url), "redis://127.0.0.1:%d", fault_proxy_port(proxy));
+    fair.fair = 1;
+    holder = must_acquire(c, "faults:fair", 60000, &fair);
+    start_cli(&pa, url, a);
+    wait_for_zcard(redis, aux_key("faults:fair", "queue"), 1);
+    head = queue_head(redis, "faults:fair");
+    start_cli(&pb, server->url, b);
+    wait_for_zcard(redis, aux_key("faults:fair", "queue"), 2);
+
+    fault_proxy_set(proxy, FAULT_RESET, 0);
+    usleep(100 * 1000);
+    lease_end = score_of(redis, aux_key("faults:fair", "presence"), head);
+    usleep(900 * 1000);
+    fault_proxy_set(proxy, FAULT_PASS, 0);
+    wait_lease_after(redis, "faults:fair", head, lease_end);
+    second = queue_head(redis, "faults:fair");
+    assert_string_equal(second, head); /* renewed in its place, not queued again */
+    assert_true(fault_proxy_hits(proxy) > 0);
+
+    assert_int_equal(dlock_lock_release(holder), 0);
+    assert_int_equal(cli_wait(&pa, CLI_WAIT_MS), 0);
+    assert_true(retries_told(pa.err) >= 1);
+    assert_int_equal(cli_wait(&pb, CLI_WAIT_MS), 0);
+    f = fopen(order, "r");
+    assert_non_null(f);
+    assert_int_equal(fread(cmd_a, 1, sizeof(cmd_a) - 1, f), 4);
+    cmd_a[4] = '\0';
+    assert_string_equal(cmd_a, "A\nB\n");
+    fclose(f);
+    free(head);
+    free(second);
+    dlock_lock_free(holder);
+    dlock_client_close(c);
+    redisFree(redis);
+    fault_proxy_stop(proxy);
+}
+
+struct library_waiter {
+    const char *url, *name;
+    pthread_t thread;
+    int rc;
+    uint64_t fence;
+};
+
+static void *library_wait(void *arg)
+{
+    struct library_waiter *w = arg;
+    dlock_client *c = open_client(w->url, 0, 0);
+    dlock_acquire_options o = DLOCK_ACQUIRE_OPTIONS_INIT;
+    dlock_lock *lock = NULL;
+    o.wait_ms = 30000LL * test_slowdown();
+    w->rc = dlock_lock_acquire(&lock, c, w->name, 30000, &o);
+    if (w->rc == 0) {
+        w->fence = dlock_lock_fence(lock);
+        w->rc = dlock_lock_release(lock);
+    }
+    dlock_lock_free(lock);
+    dlock_client_close(c);
+    return NULL;
+}
+
+/* Holds `name` on the primary for `ttl_ms`, and waits until both replicas
+ * have its key. */
+static void hold_replicated(test_sentinels *s, const char *name, int64_t ttl_ms)
+{
+    dlock_client *c = open_client(s->url, 0, 0);
+    dlock_lock *lock = must_acquire(c, name, ttl_ms, NULL);
+    test_redis *replicas[] = {&s->replica, &s->replica2};
+    for (size_t i = 0; i < 2; i++) {
+        redisContext *redis = test_redis_connect(replicas[i], NULL);
+        assert_non_null(redis);
+        wait_for_key(redis, name);
+        redisFree(redis);
+    }
+    dlock_lock_free(lock); /* held until its TTL runs out */
+    dlock_client_close(c);
+}
+
+/* The fence stored for `name` on the server at `port`. */
+static unsigned long long stored_fence(int port, const char *name)
+{
+    redisReply *r = test_command(port, "GET %s", aux_key(name, "fence"));
+    unsigned long long fence = r && r->type == REDIS_REPLY_STRING ? strtoull(r->str, NULL, 10) : 0;
+    freeReplyObject(r);
+    return fence;
+}
+
+/* A primary with two replicas and three sentinels; names held for 3 s; a
+ * `dlock run -w` and a waiting library call. The primary is SIGKILLed:
+ * both follow the failover and get their lock on the new primary (whose
+ * fence keys hold the fences they were given). */
+static void test_wait_follows_a_sentinel_failover(void **state)
+{
+    test_sentinels s;
+    const char *args[] = {"run", "-w", "30s", "faults:sentinel-cli", "-c", "echo $DLOCK_FENCE",
+                          NULL};
+    struct library_waiter lib = {.name = "faults:sentinel-lib"};
+    int before, after;
+    cli_proc p;
+    (void)state;
+
+    assert_int_equal(test_sentinels_start_quick(&s, "faultsprimary", 500), 0);
+    lib.url = s.url;
+    before = test_sentinels_primary_port(&s);
+    hold_replicated(&s, "faults:sentinel-cli", 3000);
+    hold_replicated(&s, "faults:sentinel-lib", 3000);
+    start_cli(&p, s.url, args);
+    assert_int_equal(pthread_create(&lib.thread, NULL, library_wait, &lib), 0);
+    usleep(300 * 1000); /* both found their name held, and listen */
+    test_redis_kill(&s.primary);
+
+    assert_int_equal(cli_wait(&p, CLI_WAIT_MS), 0);
+    pthread_join(lib.thread, NULL);
+    assert_int_equal(lib.rc, 0);
+    after = test_sentinels_primary_port(&s);
+    assert_true(after > 0 && after != before);
+    assert_int_equal(strtoull(p.out, NULL, 10), stored_fence(after, "faults:sentinel-cli"));
+    assert_int_equal(lib.fence, stored_fence(after, "faults:sentinel-lib"));
+    test_sentinels_stop(&s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_wait_cli_rides_out_a_server_restart, setup_server,
+                                        teardown_server),
+        cmocka_unit_test(test_wait_cli_gives_up_at_its_deadline),
+        cmocka_unit_test(test_wait_lasting_failures_end_it_at_once),
+        cmocka_unit_test_setup_teardown(test_wait_cli_fair_waiter_keeps_its_place, setup_server,
+                                        teardown_server),
+        cmocka_unit_test(test_wait_follows_a_sentinel_failover),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
