@@ -64,7 +64,16 @@ static char *parsed_file(const char *path)
     return promtext_parse(text);
 }
 
-/* The value of sample FAMILY{LABELS}, e.g. value(p, "dlock_busy_total", "name=\"a\""). */
+/* The count of sample FAMILY{LABELS}, e.g. count(p, "dlock_busy_total",
+ * "name=\"a\""); -1: no such sample. */
+static long long count(const char *parsed, const char *family, const char *labels)
+{
+    char sample[512];
+    snprintf(sample, sizeof(sample), "%s{%s}", family, labels);
+    return promtext_count(parsed, sample);
+}
+
+/* A sample that is not a count: a sum, a gauge. */
 static double value(const char *parsed, const char *family, const char *labels)
 {
     char sample[512];
@@ -72,11 +81,11 @@ static double value(const char *parsed, const char *family, const char *labels)
     return promtext_value(parsed, sample);
 }
 
-static double bucket(const char *parsed, const char *family, const char *le, const char *name)
+static long long bucket(const char *parsed, const char *family, const char *le, const char *name)
 {
     char sample[512];
     snprintf(sample, sizeof(sample), "%s_bucket{le=\"%s\",name=\"%s\"}", family, le, name);
-    return promtext_value(parsed, sample);
+    return promtext_count(parsed, sample);
 }
 
 struct later_release {
@@ -126,20 +135,20 @@ static void test_prometheus_counts_acquisitions_busy_and_a_wait(void **state)
     dlock_lock_free(later.lock);
 
     p = parsed_metrics(c);
-    assert_int_equal(value(p, "dlock_acquisitions_total", "name=\"m-a\""), 6);
-    assert_int_equal(value(p, "dlock_busy_total", "name=\"m-a\""), 2);
-    assert_int_equal(value(p, "dlock_waits_total", "name=\"m-a\""), 1);
-    assert_int_equal(value(p, "dlock_losses_total", "name=\"m-a\""), 0);
-    assert_int_equal(value(p, "dlock_renewals_total", "name=\"m-a\""), 0);
+    assert_int_equal(count(p, "dlock_acquisitions_total", "name=\"m-a\""), 6);
+    assert_int_equal(count(p, "dlock_busy_total", "name=\"m-a\""), 2);
+    assert_int_equal(count(p, "dlock_waits_total", "name=\"m-a\""), 1);
+    assert_int_equal(count(p, "dlock_losses_total", "name=\"m-a\""), 0);
+    assert_int_equal(count(p, "dlock_renewals_total", "name=\"m-a\""), 0);
     assert_int_equal(bucket(p, "dlock_wait_seconds", "0.5", "m-a"), 7);
     assert_int_equal(bucket(p, "dlock_wait_seconds", "60", "m-a"), 8);
-    assert_int_equal(value(p, "dlock_wait_seconds_count", "name=\"m-a\""), 8);
+    assert_int_equal(count(p, "dlock_wait_seconds_count", "name=\"m-a\""), 8);
     assert_true(value(p, "dlock_wait_seconds_sum", "name=\"m-a\"") >= 0.6);
     assert_int_equal(bucket(p, "dlock_hold_seconds", "0.1", "m-a"), 5);
     assert_int_equal(bucket(p, "dlock_hold_seconds", "60", "m-a"), 6);
-    assert_int_equal(value(p, "dlock_hold_seconds_count", "name=\"m-a\""), 6);
+    assert_int_equal(count(p, "dlock_hold_seconds_count", "name=\"m-a\""), 6);
     assert_true(value(p, "dlock_hold_seconds_sum", "name=\"m-a\"") >= 0.3);
-    assert_int_equal(value(p, "dlock_renewal_margin_min_seconds", "name=\"m-a\""), -1);
+    assert_int_equal(count(p, "dlock_renewal_margin_min_seconds", "name=\"m-a\""), -1);
     free(p);
     dlock_client_close(other);
     dlock_client_close(c);
@@ -183,13 +192,13 @@ static void test_prometheus_counts_a_loss(void **state)
     dlock_lock_free(lock);
 
     p = parsed_metrics(c);
-    assert_int_equal(value(p, "dlock_acquisitions_total", "name=\"m-b\""), 1);
-    assert_int_equal(value(p, "dlock_losses_total", "name=\"m-b\""), 1);
-    assert_true(value(p, "dlock_renewals_total", "name=\"m-b\"") >= 1);
-    assert_true(value(p, "dlock_renewal_failures_total", "name=\"m-b\"") >= 1);
+    assert_int_equal(count(p, "dlock_acquisitions_total", "name=\"m-b\""), 1);
+    assert_int_equal(count(p, "dlock_losses_total", "name=\"m-b\""), 1);
+    assert_true(count(p, "dlock_renewals_total", "name=\"m-b\"") >= 1);
+    assert_true(count(p, "dlock_renewal_failures_total", "name=\"m-b\"") >= 1);
     margin = value(p, "dlock_renewal_margin_min_seconds", "name=\"m-b\"");
     assert_true(margin >= 0 && margin < 1);
-    assert_int_equal(value(p, "dlock_hold_seconds_count", "name=\"m-b\""), 1);
+    assert_int_equal(count(p, "dlock_hold_seconds_count", "name=\"m-b\""), 1);
     assert_int_equal(bucket(p, "dlock_hold_seconds", "0.1", "m-b"), 0);
     free(p);
     dlock_client_close(c);
@@ -245,12 +254,12 @@ static void test_prometheus_counts_a_fair_hand_over(void **state)
     dlock_lock_free(holder);
 
     p = parsed_metrics(t.c);
-    assert_int_equal(value(p, "dlock_handovers_total", "name=\"m-fair\""), 1);
-    assert_int_equal(value(p, "dlock_acquisitions_total", "name=\"m-fair\""), 1);
-    assert_int_equal(value(p, "dlock_waits_total", "name=\"m-fair\""), 1);
+    assert_int_equal(count(p, "dlock_handovers_total", "name=\"m-fair\""), 1);
+    assert_int_equal(count(p, "dlock_acquisitions_total", "name=\"m-fair\""), 1);
+    assert_int_equal(count(p, "dlock_waits_total", "name=\"m-fair\""), 1);
     free(p);
     p = parsed_metrics(holder_client);
-    assert_int_equal(value(p, "dlock_handovers_total", "name=\"m-fair\""), 0);
+    assert_int_equal(count(p, "dlock_handovers_total", "name=\"m-fair\""), 0);
     free(p);
     dlock_client_close(t.c);
     dlock_client_close(holder_client);
@@ -278,12 +287,12 @@ static void test_prometheus_caps_the_names(void **state)
     acquire_and_release(c, "m-c");
     acquire_and_release(c, "m-\xff");
     p = parsed_metrics(c);
-    assert_int_equal(value(p, "dlock_acquisitions_total", "name=\"m-\\\"q\\\"\\\\\\n\""), 1);
-    assert_int_equal(value(p, "dlock_acquisitions_total", "name=\"m-c\""), 2);
-    assert_int_equal(value(p, "dlock_acquisitions_total", "name=\"__other__\""), 3);
-    assert_int_equal(value(p, "dlock_wait_seconds_count", "name=\"__other__\""), 3);
-    assert_int_equal(value(p, "dlock_acquisitions_total", "name=\"m-d\""), -1);
-    assert_int_equal(value(p, "dlock_acquisitions_total", "name=\"m-e\""), -1);
+    assert_int_equal(count(p, "dlock_acquisitions_total", "name=\"m-\\\"q\\\"\\\\\\n\""), 1);
+    assert_int_equal(count(p, "dlock_acquisitions_total", "name=\"m-c\""), 2);
+    assert_int_equal(count(p, "dlock_acquisitions_total", "name=\"__other__\""), 3);
+    assert_int_equal(count(p, "dlock_wait_seconds_count", "name=\"__other__\""), 3);
+    assert_int_equal(count(p, "dlock_acquisitions_total", "name=\"m-d\""), -1);
+    assert_int_equal(count(p, "dlock_acquisitions_total", "name=\"m-e\""), -1);
     free(p);
     dlock_client_close(c);
 }
@@ -304,10 +313,10 @@ static void test_prometheus_counts_server_errors_without_the_password(void **sta
     assert_int_equal(dlock_client_metrics_text(&text, c), 0);
     assert_null(strstr(text, "s3cret"));
     p = promtext_parse(text);
-    assert_true(value(p, "dlock_server_errors_total", label) >= 1);
-    assert_int_equal(value(p, "dlock_server_timeouts_total", label), 0);
-    assert_int_equal(value(p, "dlock_acquisitions_total", "name=\"m-down\""), 0);
-    assert_int_equal(value(p, "dlock_wait_seconds_count", "name=\"m-down\""), 0);
+    assert_true(count(p, "dlock_server_errors_total", label) >= 1);
+    assert_int_equal(count(p, "dlock_server_timeouts_total", label), 0);
+    assert_int_equal(count(p, "dlock_acquisitions_total", "name=\"m-down\""), 0);
+    assert_int_equal(count(p, "dlock_wait_seconds_count", "name=\"m-down\""), 0);
     free(p);
     dlock_metrics_free(text);
     dlock_client_close(c);
@@ -349,12 +358,12 @@ static void test_prometheus_run_writes_the_file(void **state)
     assert_int_equal(stat(path, &st), 0);
     assert_int_equal(st.st_mode & 0777, 0644);
     p = parsed_file(path);
-    assert_int_equal(value(p, "dlock_acquisitions_total", "name=\"m-run\""), 1);
-    assert_int_equal(value(p, "dlock_hold_seconds_count", "name=\"m-run\""), 1);
+    assert_int_equal(count(p, "dlock_acquisitions_total", "name=\"m-run\""), 1);
+    assert_int_equal(count(p, "dlock_hold_seconds_count", "name=\"m-run\""), 1);
     assert_int_equal(bucket(p, "dlock_hold_seconds", "0.1", "m-run"), 0);
-    assert_int_equal(value(p, "dlock_losses_total", "name=\"m-run\""), 0);
+    assert_int_equal(count(p, "dlock_losses_total", "name=\"m-run\""), 0);
     snprintf(label, sizeof(label), "server=\"127.0.0.1:%d\"", group_server.port);
-    assert_int_equal(value(p, "dlock_server_errors_total", label), 0);
+    assert_int_equal(count(p, "dlock_server_errors_total", label), 0);
     free(p);
 }
 
@@ -373,8 +382,8 @@ static void test_prometheus_run_writes_it_when_it_fails(void **state)
     assert_int_equal(DLOCK(&proc, 10000, "run", "-n", "--metrics-file", path, "m-runs", "--",
                            "true"), 75);
     p = parsed_file(path);
-    assert_int_equal(value(p, "dlock_busy_total", "name=\"m-runs\""), 1);
-    assert_int_equal(value(p, "dlock_acquisitions_total", "name=\"m-runs\""), 0);
+    assert_int_equal(count(p, "dlock_busy_total", "name=\"m-runs\""), 1);
+    assert_int_equal(count(p, "dlock_acquisitions_total", "name=\"m-runs\""), 0);
     free(p);
 
     /* The holder's 4 s run out: one call of the run waited more than 0.5 s. */
@@ -382,9 +391,9 @@ static void test_prometheus_run_writes_it_when_it_fails(void **state)
     assert_int_equal(DLOCK(&proc, 20000 * test_slowdown(), "run", "-w", "30s", "--metrics-file",
                            path, "m-runs", "--", "true"), 0);
     p = parsed_file(path);
-    assert_int_equal(value(p, "dlock_acquisitions_total", "name=\"m-runs\""), 1);
-    assert_int_equal(value(p, "dlock_waits_total", "name=\"m-runs\""), 1);
-    assert_int_equal(value(p, "dlock_wait_seconds_count", "name=\"m-runs\"") -
+    assert_int_equal(count(p, "dlock_acquisitions_total", "name=\"m-runs\""), 1);
+    assert_int_equal(count(p, "dlock_waits_total", "name=\"m-runs\""), 1);
+    assert_int_equal(count(p, "dlock_wait_seconds_count", "name=\"m-runs\"") -
                          bucket(p, "dlock_wait_seconds", "0.5", "m-runs"), 1);
     free(p);
     dlock_lock_free(held);
@@ -398,8 +407,8 @@ static void test_prometheus_run_writes_it_when_it_fails(void **state)
     freeReplyObject(run(redis, "DEL m-lost"));
     assert_int_equal(cli_wait(&proc, 20000 * test_slowdown()), 70);
     p = parsed_file(path);
-    assert_int_equal(value(p, "dlock_losses_total", "name=\"m-lost\""), 1);
-    assert_int_equal(value(p, "dlock_hold_seconds_count", "name=\"m-lost\""), 1);
+    assert_int_equal(count(p, "dlock_losses_total", "name=\"m-lost\""), 1);
+    assert_int_equal(count(p, "dlock_hold_seconds_count", "name=\"m-lost\""), 1);
     free(p);
 
     snprintf(url, sizeof(url), "redis://:s3cret@127.0.0.1:%d", port);
@@ -410,7 +419,7 @@ static void test_prometheus_run_writes_it_when_it_fails(void **state)
                                                    "--", "true", NULL},
                              10000), 69);
     p = parsed_file(path);
-    assert_true(value(p, "dlock_server_errors_total", label) >= 1);
+    assert_true(count(p, "dlock_server_errors_total", label) >= 1);
     free(p);
     dlock_client_close(c);
 }

@@ -52,3 +52,10 @@ double promtext_value(const char *parsed, const char *sample)
             return strtod(line + n + 1, NULL);
     return -1;
 }
+
+long long promtext_count(const char *parsed, const char *sample)
+{
+    double v = promtext_value(parsed, sample);
+    assert_true(v == (double)(long long)v);
+    return (long long)v;
+}

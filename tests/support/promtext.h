@@ -12,4 +12,8 @@ char *promtext_parse(const char *text);
  * `dlock_busy_total{name="a"}`) in `parsed`, or -1 if there is none. */
 double promtext_value(const char *parsed, const char *sample);
 
+/* The same for a sample that counts: a whole number (the test fails if it
+ * is not), or -1. */
+long long promtext_count(const char *parsed, const char *sample);
+
 #endif

@@ -176,20 +176,50 @@ static void test_metrics_client_text_parses(void **state)
     assert_int_equal(dlock_client_metrics(c, NULL, 0), len);
     assert_null(strstr(text, "s3cret"));
     parsed = promtext_parse(text);
-    assert_int_equal(promtext_value(parsed, "dlock_acquisitions_total{name=\"odd \\\"name\\\" \\\\ "
+    assert_int_equal(promtext_count(parsed, "dlock_acquisitions_total{name=\"odd \\\"name\\\" \\\\ "
                                             "with\\nnewline\"}"), 3);
-    assert_int_equal(promtext_value(parsed, "dlock_busy_total{name=\"plain\"}"), 1);
-    assert_int_equal(promtext_value(parsed, "dlock_acquisitions_total{name=\"__other__\"}"), 1);
-    assert_int_equal(promtext_value(parsed, "dlock_acquisitions_total{name=\"third\"}"), -1);
-    assert_int_equal(promtext_value(parsed, "dlock_wait_seconds_bucket{le=\"0.001\",name=\"plain\"}"), 0);
-    assert_int_equal(promtext_value(parsed, "dlock_wait_seconds_bucket{le=\"0.005\",name=\"plain\"}"), 1);
-    assert_int_equal(promtext_value(parsed, "dlock_wait_seconds_count{name=\"plain\"}"), 1);
+    assert_int_equal(promtext_count(parsed, "dlock_busy_total{name=\"plain\"}"), 1);
+    assert_int_equal(promtext_count(parsed, "dlock_acquisitions_total{name=\"__other__\"}"), 1);
+    assert_int_equal(promtext_count(parsed, "dlock_acquisitions_total{name=\"third\"}"), -1);
+    assert_int_equal(promtext_count(parsed, "dlock_wait_seconds_bucket{le=\"0.001\",name=\"plain\"}"), 0);
+    assert_int_equal(promtext_count(parsed, "dlock_wait_seconds_bucket{le=\"0.005\",name=\"plain\"}"), 1);
+    assert_int_equal(promtext_count(parsed, "dlock_wait_seconds_count{name=\"plain\"}"), 1);
     assert_float_equal(promtext_value(parsed, "dlock_wait_seconds_sum{name=\"plain\"}"), 0.002, 1e-9);
     assert_float_equal(promtext_value(parsed, "dlock_renewal_margin_min_seconds{name=\"plain\"}"),
                        1.234, 1e-9);
-    assert_int_equal(promtext_value(parsed, "dlock_renewal_margin_min_seconds{name=\"__other__\"}"), -1);
-    assert_int_equal(promtext_value(parsed, "dlock_server_errors_total{server=\"127.0.0.1:1\"}"), 0);
-    assert_int_equal(promtext_value(parsed, "dlock_server_timeouts_total{server=\"127.0.0.1:1\"}"), 0);
+    assert_int_equal(promtext_count(parsed, "dlock_renewal_margin_min_seconds{name=\"__other__\"}"), -1);
+    assert_int_equal(promtext_count(parsed, "dlock_server_errors_total{server=\"127.0.0.1:1\"}"), 0);
+    assert_int_equal(promtext_count(parsed, "dlock_server_timeouts_total{server=\"127.0.0.1:1\"}"), 0);
+    free(parsed);
+    dlock_metrics_free(text);
+    dlock_client_close(c);
+}
+
+/* Every family the library writes is in docs/operations.md's tables, which
+ * check_examples.py holds the dashboard and the rules to. */
+static void test_metrics_every_family_is_documented(void **state)
+{
+    static char docs[1 << 17];
+    dlock_client *c = open_capped("redis://127.0.0.1:1", 0);
+    char *text = NULL, *parsed, *line;
+    FILE *f = fopen(SOURCE_DIR "/docs/operations.md", "r");
+    size_t n, families = 0;
+    (void)state;
+    assert_non_null(f);
+    n = fread(docs, 1, sizeof(docs) - 1, f);
+    fclose(f);
+    docs[n] = '\0';
+    dlock__metrics_renewed(dlock__metrics_of(&c->metrics, "x"), 0, 1); /* the gauge has a sample */
+    assert_int_equal(dlock_client_metrics_text(&text, c), 0);
+    parsed = promtext_parse(text);
+    for (line = strstr(parsed, "# TYPE "); line; line = strstr(line + 1, "# TYPE ")) {
+        char quoted[128];
+        snprintf(quoted, sizeof(quoted), "`%.*s`", (int)strcspn(line + 7, " "), line + 7);
+        if (!strstr(docs, quoted))
+            fail_msg("%s is not in docs/operations.md", quoted);
+        families++;
+    }
+    assert_int_equal(families, 12);
     free(parsed);
     dlock_metrics_free(text);
     dlock_client_close(c);
@@ -224,6 +254,7 @@ int main(void)
         cmocka_unit_test(test_metrics_histogram_buckets),
         cmocka_unit_test(test_metrics_hold_is_observed_once),
         cmocka_unit_test(test_metrics_client_text_parses),
+        cmocka_unit_test(test_metrics_every_family_is_documented),
         cmocka_unit_test(test_metrics_refuses_bad_arguments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
