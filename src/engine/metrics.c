@@ -81,7 +81,7 @@ static bool grow(dlock__metrics *m)
         return true;
     if (cap > m->max)
         cap = m->max;
-    sorted = realloc(m->sorted, cap * sizeof(*sorted));
+    sorted = realloc(m->sorted, cap * sizeof(dlock__name_metrics *));
     if (!sorted)
         return false;
     m->sorted = sorted;
@@ -100,7 +100,7 @@ static dlock__name_metrics *find_or_add(dlock__metrics *m, const char *name)
     if (m->n >= m->max || strcmp(name, DLOCK_METRICS_OTHER) == 0 || !dlock__utf8_valid(name) ||
         !grow(m) || !(e = new_entry(name)))
         return NULL;
-    memmove(m->sorted + at + 1, m->sorted + at, (m->n - at) * sizeof(*m->sorted));
+    memmove(m->sorted + at + 1, m->sorted + at, (m->n - at) * sizeof(dlock__name_metrics *));
     m->sorted[at] = e;
     m->n++;
     return e;

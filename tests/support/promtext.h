@@ -8,6 +8,9 @@
  * fails the test if it does not parse or breaks the format's rules. */
 char *promtext_parse(const char *text);
 
+/* The same for the text in the file at `path`. */
+char *promtext_parse_file(const char *path);
+
 /* The value of the sample `sample` (as promtext.py prints it, e.g.
  * `dlock_busy_total{name="a"}`) in `parsed`, or -1 if there is none. */
 double promtext_value(const char *parsed, const char *sample);
