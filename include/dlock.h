@@ -191,7 +191,7 @@ typedef struct dlock_client_options {
     int64_t restart_delay_ms;
 
     /* How many lock names dlock_client_metrics() counts apart: the first
-     * ones acquired; every later name (and one that is not valid UTF-8)
+     * ones dlock_lock_acquire() is called with; every later name (and one that is not valid UTF-8)
      * is counted under DLOCK_METRICS_OTHER, so a client of many names
      * stays small. 0: DLOCK_METRICS_NAMES_DEFAULT; at most
      * DLOCK_METRICS_NAMES_MAX. */
