@@ -323,7 +323,8 @@ static void assert_only_file(const char *dir, const char *file)
 
 /* A run that held the lock 300 ms: one acquisition, one hold above 0.1 s,
  * the file replaced at once (a file there before is replaced, no temporary
- * left), readable by others as a new file is (0644 under umask 022). */
+ * left), readable by others as a new file is (0644 under umask 022). A
+ * file that cannot be written is reported, and changes no exit status. */
 static void test_prometheus_run_writes_the_file(void **state)
 {
     char dir[256], path[300], label[64], *p;
@@ -352,6 +353,12 @@ static void test_prometheus_run_writes_the_file(void **state)
     snprintf(label, sizeof(label), "server=\"127.0.0.1:%d\"", group_server.port);
     assert_int_equal(count(p, "dlock_server_errors_total", label), 0);
     free(p);
+    /* A file that cannot be written: said, and the command's status kept. */
+    snprintf(path, sizeof(path), "%s/missing/dlock.prom", dir);
+    assert_int_equal(DLOCK(&proc, 10000, "run", "--metrics-file", path, "m-run", "--", "sh", "-c",
+                           "exit 3"), 3);
+    assert_non_null(strstr(proc.err, "--metrics-file"));
+    assert_non_null(strstr(proc.err, "No such file or directory"));
 }
 
 /* Busy (75), a wait of more than 0.5 s, lost (70) and unreachable (69):

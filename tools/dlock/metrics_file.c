@@ -64,7 +64,7 @@ int cli_write_metrics(dlock_client *client, const char *path)
     }
     fd = create_temporary(path, tmp, sizeof(tmp));
     if (fd < 0) {
-        cli_error("--metrics-file %s: %s", tmp, strerror(errno));
+        cli_error("--metrics-file %s: cannot create %s: %s", path, tmp, strerror(errno));
         dlock_metrics_free(text);
         return -1;
     }

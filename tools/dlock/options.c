@@ -41,7 +41,7 @@ const struct cli_command cli_command_run = {
     "                         nothing (set it to the longest TTL in use)\n"
     "      --stats-json FILE  on exit, write the client's counters to FILE as JSON\n"
     "      --metrics-file FILE  on exit, replace FILE with the client's counters as\n"
-    "                         Prometheus text (for node_exporter's textfile collector)\n"
+    "                         Prometheus text (node_exporter's textfile collector)\n"
     "The command sees DLOCK_NAME, DLOCK_TOKEN, DLOCK_FENCE and DLOCK_SLOT (the\n"
     "permit's slot, 0 to N-1; the fence grows per slot); DLOCK_PASSWORD and\n"
     "URLs with credentials are removed from its environment.\n",
