@@ -15,6 +15,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -309,6 +310,61 @@ static void test_prometheus_counts_server_errors_without_the_password(void **sta
     dlock_client_close(c);
 }
 
+struct reader {
+    dlock_client *c;
+    atomic_bool stop;
+    int texts;
+};
+
+static void *read_metrics(void *arg)
+{
+    struct reader *r = arg;
+    while (!atomic_load(&r->stop)) {
+        char *text = NULL;
+        assert_int_equal(dlock_client_metrics_text(&text, r->c), 0);
+        dlock_metrics_free(text);
+        r->texts++;
+    }
+    return NULL;
+}
+
+/* The text is read on one thread while the caller's thread adds names and
+ * the renewal thread renews (ThreadSanitizer runs this): every read works
+ * and the last one has it all. */
+static void test_prometheus_text_while_locks_come_and_go(void **state)
+{
+    dlock_client *c = open_metered(group_server.url, 0);
+    dlock_acquire_options renewed = DLOCK_ACQUIRE_OPTIONS_INIT;
+    dlock_stats stats = {.version = DLOCK_STATS_VERSION};
+    struct reader r = {.c = c};
+    long long until = test_now_ms() + 5000LL * test_slowdown();
+    dlock_lock *lock;
+    pthread_t thread;
+    char *p;
+    (void)state;
+    renewed.auto_renew = 1;
+    lock = must_acquire(c, "m-busy-reader", 1000, &renewed);
+    assert_int_equal(pthread_create(&thread, NULL, read_metrics, &r), 0);
+    for (int i = 0; i < 40; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "m-many-%02d", i);
+        acquire_and_release(c, name);
+    }
+    while (dlock_client_stats(c, &stats) == 0 && !stats.renewals && test_now_ms() < until)
+        usleep(5 * 1000);
+    atomic_store(&r.stop, true);
+    pthread_join(thread, NULL);
+    assert_true(r.texts > 0);
+    assert_int_equal(dlock_lock_release(lock), 0);
+    dlock_lock_free(lock);
+    p = parsed_metrics(c);
+    assert_int_equal(count(p, "dlock_acquisitions_total", "name=\"m-many-39\""), 1);
+    assert_true(count(p, "dlock_renewals_total", "name=\"m-busy-reader\"") >= 1);
+    assert_int_equal(count(p, "dlock_hold_seconds_count", "name=\"m-busy-reader\""), 1);
+    free(p);
+    dlock_client_close(c);
+}
+
 /* Nothing but FILE is left in the folder: the temporary was renamed. */
 static void assert_only_file(const char *dir, const char *file)
 {
@@ -429,6 +485,7 @@ int main(void)
                                         setup_group_redis, teardown_group_redis),
         cmocka_unit_test_setup_teardown(test_prometheus_caps_the_names, setup_group_redis,
                                         teardown_group_redis),
+        cmocka_unit_test(test_prometheus_text_while_locks_come_and_go),
         cmocka_unit_test(test_prometheus_counts_server_errors_without_the_password),
         cmocka_unit_test(test_prometheus_run_writes_the_file),
         cmocka_unit_test_setup_teardown(test_prometheus_run_writes_it_when_it_fails,
