@@ -189,12 +189,21 @@ typedef struct dlock_client_options {
      * lock were held for the rest of the delay. Set it to the longest TTL
      * in use. 0: off. */
     int64_t restart_delay_ms;
+
+    /* How many lock names dlock_client_metrics() counts apart: the first
+     * ones dlock_lock_acquire() is called with; every later name (and one that is not valid UTF-8)
+     * is counted under DLOCK_METRICS_OTHER, so a client of many names
+     * stays small. 0: DLOCK_METRICS_NAMES_DEFAULT; at most
+     * DLOCK_METRICS_NAMES_MAX. */
+    unsigned metrics_names_max;
 } dlock_client_options;
 
 #define DLOCK_REPLICAS_MAX 1000
+#define DLOCK_METRICS_NAMES_DEFAULT 100
+#define DLOCK_METRICS_NAMES_MAX 100000
 
 #define DLOCK_CLIENT_OPTIONS_INIT                                                                  \
-    { DLOCK_CLIENT_OPTIONS_VERSION, NULL, 0, NULL, NULL, 0, 0, 0, 0, 0.0, 0, NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 0 }
+    { DLOCK_CLIENT_OPTIONS_VERSION, NULL, 0, NULL, NULL, 0, 0, 0, 0, 0.0, 0, NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0 }
 
 /* Fills *opts with defaults. Returns DLOCK_EINVAL for an unknown version. */
 DLOCK_EXTERN int dlock_client_options_init(dlock_client_options *opts, unsigned version);
@@ -707,6 +716,35 @@ typedef struct dlock_stats {
 /* Fills *out with the client's counters. Returns 0, or DLOCK_EINVAL (NULL,
  * or an unknown version). Safe from any thread while the client exists. */
 DLOCK_EXTERN int dlock_client_stats(const dlock_client *client, dlock_stats *out);
+
+/* The label value under which the names beyond the client's
+ * metrics_names_max are counted together. */
+#define DLOCK_METRICS_OTHER "__other__"
+
+/*
+ * The client's counters in the Prometheus text exposition format (version
+ * 0.0.4; docs/operations.md lists the metrics): per lock name (label
+ * `name`) the acquisitions, busy and waiting calls, losses, renewals and
+ * failed renewals, fair hand-overs received, the smallest renewal margin,
+ * the wait and hold times as histograms; per server (label `server`, as
+ * dlock_client_node_label(): never a password) errors and timeouts.
+ * Written into buf (len bytes; buf may be NULL when len is 0), cut short
+ * and always NUL-terminated when it does not fit, as snprintf(3) does.
+ * Returns the length of the whole text without the NUL (a value >= len:
+ * it was cut; call again with a larger buffer, the text may have grown
+ * meanwhile), or DLOCK_EINVAL (client NULL, or buf NULL with len > 0).
+ * The library writes nothing anywhere else. Safe from any thread while the
+ * client exists.
+ */
+DLOCK_EXTERN int64_t dlock_client_metrics(const dlock_client *client, char *buf, size_t len);
+
+/* The same text in a string of its own: on success *out is the caller's,
+ * to free with dlock_metrics_free(). Returns 0, DLOCK_EINVAL or
+ * DLOCK_ENOMEM. Safe from any thread while the client exists. */
+DLOCK_EXTERN int dlock_client_metrics_text(char **out, const dlock_client *client);
+
+/* Frees a text of dlock_client_metrics_text(). NULL is ignored. */
+DLOCK_EXTERN void dlock_metrics_free(char *text);
 
 #ifdef __cplusplus
 }

@@ -77,6 +77,8 @@ static int check_options(const dlock_client_options *o, char *why, size_t why_le
         return refuse(why, why_len, "replicas must be from 0 to 1000");
     if (!dlock__duration_ok(o->restart_delay_ms))
         return refuse(why, why_len, "restart_delay_ms must not be negative or too large");
+    if (o->metrics_names_max > DLOCK_METRICS_NAMES_MAX)
+        return refuse(why, why_len, "metrics_names_max must be at most 100000");
     return 0;
 }
 
@@ -214,6 +216,11 @@ int dlock_client_open(dlock_client **out, const dlock_client_options *opts, char
         return nomem(why, why_len);
     c->cancel_fd = -1;
     dlock__stats_init(&c->stats);
+    if (dlock__metrics_init(&c->metrics, o->metrics_names_max ? o->metrics_names_max
+                                                              : DLOCK_METRICS_NAMES_DEFAULT) < 0) {
+        free(c);
+        return nomem(why, why_len);
+    }
     c->connect_timeout_ms = o->connect_timeout_ms ? o->connect_timeout_ms
                                                   : DEFAULT_CONNECT_TIMEOUT_MS;
     c->command_timeout_ms = o->command_timeout_ms ? o->command_timeout_ms
@@ -263,6 +270,7 @@ void dlock_client_close(dlock_client *c)
     dlock__tls_context_free(c->tls_ctx);
     free(c->tls_name);
     free(c->kept_channel);
+    dlock__metrics_destroy(&c->metrics);
     free(c);
 }
 

@@ -196,6 +196,7 @@ int dlock_lock_acquire(dlock_lock **out, dlock_client *c, const char *name, int6
         rc = new_lock(&lock, c, name);
     if (rc != 0)
         return rc;
+    lock->claim.metrics = dlock__metrics_of(&c->metrics, name);
     rc = o->shared ? set_shared(lock, o) : o->fair ? set_fair(lock, o) : set_kind(lock, o);
     if (rc == 0 && (rc = dlock__token_new(c->tokens, lock->claim.token)) < 0)
         dlock__set_error(&c->main, "getrandom() gave no random bytes for the owner token");
@@ -206,9 +207,12 @@ int dlock_lock_acquire(dlock_lock **out, dlock_client *c, const char *name, int6
     explain_kind(lock, rc);
     if (rc < 0 && rc != DLOCK_EINVAL)
         leave_queue(lock, rc);
+    if (rc == 0) /* before the renewal thread may find it lost */
+        atomic_store(&lock->claim.held_since_ns, dlock__now_ns());
     if (rc == 0 && o->auto_renew)
         rc = start_renewal(lock, o);
     dlock__stats_acquired(&c->stats, rc, lock->claim.attempts, dlock__now_ns() - start);
+    dlock__metrics_acquired(lock->claim.metrics, rc, lock->claim.attempts, dlock__now_ns() - start);
     if (rc < 0) {
         dlock_lock_free(lock);
         return rc;
@@ -261,13 +265,10 @@ static void stop_renewal(dlock_lock *lock)
     lock->renewal = NULL;
 }
 
-int dlock_lock_release(dlock_lock *lock)
+static int release(dlock_lock *lock)
 {
-    dlock__lane *lane;
+    dlock__lane *lane = &lock->claim.client->main;
     int rc;
-    if (!lock)
-        return DLOCK_EINVAL;
-    lane = &lock->claim.client->main;
     lane->errmsg[0] = '\0';
     stop_renewal(lock);
     if (lock->claim.lost) {
@@ -286,6 +287,18 @@ int dlock_lock_release(dlock_lock *lock)
     rc = dlock__attempt_release(&lock->claim, lane, true);
     if (adopt_kind(lock, rc))
         rc = dlock__attempt_release(&lock->claim, lane, true);
+    return rc;
+}
+
+int dlock_lock_release(dlock_lock *lock)
+{
+    int rc;
+    if (!lock)
+        return DLOCK_EINVAL;
+    rc = release(lock);
+    /* The hold ends here, whatever came of the call (a loss the renewal
+     * thread found has ended it already). */
+    dlock__metrics_hold_ended(lock->claim.metrics, &lock->claim.held_since_ns);
     return rc;
 }
 

@@ -76,6 +76,10 @@ typedef struct dlock__claim {
      * lease it set (server ms), for a grant handed over by a release. */
     int64_t asked_ns;
     int64_t lease_end_ms;
+    /* The name's counters (NULL: not counted, as an adopted handle), and
+     * when the hold they will see end began (0: none open). */
+    dlock__name_metrics *metrics;
+    _Atomic int64_t held_since_ns;
 } dlock__claim;
 
 /* Checks the name and derives its keys; the token is left empty. Returns 0,

@@ -7,6 +7,7 @@
 #include "conn.h"
 #include "dlock.h"
 #include "fanout.h"
+#include "metrics.h"
 #include "owner.h"
 #include "stats.h"
 #include "url.h"
@@ -54,6 +55,7 @@ struct dlock_client {
     char *tls_name;                       /* tls_sni option, or NULL */
     dlock__stats stats;                   /* dlock_client_stats() */
     dlock__node_counters node_counters[DLOCK__NODES_MAX]; /* each lane's connections count here */
+    dlock__metrics metrics;               /* per name: dlock_client_metrics() */
     /* Why these servers cannot hold a lock ("" when they can), and the
      * doctor's ID for it: set only with the `inspect` option, which opens
      * what a lock client refuses. */

@@ -181,6 +181,8 @@ static void declare_lost(struct dlock__renewer *r, dlock__renewal *lock, int rea
     lock->claim->valid_until_ns = 0;
     lock->renewing = true; /* not to be freed before its cleanup */
     dlock__stats_lost(&r->client->stats);
+    dlock__metrics_lost(lock->claim->metrics);
+    dlock__metrics_hold_ended(lock->claim->metrics, &lock->claim->held_since_ns);
     pthread_mutex_unlock(&r->mutex);
     if (lock->on_lost)
         lock->on_lost(lock->lock, reason, lock->on_lost_arg);
@@ -310,9 +312,13 @@ static void renew_due(struct dlock__renewer *r, int64_t now)
     pthread_mutex_unlock(&r->mutex);
     dlock__attempt_extend(claims, k, &r->lane, ttls, rcs);
     done = dlock__now_ns();
-    for (size_t j = 0; j < k; j++)
-        if (rcs[j] == 0) /* how close it came: what was left of the old validity */
-            dlock__stats_renewed(&r->client->stats, (old_until[j] - done) / DLOCK__NS_PER_MS);
+    for (size_t j = 0; j < k; j++) {
+        /* how close it came: what was left of the old validity */
+        int64_t margin_ms = (old_until[j] - done) / DLOCK__NS_PER_MS;
+        if (rcs[j] == 0)
+            dlock__stats_renewed(&r->client->stats, margin_ms);
+        dlock__metrics_renewed(claims[j]->metrics, rcs[j], margin_ms);
+    }
     pthread_mutex_lock(&r->mutex);
     /* A lock still marked renewing cannot be released or freed meanwhile,
      * even while declare_lost() lets go of the mutex. */

@@ -26,12 +26,17 @@ void dlock__stats_acquired(dlock__stats *s, int rc, unsigned attempts, int64_t t
     }
 }
 
+void dlock__stats_lower(atomic_int_fast64_t *least, int64_t value)
+{
+    int_fast64_t now = atomic_load(least);
+    while (value < now && !atomic_compare_exchange_weak(least, &now, value))
+        ;
+}
+
 void dlock__stats_renewed(dlock__stats *s, int64_t margin_ms)
 {
-    int_fast64_t least = atomic_load(&s->min_margin_ms);
     atomic_fetch_add(&s->renewals, 1);
-    while (margin_ms < least && !atomic_compare_exchange_weak(&s->min_margin_ms, &least, margin_ms))
-        ;
+    dlock__stats_lower(&s->min_margin_ms, margin_ms);
 }
 
 void dlock__stats_lost(dlock__stats *s)

@@ -28,6 +28,9 @@ void dlock__stats_renewed(dlock__stats *s, int64_t margin_ms);
 
 void dlock__stats_lost(dlock__stats *s);
 
+/* Lowers *least to `value` if that is less, from any thread. */
+void dlock__stats_lower(atomic_int_fast64_t *least, int64_t value);
+
 /* A call to a server ended with `status` (a negative code: a failure) or an
  * error reply. NULL counters: not counted. */
 void dlock__stats_node(dlock__node_counters *n, int status, int error_reply);

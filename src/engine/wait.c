@@ -423,6 +423,8 @@ static int take_handed(dlock__claim *cl, struct waiter *w, int64_t ttl_ms,
 {
     int rc = dlock__attempt_handed(cl, w->fence, w->lease_end_ms, ttl_ms);
     w->handed = false;
+    if (rc == 0)
+        dlock__metrics_handed(cl->metrics);
     if (rc < 0 || opts->auto_renew || ttl_ms <= (int64_t)cl->limit)
         return rc;
     dlock__attempt_extend(&cl, 1, &cl->client->main, &ttl_ms, &rc);

@@ -126,7 +126,7 @@ void cli_format_time(int64_t ms, char *out, size_t len);
 #define CLI_OPT_RUN 0x10u      /* --kill-after, --max-hold; NAME -- COMMAND or NAME -c CMD */
 #define CLI_OPT_PERMITS 0x20u  /* --permits N */
 #define CLI_OPT_WATCH 0x40u    /* --watch */
-#define CLI_OPT_STATS 0x80u    /* --stats-json FILE */
+#define CLI_OPT_STATS 0x80u    /* --stats-json FILE, --metrics-file FILE */
 #define CLI_OPT_NAME_OPTIONAL 0x100u /* the one operand may be left out (NULL name) */
 #define CLI_OPT_FAIR 0x200u     /* --fair, --lease DUR */
 #define CLI_OPT_SHARED 0x400u   /* -s, --shared */
@@ -153,6 +153,7 @@ struct cli_command_opts {
     long long permits; /* --permits as given; wait.permits when it is in range */
     bool watch;             /* status --watch */
     const char *stats_json; /* run --stats-json FILE */
+    const char *metrics_file; /* run --metrics-file FILE */
     const char *name;       /* NULL when an optional operand was left out */
     const char *token;         /* release, extend */
     char **command;            /* run: the command's argv, or NULL with shell_command */
@@ -200,5 +201,9 @@ void cli_print_status(const char *name, const dlock_status *st, bool json);
 /* Writes the client's counters (dlock_client_stats) to `path` as one JSON
  * object. Returns 0, or -1 after saying why. */
 int cli_write_stats(dlock_client *client, const char *path);
+
+/* Replaces the file at `path` with the client's counters as Prometheus text
+ * (dlock_client_metrics()), atomically. Returns 0, or -1 after saying why. */
+int cli_write_metrics(dlock_client *client, const char *path);
 
 #endif

@@ -559,6 +559,8 @@ int cmd_run(struct cli *cli, int argc, char **argv)
     dlock_lock_free(lock);
     if (o.stats_json)
         cli_write_stats(client, o.stats_json);
+    if (o.metrics_file)
+        cli_write_metrics(client, o.metrics_file);
     dlock_client_close(client);
     return rc;
 }

@@ -84,7 +84,8 @@ _dlock()
 
     if [[ $prev == -* ]] && _dlock_takes_value "$prev" "$options"; then
         case $prev in
-            --cacert | --cert | --key) mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+            --cacert | --cert | --key | --stats-json | --metrics-file)
+                mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
             --cacertdir) mapfile -t COMPREPLY < <(compgen -d -- "$cur") ;;
         esac
         return

@@ -41,6 +41,8 @@ const struct cli_command cli_command_run = {
     "      --restart-delay DUR  a server that lost its data less than DUR ago grants\n"
     "                         nothing (set it to the longest TTL in use)\n"
     "      --stats-json FILE  on exit, write the client's counters to FILE as JSON\n"
+    "      --metrics-file FILE  on exit, replace FILE with the client's counters as\n"
+    "                         Prometheus text (node_exporter's textfile collector)\n"
     "The command sees DLOCK_NAME, DLOCK_TOKEN, DLOCK_FENCE and DLOCK_SLOT (the\n"
     "permit's slot, 0 to N-1; the fence grows per slot); DLOCK_PASSWORD and\n"
     "URLs with credentials are removed from its environment.\n",
@@ -149,7 +151,7 @@ const struct cli_command cli_command_doctor = {
     1,
 };
 
-enum { OPT_KILL_AFTER = 256, OPT_MAX_HOLD, OPT_JSON, OPT_PERMITS, OPT_WATCH, OPT_STATS_JSON, OPT_FAIR,
+enum { OPT_KILL_AFTER = 256, OPT_MAX_HOLD, OPT_JSON, OPT_PERMITS, OPT_WATCH, OPT_STATS_JSON, OPT_METRICS_FILE, OPT_FAIR,
        OPT_LEASE, OPT_REPLICAS, OPT_RESTART_DELAY };
 
 static const struct option long_options[] = {
@@ -163,6 +165,7 @@ static const struct option long_options[] = {
     {"permits", required_argument, NULL, OPT_PERMITS},
     {"watch", no_argument, NULL, OPT_WATCH},
     {"stats-json", required_argument, NULL, OPT_STATS_JSON},
+    {"metrics-file", required_argument, NULL, OPT_METRICS_FILE},
     {"fair", no_argument, NULL, OPT_FAIR},
     {"lease", required_argument, NULL, OPT_LEASE},
     {"shared", no_argument, NULL, 's'},
@@ -193,6 +196,7 @@ static unsigned group_of(int opt)
     case OPT_WATCH:
         return CLI_OPT_WATCH;
     case OPT_STATS_JSON:
+    case OPT_METRICS_FILE:
         return CLI_OPT_STATS;
     case OPT_FAIR:
     case OPT_LEASE:
@@ -288,6 +292,9 @@ static int take_value(int opt, const char *value, struct cli_command_opts *o)
         return 0;
     case OPT_STATS_JSON:
         o->stats_json = value;
+        return 0;
+    case OPT_METRICS_FILE:
+        o->metrics_file = value;
         return 0;
     case OPT_FAIR:
         o->wait.fair = true;

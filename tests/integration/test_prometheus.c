@@ -1,0 +1,495 @@
+/* The Prometheus text of a known workload, read by a real parser
+ * (prometheus_client, through tests/metrics/promtext.py): counts per lock
+ * name, a wait and a hold of known length in the right buckets, a loss,
+ * a fair hand-over, the cap on names, server errors without the password;
+ * from the library and from `dlock run --metrics-file` (which writes it
+ * on every exit that had a client: done, busy, lost, unreachable). */
+#include "cli_runner.h"
+#include "helpers.h"
+#include "promtext.h"
+
+#include <dlock.h>
+
+#include <dirent.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+/* A client on the group's server whose per-node deadline (a second) no
+ * busy machine misses, keeping `max` names apart (0: the default). */
+static dlock_client *open_metered(const char *url, unsigned max)
+{
+    dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
+    dlock_client *c = NULL;
+    char why[256];
+    o.urls = &url;
+    o.n_urls = 1;
+    o.node_timeout_ms = 1000;
+    o.metrics_names_max = max;
+    if (dlock_client_open(&c, &o, why, sizeof(why)) < 0)
+        fail_msg("dlock_client_open: %s", why);
+    return c;
+}
+
+/* The client's text as the parser read it; caller frees. */
+static char *parsed_metrics(dlock_client *c)
+{
+    char *text = NULL, *parsed;
+    assert_int_equal(dlock_client_metrics_text(&text, c), 0);
+    parsed = promtext_parse(text);
+    dlock_metrics_free(text);
+    return parsed;
+}
+
+/* A file's text as the parser read it, which names no password; caller
+ * frees. */
+static char *parsed_file(const char *path)
+{
+    char *parsed = promtext_parse_file(path);
+    assert_null(strstr(parsed, "s3cret"));
+    return parsed;
+}
+
+/* The count of sample FAMILY{LABELS}, e.g. count(p, "dlock_busy_total",
+ * "name=\"a\""); -1: no such sample. */
+static long long count(const char *parsed, const char *family, const char *labels)
+{
+    char sample[512];
+    snprintf(sample, sizeof(sample), "%s{%s}", family, labels);
+    return promtext_count(parsed, sample);
+}
+
+/* A sample that is not a count: a sum, a gauge. */
+static double value(const char *parsed, const char *family, const char *labels)
+{
+    char sample[512];
+    snprintf(sample, sizeof(sample), "%s{%s}", family, labels);
+    return promtext_value(parsed, sample);
+}
+
+static long long bucket(const char *parsed, const char *family, const char *le, const char *name)
+{
+    char sample[512];
+    snprintf(sample, sizeof(sample), "%s_bucket{le=\"%s\",name=\"%s\"}", family, le, name);
+    return promtext_count(parsed, sample);
+}
+
+struct later_release {
+    dlock_lock *lock;
+    int delay_ms;
+};
+
+static void *release_later(void *arg)
+{
+    struct later_release *r = arg;
+    usleep((useconds_t)r->delay_ms * 1000);
+    assert_int_equal(dlock_lock_release(r->lock), 0);
+    return NULL;
+}
+
+/* 5 acquisitions at once, 2 busy tries, then a wait for a release 1.5 s
+ * away (the wait starts within a second of that, however slow the machine:
+ * it lasts more than 0.5 s) and a hold of at least 300 ms: counted, and
+ * each in its buckets (the 7 quick calls below 0.5 s, the wait above it;
+ * 5 quick holds below 0.1 s). */
+static void test_prometheus_counts_acquisitions_busy_and_a_wait(void **state)
+{
+    dlock_client *c = open_metered(group_server.url, 0);
+    dlock_client *other = open_metered(group_server.url, 0);
+    dlock_acquire_options waiting = DLOCK_ACQUIRE_OPTIONS_INIT;
+    struct later_release later = {NULL, 1500};
+    dlock_lock *lock;
+    pthread_t thread;
+    long long start;
+    char *p;
+    (void)state;
+    for (int i = 0; i < 5; i++) {
+        lock = must_acquire(c, "m-a", 10000, NULL);
+        assert_int_equal(dlock_lock_release(lock), 0);
+        dlock_lock_free(lock);
+    }
+    later.lock = must_acquire(other, "m-a", 10000, NULL);
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(dlock_lock_acquire(&lock, c, "m-a", 10000, NULL), DLOCK_EBUSY);
+    start = test_now_ms();
+    assert_int_equal(pthread_create(&thread, NULL, release_later, &later), 0);
+    waiting.wait_ms = 10000LL * test_slowdown();
+    lock = must_acquire(c, "m-a", 10000, &waiting);
+    assert_true(test_now_ms() - start >= 1500);
+    pthread_join(thread, NULL);
+    usleep(300 * 1000);
+    assert_int_equal(dlock_lock_release(lock), 0);
+    dlock_lock_free(lock);
+    dlock_lock_free(later.lock);
+
+    p = parsed_metrics(c);
+    assert_int_equal(count(p, "dlock_acquisitions_total", "name=\"m-a\""), 6);
+    assert_int_equal(count(p, "dlock_busy_total", "name=\"m-a\""), 2);
+    assert_int_equal(count(p, "dlock_waits_total", "name=\"m-a\""), 1);
+    assert_int_equal(count(p, "dlock_losses_total", "name=\"m-a\""), 0);
+    assert_int_equal(count(p, "dlock_renewals_total", "name=\"m-a\""), 0);
+    assert_int_equal(bucket(p, "dlock_wait_seconds", "0.5", "m-a"), 7);
+    assert_int_equal(bucket(p, "dlock_wait_seconds", "60", "m-a"), 8);
+    assert_int_equal(count(p, "dlock_wait_seconds_count", "name=\"m-a\""), 8);
+    assert_true(value(p, "dlock_wait_seconds_sum", "name=\"m-a\"") >= 0.5);
+    assert_int_equal(bucket(p, "dlock_hold_seconds", "0.1", "m-a"), 5);
+    assert_int_equal(bucket(p, "dlock_hold_seconds", "60", "m-a"), 6);
+    assert_int_equal(count(p, "dlock_hold_seconds_count", "name=\"m-a\""), 6);
+    assert_true(value(p, "dlock_hold_seconds_sum", "name=\"m-a\"") >= 0.3);
+    assert_int_equal(count(p, "dlock_renewal_margin_min_seconds", "name=\"m-a\""), -1);
+    free(p);
+    dlock_client_close(other);
+    dlock_client_close(c);
+}
+
+/* An auto-renewed lock renewed, then deleted: one loss (the handle is no
+ * longer held), the renewal that found it gone failed, the smallest
+ * margin is within the TTL, and the hold ended once (at the loss, not
+ * again at the release). */
+static void test_prometheus_counts_a_loss(void **state)
+{
+    redisContext *redis = *state;
+    dlock_client *c = open_metered(group_server.url, 0);
+    dlock_acquire_options renewed = DLOCK_ACQUIRE_OPTIONS_INIT;
+    dlock_stats stats = {.version = DLOCK_STATS_VERSION};
+    long long until = test_now_ms() + 5000LL * test_slowdown();
+    dlock_lock *lock;
+    double margin;
+    char *p;
+    renewed.auto_renew = 1;
+    lock = must_acquire(c, "m-b", 1000, &renewed);
+    do
+        usleep(5 * 1000);
+    while (dlock_client_stats(c, &stats) == 0 && !stats.renewals && test_now_ms() < until);
+    freeReplyObject(run(redis, "DEL m-b"));
+    for (until = test_now_ms() + 5000LL * test_slowdown();
+         dlock_lock_held(lock) && test_now_ms() < until;)
+        usleep(5 * 1000);
+    assert_false(dlock_lock_held(lock));
+    assert_int_equal(dlock_lock_release(lock), DLOCK_ELOST);
+    dlock_lock_free(lock);
+
+    p = parsed_metrics(c);
+    assert_int_equal(count(p, "dlock_acquisitions_total", "name=\"m-b\""), 1);
+    assert_int_equal(count(p, "dlock_losses_total", "name=\"m-b\""), 1);
+    assert_true(count(p, "dlock_renewals_total", "name=\"m-b\"") >= 1);
+    assert_true(count(p, "dlock_renewal_failures_total", "name=\"m-b\"") >= 1);
+    margin = value(p, "dlock_renewal_margin_min_seconds", "name=\"m-b\"");
+    assert_true(margin >= 0 && margin < 1);
+    assert_int_equal(count(p, "dlock_hold_seconds_count", "name=\"m-b\""), 1);
+    assert_int_equal(bucket(p, "dlock_hold_seconds", "0.1", "m-b"), 0);
+    free(p);
+    dlock_client_close(c);
+}
+
+/* Script calls the server ran so far (EVALSHA and its EVAL fallback). */
+static long long script_calls(redisContext *redis)
+{
+    return info_count(redis, "commandstats", "cmdstat_evalsha:calls=") +
+           info_count(redis, "commandstats", "cmdstat_eval:calls=");
+}
+
+struct fair_taker {
+    dlock_client *c;
+    dlock_lock *lock;
+    int rc;
+};
+
+static void *take_fair(void *arg)
+{
+    struct fair_taker *t = arg;
+    dlock_acquire_options o = DLOCK_ACQUIRE_OPTIONS_INIT;
+    o.fair = 1;
+    o.wait_ms = 20000LL * test_slowdown();
+    t->rc = dlock_lock_acquire(&t->lock, t->c, "m-fair", 30000, &o);
+    return NULL;
+}
+
+/* A fair waiter, queued and listening (its two tries ran), is handed the
+ * lock by the holder's release. */
+static void test_prometheus_counts_a_fair_hand_over(void **state)
+{
+    redisContext *redis = *state;
+    dlock_client *holder_client = open_metered(group_server.url, 0);
+    struct fair_taker t = {open_metered(group_server.url, 0), NULL, -1};
+    dlock_acquire_options o = DLOCK_ACQUIRE_OPTIONS_INIT;
+    dlock_lock *holder;
+    pthread_t thread;
+    long long before, deadline;
+    char *p;
+    o.fair = 1;
+    holder = must_acquire(holder_client, "m-fair", 30000, &o);
+    before = script_calls(redis);
+    assert_int_equal(pthread_create(&thread, NULL, take_fair, &t), 0);
+    deadline = test_now_ms() + 10000LL * test_slowdown();
+    while (script_calls(redis) < before + 2 && test_now_ms() < deadline)
+        usleep(5 * 1000);
+    assert_int_equal(dlock_lock_release(holder), 0);
+    pthread_join(thread, NULL);
+    assert_int_equal(t.rc, 0);
+    assert_int_equal(dlock_lock_release(t.lock), 0);
+    dlock_lock_free(t.lock);
+    dlock_lock_free(holder);
+
+    p = parsed_metrics(t.c);
+    assert_int_equal(count(p, "dlock_handovers_total", "name=\"m-fair\""), 1);
+    assert_int_equal(count(p, "dlock_acquisitions_total", "name=\"m-fair\""), 1);
+    assert_int_equal(count(p, "dlock_waits_total", "name=\"m-fair\""), 1);
+    free(p);
+    p = parsed_metrics(holder_client);
+    assert_int_equal(count(p, "dlock_handovers_total", "name=\"m-fair\""), 0);
+    free(p);
+    dlock_client_close(t.c);
+    dlock_client_close(holder_client);
+}
+
+static void acquire_and_release(dlock_client *c, const char *name)
+{
+    dlock_lock *lock = must_acquire(c, name, 10000, NULL);
+    assert_int_equal(dlock_lock_release(lock), 0);
+    dlock_lock_free(lock);
+}
+
+/* With room for two names, a name with a quote, a backslash and a newline
+ * keeps its own (escaped) lines; the third and later names, and a name
+ * that is not UTF-8, are counted under __other__. */
+static void test_prometheus_caps_the_names(void **state)
+{
+    dlock_client *c = open_metered(group_server.url, 2);
+    char *p;
+    (void)state;
+    acquire_and_release(c, "m-\"q\"\\\n");
+    acquire_and_release(c, "m-c");
+    acquire_and_release(c, "m-d");
+    acquire_and_release(c, "m-e");
+    acquire_and_release(c, "m-c");
+    acquire_and_release(c, "m-\xff");
+    p = parsed_metrics(c);
+    assert_int_equal(count(p, "dlock_acquisitions_total", "name=\"m-\\\"q\\\"\\\\\\n\""), 1);
+    assert_int_equal(count(p, "dlock_acquisitions_total", "name=\"m-c\""), 2);
+    assert_int_equal(count(p, "dlock_acquisitions_total", "name=\"__other__\""), 3);
+    assert_int_equal(count(p, "dlock_wait_seconds_count", "name=\"__other__\""), 3);
+    assert_int_equal(count(p, "dlock_acquisitions_total", "name=\"m-d\""), -1);
+    assert_int_equal(count(p, "dlock_acquisitions_total", "name=\"m-e\""), -1);
+    free(p);
+    dlock_client_close(c);
+}
+
+/* A server that refuses connections: its errors, labelled by host and
+ * port, never by the URL's password. */
+static void test_prometheus_counts_server_errors_without_the_password(void **state)
+{
+    char url[128], label[64], *text = NULL, *p;
+    int port = test_free_port();
+    dlock_client *c;
+    dlock_lock *lock = NULL;
+    (void)state;
+    snprintf(url, sizeof(url), "redis://:s3cret@127.0.0.1:%d", port);
+    snprintf(label, sizeof(label), "server=\"127.0.0.1:%d\"", port);
+    c = open_metered(url, 0);
+    assert_int_equal(dlock_lock_acquire(&lock, c, "m-down", 10000, NULL), DLOCK_ECONN);
+    assert_int_equal(dlock_client_metrics_text(&text, c), 0);
+    assert_null(strstr(text, "s3cret"));
+    p = promtext_parse(text);
+    assert_true(count(p, "dlock_server_errors_total", label) >= 1);
+    assert_int_equal(count(p, "dlock_server_timeouts_total", label), 0);
+    assert_int_equal(count(p, "dlock_acquisitions_total", "name=\"m-down\""), 0);
+    assert_int_equal(count(p, "dlock_wait_seconds_count", "name=\"m-down\""), 0);
+    free(p);
+    dlock_metrics_free(text);
+    dlock_client_close(c);
+}
+
+struct reader {
+    dlock_client *c;
+    atomic_bool stop;
+    int texts;
+};
+
+static void *read_metrics(void *arg)
+{
+    struct reader *r = arg;
+    while (!atomic_load(&r->stop)) {
+        char *text = NULL;
+        assert_int_equal(dlock_client_metrics_text(&text, r->c), 0);
+        dlock_metrics_free(text);
+        r->texts++;
+    }
+    return NULL;
+}
+
+/* The text is read on one thread while the caller's thread adds names and
+ * the renewal thread renews (ThreadSanitizer runs this): every read works
+ * and the last one has it all. */
+static void test_prometheus_text_while_locks_come_and_go(void **state)
+{
+    dlock_client *c = open_metered(group_server.url, 0);
+    dlock_acquire_options renewed = DLOCK_ACQUIRE_OPTIONS_INIT;
+    dlock_stats stats = {.version = DLOCK_STATS_VERSION};
+    struct reader r = {.c = c};
+    long long until = test_now_ms() + 5000LL * test_slowdown();
+    dlock_lock *lock;
+    pthread_t thread;
+    char *p;
+    (void)state;
+    renewed.auto_renew = 1;
+    lock = must_acquire(c, "m-busy-reader", 1000, &renewed);
+    assert_int_equal(pthread_create(&thread, NULL, read_metrics, &r), 0);
+    for (int i = 0; i < 40; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "m-many-%02d", i);
+        acquire_and_release(c, name);
+    }
+    while (dlock_client_stats(c, &stats) == 0 && !stats.renewals && test_now_ms() < until)
+        usleep(5 * 1000);
+    atomic_store(&r.stop, true);
+    pthread_join(thread, NULL);
+    assert_true(r.texts > 0);
+    assert_int_equal(dlock_lock_release(lock), 0);
+    dlock_lock_free(lock);
+    p = parsed_metrics(c);
+    assert_int_equal(count(p, "dlock_acquisitions_total", "name=\"m-many-39\""), 1);
+    assert_true(count(p, "dlock_renewals_total", "name=\"m-busy-reader\"") >= 1);
+    assert_int_equal(count(p, "dlock_hold_seconds_count", "name=\"m-busy-reader\""), 1);
+    free(p);
+    dlock_client_close(c);
+}
+
+/* Nothing but FILE is left in the folder: the temporary was renamed. */
+static void assert_only_file(const char *dir, const char *file)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    assert_non_null(d);
+    while ((e = readdir(d)))
+        assert_null(strstr(e->d_name, ".tmp"));
+    closedir(d);
+    assert_int_equal(access(file, R_OK), 0);
+}
+
+/* A run that held the lock 300 ms: one acquisition, one hold above 0.1 s,
+ * the file replaced at once (a file there before is replaced, no temporary
+ * left), readable by others as a new file is (0644 under umask 022). A
+ * file that cannot be written is reported, and changes no exit status. */
+static void test_prometheus_run_writes_the_file(void **state)
+{
+    char dir[256], path[300], label[64], *p;
+    struct stat st;
+    FILE *f;
+    cli_proc proc;
+    (void)state;
+    scratch(dir, sizeof(dir), "textfile");
+    assert_int_equal(mkdir(dir, 0755), 0);
+    snprintf(path, sizeof(path), "%s/dlock.prom", dir);
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("old\n", f);
+    fclose(f);
+    umask(022);
+    assert_int_equal(DLOCK(&proc, 10000, "run", "--metrics-file", path, "m-run", "--", "sleep",
+                           "0.3"), 0);
+    assert_only_file(dir, path);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0644);
+    p = parsed_file(path);
+    assert_int_equal(count(p, "dlock_acquisitions_total", "name=\"m-run\""), 1);
+    assert_int_equal(count(p, "dlock_hold_seconds_count", "name=\"m-run\""), 1);
+    assert_int_equal(bucket(p, "dlock_hold_seconds", "0.1", "m-run"), 0);
+    assert_int_equal(count(p, "dlock_losses_total", "name=\"m-run\""), 0);
+    snprintf(label, sizeof(label), "server=\"127.0.0.1:%d\"", group_server.port);
+    assert_int_equal(count(p, "dlock_server_errors_total", label), 0);
+    free(p);
+    /* A file that cannot be written: said, and the command's status kept. */
+    snprintf(path, sizeof(path), "%s/missing/dlock.prom", dir);
+    assert_int_equal(DLOCK(&proc, 10000, "run", "--metrics-file", path, "m-run", "--", "sh", "-c",
+                           "exit 3"), 3);
+    assert_non_null(strstr(proc.err, "--metrics-file"));
+    assert_non_null(strstr(proc.err, "No such file or directory"));
+}
+
+/* Busy (75), a wait of more than 0.5 s, lost (70) and unreachable (69):
+ * each run writes what it saw. */
+static void test_prometheus_run_writes_it_when_it_fails(void **state)
+{
+    redisContext *redis = *state;
+    dlock_client *c = open_metered(group_server.url, 0);
+    char path[256], url[128], label[64], *p;
+    dlock_lock *held = must_acquire(c, "m-runs", 4000, NULL);
+    cli_proc proc;
+    int port = test_free_port();
+
+    scratch(path, sizeof(path), "busy.prom");
+    assert_int_equal(DLOCK(&proc, 10000, "run", "-n", "--metrics-file", path, "m-runs", "--",
+                           "true"), 75);
+    p = parsed_file(path);
+    assert_int_equal(count(p, "dlock_busy_total", "name=\"m-runs\""), 1);
+    assert_int_equal(count(p, "dlock_acquisitions_total", "name=\"m-runs\""), 0);
+    free(p);
+
+    /* The holder's 4 s run out: one call of the run waited more than 0.5 s. */
+    scratch(path, sizeof(path), "wait.prom");
+    assert_int_equal(DLOCK(&proc, 20000 * test_slowdown(), "run", "-w", "30s", "--metrics-file",
+                           path, "m-runs", "--", "true"), 0);
+    p = parsed_file(path);
+    assert_int_equal(count(p, "dlock_acquisitions_total", "name=\"m-runs\""), 1);
+    assert_int_equal(count(p, "dlock_waits_total", "name=\"m-runs\""), 1);
+    assert_int_equal(count(p, "dlock_wait_seconds_count", "name=\"m-runs\"") -
+                         bucket(p, "dlock_wait_seconds", "0.5", "m-runs"), 1);
+    free(p);
+    dlock_lock_free(held);
+
+    scratch(path, sizeof(path), "lost.prom");
+    assert_int_equal(cli_start(&proc, group_server.url,
+                               (const char *const[]){"run", "-t", "1s", "--metrics-file", path,
+                                                     "m-lost", "--", "sleep", "30", NULL},
+                               NULL), 0);
+    wait_for_key(redis, "m-lost");
+    freeReplyObject(run(redis, "DEL m-lost"));
+    assert_int_equal(cli_wait(&proc, 20000 * test_slowdown()), 70);
+    p = parsed_file(path);
+    assert_int_equal(count(p, "dlock_losses_total", "name=\"m-lost\""), 1);
+    assert_int_equal(count(p, "dlock_hold_seconds_count", "name=\"m-lost\""), 1);
+    free(p);
+
+    snprintf(url, sizeof(url), "redis://:s3cret@127.0.0.1:%d", port);
+    snprintf(label, sizeof(label), "server=\"127.0.0.1:%d\"", port);
+    scratch(path, sizeof(path), "down.prom");
+    assert_int_equal(cli_run(&proc, url,
+                             (const char *const[]){"run", "-n", "--metrics-file", path, "m-down",
+                                                   "--", "true", NULL},
+                             10000), 69);
+    p = parsed_file(path);
+    assert_true(count(p, "dlock_server_errors_total", label) >= 1);
+    free(p);
+    dlock_client_close(c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_prometheus_counts_acquisitions_busy_and_a_wait,
+                                        setup_group_redis, teardown_group_redis),
+        cmocka_unit_test_setup_teardown(test_prometheus_counts_a_loss, setup_group_redis,
+                                        teardown_group_redis),
+        cmocka_unit_test_setup_teardown(test_prometheus_counts_a_fair_hand_over,
+                                        setup_group_redis, teardown_group_redis),
+        cmocka_unit_test_setup_teardown(test_prometheus_caps_the_names, setup_group_redis,
+                                        teardown_group_redis),
+        cmocka_unit_test(test_prometheus_text_while_locks_come_and_go),
+        cmocka_unit_test(test_prometheus_counts_server_errors_without_the_password),
+        cmocka_unit_test(test_prometheus_run_writes_the_file),
+        cmocka_unit_test_setup_teardown(test_prometheus_run_writes_it_when_it_fails,
+                                        setup_group_redis, teardown_group_redis),
+    };
+    return cmocka_run_group_tests(tests, group_setup_server, group_teardown_server);
+}
