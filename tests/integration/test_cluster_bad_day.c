@@ -46,15 +46,6 @@ static void must_succeed(int port, const char *what, redisReply *r)
     freeReplyObject(r);
 }
 
-static void node_id(int port, char *id)
-{
-    redisReply *r = test_command(port, "CLUSTER MYID");
-    assert_non_null(r);
-    assert_int_equal(r->type, REDIS_REPLY_STRING);
-    snprintf(id, 41, "%s", r->str);
-    freeReplyObject(r);
-}
-
 static int exists_on(int port, const char *key)
 {
     redisReply *r = test_command(port, "EXISTS %s", key);
@@ -127,8 +118,8 @@ static void migration_start(struct migration *m, const char *key)
     m->from = test_cluster_owner(&cluster, key);
     assert_true(m->from >= 0);
     m->to = other_master(m->from);
-    node_id(cluster.nodes[m->from].port, m->from_id);
-    node_id(cluster.nodes[m->to].port, m->to_id);
+    test_cluster_node_id(cluster.nodes[m->from].port, m->from_id);
+    test_cluster_node_id(cluster.nodes[m->to].port, m->to_id);
     must_succeed(cluster.nodes[m->to].port, "IMPORTING",
                  test_command(cluster.nodes[m->to].port, "CLUSTER SETSLOT %d IMPORTING %s",
                               m->slot, m->from_id));
@@ -275,9 +266,9 @@ static void test_cluster_migration_busy_free_granted(void **state)
     char tag[32], held_name[64], free_name[64], later_name[64];
     int seed = test_cluster_node_with_role(&cluster, "slave", 0);
     const char *url = cluster.nodes[seed].url;
-    dlock_client *holder = open_client(url, 0, 3000 * test_slowdown());
+    dlock_client *holder = open_client(url, 0, 5000 * test_slowdown());
     dlock_client *patient = open_client(url, 0, 0);
-    dlock_client *quick = open_client(url, 0, 3000 * test_slowdown());
+    dlock_client *quick = open_client(url, 0, 5000 * test_slowdown());
     struct acquirer waiter, at_once;
     struct extender extender;
     struct migration m;

@@ -167,6 +167,13 @@ int test_cluster_owner(test_cluster *c, const char *key)
     return -1;
 }
 
+void test_cluster_node_id(int port, char *id)
+{
+    redisReply *r = test_command(port, "CLUSTER MYID");
+    snprintf(id, 41, "%s", r && r->type == REDIS_REPLY_STRING ? r->str : "");
+    freeReplyObject(r);
+}
+
 int test_cluster_node_with_role(test_cluster *c, const char *want, int nth)
 {
     for (int i = 0; i < TEST_CLUSTER_NODES; i++) {

@@ -29,6 +29,10 @@ void test_cluster_stop(test_cluster *c);
  * read of it where the others answer MOVED. -1 if none does. */
 int test_cluster_owner(test_cluster *c, const char *key);
 
+/* What the node at `port` says to CLUSTER MYID, into id[41] ("" if it
+ * does not answer). */
+void test_cluster_node_id(int port, char *id);
+
 /* The index of the replica of the master at node index `master` (the node
  * whose ROLE names its port as master), or -1. */
 int test_cluster_replica_of(const test_cluster *c, int master);
