@@ -6,7 +6,9 @@
  *   to the master of its keys' hash slot, from a slot map that CLUSTER
  *   SLOTS fills (and each MOVED corrects), over one lazy connection per
  *   master, at most DLOCK__ROUTE_NODES_MAX of them (the least recently
- *   learnt one is closed to make room).
+ *   learnt one is closed to make room). Every node learnt is noted in the
+ *   client's book (book.h), which any lane asks for the map when the nodes
+ *   it talks to do not answer.
  * - A primary named by sentinels (redis-sentinel://): before a new
  *   connection is used, the sentinels are asked where the primary is, and
  *   ROLE confirms it is one (a user without ROLE relies on READONLY).
