@@ -249,7 +249,7 @@ static void fanout_direct(dlock__conn *conns, size_t n, dlock__call *const *call
                               results[r].reply->type == DLOCK__REPLY_ERROR);
 }
 
-#define HOPS_MAX 5 /* redirects of one call in a row: a slot that moves twice is rare */
+#define HOPS_MAX 5 /* redirects in a row before a pause: a slot that moves twice is rare */
 
 /* Sends `call` again to the one connection the router pointed at, behind
  * ASKING if so told; its answer replaces *res. */
@@ -288,15 +288,17 @@ static void settle_unserved(dlock__conn *conn, const dlock__call *call, dlock__n
     *res = (dlock__node_result){NULL, DLOCK_ESERVER, false, true};
 }
 
-/* Follows the redirects of each node's replies: a few hops in a row at
- * most, and TRYAGAIN (which pauses first) as long as the deadline lets it. */
+/* Follows the redirects of each node's replies as long as the deadline
+ * lets it: TRYAGAIN pauses first, and so does a run of HOPS_MAX redirects
+ * in a row (nodes that disagree for a moment: the end of a migration told
+ * to the source before the target sends MOVED back and forth). */
 static void follow_redirects(dlock__conn *conns, size_t n, dlock__call *const *calls, size_t k,
                              int64_t deadline_ns, dlock__node_result *results)
 {
     for (size_t j = 0; j < k; j++) {
         for (size_t i = 0; i < n; i++) {
             dlock__node_result *res = &results[j * n + i];
-            for (int hops = 0; hops < HOPS_MAX;) {
+            for (int hops = 0;;) {
                 const dlock__reply *reply = res->status == DLOCK__REPLIED ? res->reply : NULL;
                 enum dlock__reroute how = dlock__route_after(
                     &conns[i], reply, res->status < 0 ? res->status : 0, res->sent,
@@ -304,6 +306,11 @@ static void follow_redirects(dlock__conn *conns, size_t n, dlock__call *const *c
                 if (how == DLOCK__ROUTE_DONE)
                     break;
                 hops = how == DLOCK__ROUTE_LATER ? 0 : hops + 1;
+                if (hops == HOPS_MAX) {
+                    if (!dlock__route_pause(deadline_ns))
+                        break;
+                    hops = 0;
+                }
                 resend(&conns[i], calls[j], how == DLOCK__ROUTE_ASKING, deadline_ns, res);
             }
             settle_unserved(&conns[i], calls[j], res);

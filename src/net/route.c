@@ -67,11 +67,16 @@ static bool starts_with(const char *s, const char *prefix)
     return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
-static void pause_ms(int64_t ms)
+bool dlock__route_pause(int64_t deadline_ns)
 {
-    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+    struct timespec ts = {0, RETRY_PAUSE_MS * 1000000L};
+    /* The call sent after it needs time too: a reply, not a time-out, is
+     * what tells why the call was not served. */
+    if ((deadline_ns - dlock__now_ns()) / DLOCK__NS_PER_MS <= 3 * RETRY_PAUSE_MS)
+        return false;
     while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
         ;
+    return true;
 }
 
 /* One command and its reply on `conn`, waiting no later than `deadline_ns`. */
@@ -272,15 +277,19 @@ static void load_range(dlock__conn *conn, struct dlock__router *r, const dlock__
 }
 
 /* The whole slot map from the active node. Returns 0, or the failure to
- * reach it (a node that answers, if only with an error, is reached: a user
- * not allowed CLUSTER SLOTS, or a map too large for the reader, still
- * learns slot by slot from MOVED). */
+ * reach it. A node that answers an error is reached: a user not allowed
+ * CLUSTER SLOTS, or a map too large for the reader, still learns slot by
+ * slot from MOVED. An empty map (a node out of the cluster, one that
+ * started afresh) changes nothing and is no answer: ask another. */
 static int load_map(dlock__conn *conn, struct dlock__router *r, int64_t deadline_ns)
 {
     const char *argv[] = {"CLUSTER", "SLOTS"};
     dlock__reply *map = NULL;
     int rc = roundtrip(conn, 2, argv, deadline_ns, &map); /* map set only on success */
-    if (map && map->type == DLOCK__REPLY_ARRAY) {
+    if (map && map->type == DLOCK__REPLY_ARRAY && map->elements == 0) {
+        snprintf(conn->err, sizeof(conn->err), "%s: the node knows no slot", conn->ep->label);
+        rc = DLOCK_ECONN;
+    } else if (map && map->type == DLOCK__REPLY_ARRAY) {
         memset(r->owner, 0, sizeof(r->owner));
         for (size_t i = 0; i < map->elements; i++)
             load_range(conn, r, map->element[i]);
@@ -702,10 +711,8 @@ static enum dlock__reroute after_error_reply(dlock__conn *conn, const char *text
     if (starts_with(text, "ASK "))
         return follow_ask(conn, text + 4);
     if (starts_with(text, "TRYAGAIN") || starts_with(text, "CLUSTERDOWN")) {
-        int64_t left_ms = (deadline_ns - dlock__now_ns()) / DLOCK__NS_PER_MS;
-        if (left_ms <= RETRY_PAUSE_MS)
+        if (!dlock__route_pause(deadline_ns))
             return DLOCK__ROUTE_DONE;
-        pause_ms(RETRY_PAUSE_MS);
         back_to_owner(conn, slot);
         return DLOCK__ROUTE_LATER;
     }

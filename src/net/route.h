@@ -88,6 +88,11 @@ size_t dlock__route_master_slots(const dlock__conn *conn, int *slots, size_t max
 enum dlock__reroute dlock__route_after(dlock__conn *conn, const dlock__reply *reply, int error,
                                        bool sent, int slot, int64_t deadline_ns);
 
+/* Pauses briefly (20 ms) before a call goes again, and returns true;
+ * false at once if that would leave the call less than 40 ms before
+ * `deadline_ns`. */
+bool dlock__route_pause(int64_t deadline_ns);
+
 /* Is `reply` one of the cluster's answers that say the call did not run
  * (MOVED, ASK, TRYAGAIN, CLUSTERDOWN)? If so, says in conn->err, in words
  * of our own, why the call about `slot` could not be served, and returns

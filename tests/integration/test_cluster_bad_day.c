@@ -148,18 +148,27 @@ static void migrate_rest(const struct migration *m)
     freeReplyObject(keys);
 }
 
-/* Every master learns that the target owns the slot now. */
+static void set_slot_node(const struct migration *m, int i)
+{
+    must_succeed(cluster.nodes[i].port, "SETSLOT NODE",
+                 test_command(cluster.nodes[i].port, "CLUSTER SETSLOT %d NODE %s", m->slot,
+                              m->to_id));
+}
+
+/* Every master learns that the target owns the slot now: the source first,
+ * so that for a moment the source sends MOVED to the target and the
+ * target, still importing, MOVED back. */
 static void migration_finish(const struct migration *m)
 {
+    set_slot_node(m, m->from);
+    set_slot_node(m, m->to);
     for (int i = 0; i < TEST_CLUSTER_NODES; i++) {
         redisReply *role = test_command(cluster.nodes[i].port, "ROLE");
         int master = role && role->type == REDIS_REPLY_ARRAY &&
                      strcmp(role->element[0]->str, "master") == 0;
         freeReplyObject(role);
-        if (master)
-            must_succeed(cluster.nodes[i].port, "SETSLOT NODE",
-                         test_command(cluster.nodes[i].port, "CLUSTER SETSLOT %d NODE %s",
-                                      m->slot, m->to_id));
+        if (master && i != m->from && i != m->to)
+            set_slot_node(m, i);
     }
 }
 
@@ -325,9 +334,21 @@ static void test_cluster_migration_busy_free_granted(void **state)
 
 /* ---- The node the URL names dies ---- */
 
+/* Kills node `i` and starts it again with neither data nor nodes.conf: a
+ * node on its own, that knows no slot and answers CLUSTERDOWN for each. */
+static void restart_afresh(int i)
+{
+    char conf[256];
+    test_redis_kill(&cluster.nodes[i]);
+    snprintf(conf, sizeof(conf), "%s/nodes.conf", cluster.nodes[i].dir);
+    assert_int_equal(unlink(conf), 0);
+    assert_int_equal(test_redis_restart(&cluster.nodes[i]), 0);
+}
+
 /* A renewed lock taken through a replica (a node with no slot) outlives
- * that node: the renewal thread, whose connections never talked to it
- * before, finds the map through the nodes the client learnt. */
+ * that node, dead or started afresh out of the cluster: the renewal
+ * thread, whose connections never talked to it before, finds the map
+ * through the nodes the client learnt. */
 static void test_cluster_renewal_outlives_the_seed(void **state)
 {
     char name[64];
@@ -341,8 +362,10 @@ static void test_cluster_renewal_outlives_the_seed(void **state)
     name_on(name, sizeof(name), other_master(master), "seedlib");
     opts.auto_renew = 1;
     lock = must_acquire(c, name, ttl, &opts);
-    test_redis_kill(&cluster.nodes[seed]);
-    usleep((useconds_t)ttl * 4 * 1000);
+    restart_afresh(seed);
+    usleep((useconds_t)ttl * 2 * 1000);
+    test_redis_kill(&cluster.nodes[seed]); /* it stays down: the later tests count on that */
+    usleep((useconds_t)ttl * 2 * 1000);
     if (!dlock_lock_held(lock))
         fail_msg("lost: %s", dlock_client_errmsg(c));
     assert_true(exists_on(cluster.nodes[test_cluster_owner(&cluster, name)].port, name));
