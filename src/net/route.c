@@ -72,7 +72,7 @@ bool dlock__route_pause(int64_t deadline_ns)
     struct timespec ts = {0, RETRY_PAUSE_MS * 1000000L};
     /* The call sent after it needs time too: a reply, not a time-out, is
      * what tells why the call was not served. */
-    if ((deadline_ns - dlock__now_ns()) / DLOCK__NS_PER_MS <= 3 * RETRY_PAUSE_MS)
+    if ((deadline_ns - dlock__now_ns()) / DLOCK__NS_PER_MS <= 3LL * RETRY_PAUSE_MS)
         return false;
     while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
         ;
