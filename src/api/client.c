@@ -1,6 +1,7 @@
 /* The client API: options, endpoints, opening and closing. */
 #include "client.h"
 
+#include "book.h"
 #include "clock.h"
 #include "renew.h"
 #include "route.h"
@@ -191,6 +192,9 @@ static int open_connections(dlock_client *c, char *why, size_t why_len)
         return DLOCK_ESYSTEM;
     }
     c->tokens = dlock__token_pool_new();
+    for (size_t i = 0; i < c->n; i++)
+        if (!(c->books[i] = dlock__book_new()))
+            return nomem(why, why_len);
     if (dlock__lane_init(c, &c->main) < 0 || dlock__subscribers_init(c) < 0)
         return nomem(why, why_len);
     return 0;
@@ -262,6 +266,7 @@ void dlock_client_close(dlock_client *c)
         dlock__conn_destroy(&c->subs[i]);
         if (c->addrs[i])
             freeaddrinfo(c->addrs[i]);
+        dlock__book_free(c->books[i]);
         dlock__endpoint_clear(&c->endpoints[i]);
     }
     if (c->cancel_fd >= 0)

@@ -479,6 +479,48 @@ static int confirm_grant(dlock__claim *cl, dlock__lane *lane, const dlock__tally
     return rc;
 }
 
+/* While a slot migrates, an acquire's script cannot run: Redis answers
+ * TRYAGAIN to a call of several keys that are not all on one node, and the
+ * scripts name keys that often do not exist. A read of the lock key alone
+ * can run (through ASK): a node of `results` that did not serve the script
+ * but holds the key says no, for as long as the key lives. A free name
+ * stays a failure, which a wait tries again. Returns whether some node did
+ * not serve it. */
+static bool read_held_where_unserved(dlock__claim *cl, dlock__lane *lane,
+                                     const dlock__node_result *results, dlock__tally *t)
+{
+    dlock_client *c = cl->client;
+    const char *argv[] = {"PTTL", cl->keys.lock};
+    size_t lens[] = {4, strlen(cl->keys.lock)};
+    dlock__call call = {.slot = (int)dlock__key_slot(cl->keys.lock, lens[1])};
+    bool unserved = false;
+    long long len;
+    for (size_t i = 0; i < c->n; i++)
+        unserved |= results[i].unserved;
+    if (!unserved || (len = dlock__command_format(&call.cmd, 2, argv, lens)) < 0)
+        return unserved;
+    call.len = (size_t)len;
+    for (size_t i = 0; i < c->n; i++) {
+        dlock__conn *conn = &lane->conns[i];
+        char why[sizeof(conn->err)];
+        dlock__node_result r;
+        if (!results[i].unserved)
+            continue;
+        memcpy(why, conn->err, sizeof(why)); /* the message's: why the script was not served */
+        dlock__fanout(conn, 1, &call, dlock__node_deadline(c, 0, dlock__now_ns()), &r, NULL,
+                      NULL);
+        if (r.status == DLOCK__REPLIED && r.reply->type == DLOCK__REPLY_INTEGER &&
+            r.reply->integer >= -1) {
+            t->pttl = t->no++ == 0 || r.reply->integer < t->pttl ? r.reply->integer : t->pttl;
+            t->failed--;
+        }
+        dlock__results_clear(&r, 1);
+        memcpy(conn->err, why, sizeof(why));
+    }
+    dlock__command_free(call.cmd);
+    return true;
+}
+
 /* One attempt; *rerouted: a cluster or the sentinels sent some node's
  * calls elsewhere, so its check and WAIT said nothing (durable.h). */
 static int acquire_once(dlock__claim *cl, dlock__lane *lane, int64_t ttl_ms, bool *rerouted)
@@ -521,6 +563,8 @@ static int acquire_once(dlock__claim *cl, dlock__lane *lane, int64_t ttl_ms, boo
     dlock__guard_mark(&g, lane, results, c->n, dlock__node_deadline(c, ttl_ms, dlock__now_ns()));
     rc = judge(&d.tally, results, c->n, &g, ttl_ms, c->drift_factor, start, dlock__now_ns(),
                &valid_until);
+    if (rc < 0 && read_held_where_unserved(cl, lane, &results[g.before * c->n], &d.tally))
+        *rerouted = false; /* the slot cannot take the script now: no use trying at once */
     if (rc == 0)
         rc = confirm_grant(cl, lane, &d.tally, &results[g.before * c->n], ttl_ms, start,
                            valid_until);

@@ -21,6 +21,7 @@
 
 struct addrinfo;
 struct dlock__renewer;
+struct dlock__book;
 
 /* The connections one thread uses, one per node, and its last failure. */
 typedef struct dlock__lane {
@@ -32,6 +33,9 @@ struct dlock_client {
     size_t n; /* nodes */
     dlock__endpoint endpoints[DLOCK__NODES_MAX];
     struct addrinfo *addrs[DLOCK__NODES_MAX]; /* resolved once, at open */
+    /* The cluster nodes each endpoint's lanes learnt (book.h), so that any
+     * lane can find the map without the URL's node. */
+    struct dlock__book *books[DLOCK__NODES_MAX];
     int64_t connect_timeout_ms;
     int64_t command_timeout_ms;
     int64_t node_timeout_ms; /* 0: derived from each call's TTL */

@@ -184,7 +184,7 @@ static void send_batch(struct batch *b, size_t i, int64_t now, int rc)
     o->head = o->tail = o->fallback_end = 0;
     if (rc < 0) {
         for (size_t j = 0; j < b->k; j++)
-            b->results[j * b->n + i] = (dlock__node_result){NULL, rc, false};
+            b->results[j * b->n + i] = (dlock__node_result){NULL, rc, false, false};
         return;
     }
     for (size_t j = 0; j < b->k && rc == 0; j++) {
@@ -193,6 +193,7 @@ static void send_batch(struct batch *b, size_t i, int64_t now, int rc)
         res->status = DLOCK__PENDING;
         res->reply = NULL;
         res->sent = false;
+        res->unserved = false;
         rc = j == 0 ? dlock__conn_begin(&b->conns[i], call->cmd, call->len, now)
                     : dlock__conn_queue(&b->conns[i], call->cmd, call->len);
         o->call[o->tail++] = (uint16_t)j;
@@ -201,7 +202,7 @@ static void send_batch(struct batch *b, size_t i, int64_t now, int rc)
         rc = dlock__conn_send(&b->conns[i]);
     if (rc < 0) {
         for (size_t j = o->tail; j < b->k; j++)
-            b->results[j * b->n + i] = (dlock__node_result){NULL, rc, false};
+            b->results[j * b->n + i] = (dlock__node_result){NULL, rc, false, false};
         settle_owed(b, i, rc);
     }
 }
@@ -248,7 +249,7 @@ static void fanout_direct(dlock__conn *conns, size_t n, dlock__call *const *call
                               results[r].reply->type == DLOCK__REPLY_ERROR);
 }
 
-#define HOPS_MAX 5 /* redirects of one call: a slot that moves twice is rare */
+#define HOPS_MAX 5 /* redirects in a row before a pause: a slot that moves twice is rare */
 
 /* Sends `call` again to the one connection the router pointed at, behind
  * ASKING if so told; its answer replaces *res. */
@@ -276,22 +277,43 @@ static void resend(dlock__conn *conn, dlock__call *call, bool asking, int64_t de
     *res = again[asking];
 }
 
-/* Follows the redirects of each node's replies, a few hops at most. */
+/* A call the cluster still did not serve when its redirects ran out (its
+ * slot migrating or down): a failure that says so in our words, and a call
+ * that did not run. */
+static void settle_unserved(dlock__conn *conn, const dlock__call *call, dlock__node_result *res)
+{
+    if (res->status != DLOCK__REPLIED || !dlock__route_unserved(conn, res->reply, call->slot))
+        return;
+    dlock__results_clear(res, 1);
+    *res = (dlock__node_result){NULL, DLOCK_ESERVER, false, true};
+}
+
+/* Follows the redirects of each node's replies as long as the deadline
+ * lets it: TRYAGAIN pauses first, and so does a run of HOPS_MAX redirects
+ * in a row (nodes that disagree for a moment: the end of a migration told
+ * to the source before the target sends MOVED back and forth). */
 static void follow_redirects(dlock__conn *conns, size_t n, dlock__call *const *calls, size_t k,
                              int64_t deadline_ns, dlock__node_result *results)
 {
     for (size_t j = 0; j < k; j++) {
         for (size_t i = 0; i < n; i++) {
             dlock__node_result *res = &results[j * n + i];
-            for (int hop = 0; hop < HOPS_MAX; hop++) {
+            for (int hops = 0;;) {
                 const dlock__reply *reply = res->status == DLOCK__REPLIED ? res->reply : NULL;
                 enum dlock__reroute how = dlock__route_after(
                     &conns[i], reply, res->status < 0 ? res->status : 0, res->sent,
                     calls[j]->slot, deadline_ns);
                 if (how == DLOCK__ROUTE_DONE)
                     break;
+                hops = how == DLOCK__ROUTE_LATER ? 0 : hops + 1;
+                if (hops == HOPS_MAX) {
+                    if (!dlock__route_pause(deadline_ns))
+                        break;
+                    hops = 0;
+                }
                 resend(&conns[i], calls[j], how == DLOCK__ROUTE_ASKING, deadline_ns, res);
             }
+            settle_unserved(&conns[i], calls[j], res);
         }
     }
 }

@@ -38,6 +38,9 @@ typedef struct dlock__node_result {
     dlock__reply *reply; /* owned when REPLIED; may be an error reply */
     int status;          /* DLOCK__REPLIED, DLOCK__PENDING (not waited for) or a code */
     bool sent;           /* the call reached the node's socket: it may have run */
+    /* The cluster did not serve the call in time (its slot migrating, or
+     * down; conn->err says which): status DLOCK_ESERVER, and it did not run. */
+    bool unserved;
 } dlock__node_result;
 
 /* Returns true once the results so far decide the outcome: results[j * n +

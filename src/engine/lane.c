@@ -2,6 +2,7 @@
  * the majority, node deadlines, the last error and jitter. See client.h. */
 #include "client.h"
 
+#include "book.h"
 #include "clock.h"
 #include "route.h"
 #include "scripts.h"
@@ -36,6 +37,7 @@ int dlock__lane_init(dlock_client *c, dlock__lane *lane)
         lane->conns[i].ask_identity = c->n > 1;
         lane->conns[i].back_off_reconnects = c->n > 1;
         lane->conns[i].counters = &c->node_counters[i];
+        lane->conns[i].book = c->books[i];
         use_tls(c, &lane->conns[i]);
         if (c->endpoints[i].service && dlock__route_attach_sentinel(&lane->conns[i]) < 0)
             return DLOCK_ENOMEM;
@@ -58,6 +60,7 @@ int dlock__subscribers_init(dlock_client *c)
                              c->connect_timeout_ms) < 0)
             return DLOCK_ENOMEM;
         c->subs[i].push_mode = true;
+        c->subs[i].book = c->books[i];
         use_tls(c, &c->subs[i]);
         if (c->endpoints[i].service && dlock__route_attach_sentinel(&c->subs[i]) < 0)
             return DLOCK_ENOMEM;

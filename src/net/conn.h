@@ -24,6 +24,7 @@ enum dlock__conn_state {
 struct ssl_st;
 struct ssl_ctx_st;
 struct dlock__router;
+struct dlock__book;
 
 typedef struct dlock__conn {
     const dlock__endpoint *ep; /* borrowed from the client */
@@ -58,6 +59,7 @@ typedef struct dlock__conn {
     bool answered;              /* a reply arrived since the connection was made */
     struct dlock__node_counters *counters; /* the client's, for its stats; may be NULL */
     struct dlock__router *router; /* route.h: a cluster's or a sentinel-named primary's */
+    struct dlock__book *book;     /* book.h: the client's, for this endpoint; may be NULL */
 } dlock__conn;
 
 /* Resolves a TCP endpoint's addresses into *out (free with freeaddrinfo);

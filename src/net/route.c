@@ -2,6 +2,7 @@
  * route.h. */
 #include "route.h"
 
+#include "book.h"
 #include "clock.h"
 #include "dlock.h"
 #include "slot.h"
@@ -66,11 +67,16 @@ static bool starts_with(const char *s, const char *prefix)
     return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
-static void pause_ms(int64_t ms)
+bool dlock__route_pause(int64_t deadline_ns)
 {
-    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+    struct timespec ts = {0, RETRY_PAUSE_MS * 1000000L};
+    /* The call sent after it needs time too: a reply, not a time-out, is
+     * what tells why the call was not served. */
+    if ((deadline_ns - dlock__now_ns()) / DLOCK__NS_PER_MS <= 3LL * RETRY_PAUSE_MS)
+        return false;
     while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
         ;
+    return true;
 }
 
 /* One command and its reply on `conn`, waiting no later than `deadline_ns`. */
@@ -121,6 +127,7 @@ static int conn_like(dlock__conn *out, const dlock__conn *model, const dlock__en
     out->tls_ctx = model->tls_ctx;
     out->tls_name = model->tls_name;
     out->router = model->router;
+    out->book = model->book;
     return 0;
 }
 
@@ -188,20 +195,29 @@ static size_t make_room(struct dlock__router *r)
     return r->evict_next;
 }
 
+/* The index of the node at host:port the router talks to, or -1. */
+static int find_node(const struct dlock__router *r, const char *host, const char *port)
+{
+    for (size_t i = 0; i < DLOCK__ROUTE_NODES_MAX; i++) {
+        const struct node *nd = &r->nodes[i];
+        if (nd->in_use && nd->ep->host && strcmp(nd->ep->host, host) == 0 &&
+            strcmp(nd->ep->port, port) == 0)
+            return (int)i;
+    }
+    return -1;
+}
+
 /* The node at host:port, learnt now if new. Returns its index or -1. */
 static int node_at(dlock__conn *conn, struct dlock__router *r, const char *host, const char *port)
 {
     char why[256];
     struct node *nd;
     size_t i;
+    int known;
     if (!host)
         return -1; /* "" from a node reached over a Unix socket: no address to go to */
-    for (i = 0; i < DLOCK__ROUTE_NODES_MAX; i++) {
-        nd = &r->nodes[i];
-        if (nd->in_use && nd->ep->host && strcmp(nd->ep->host, host) == 0 &&
-            strcmp(nd->ep->port, port) == 0)
-            return (int)i;
-    }
+    if ((known = find_node(r, host, port)) >= 0)
+        return known;
     i = make_room(r);
     nd = &r->nodes[i];
     if (dlock__endpoint_derive(&nd->own, r->seed, host, port, true) < 0)
@@ -213,6 +229,7 @@ static int node_at(dlock__conn *conn, struct dlock__router *r, const char *host,
         return -1;
     }
     nd->in_use = true;
+    dlock__book_add(conn->book, host, port);
     return (int)i;
 }
 
@@ -221,10 +238,26 @@ static bool is_integer(const dlock__reply *r, long long lo, long long hi)
     return r->type == DLOCK__REPLY_INTEGER && r->integer >= lo && r->integer <= hi;
 }
 
-/* One entry of CLUSTER SLOTS: start, end, master [host, port, ...], replicas. */
+/* A node's [host, port, ...] of CLUSTER SLOTS: its host (a node that does
+ * not know its own address says "" or "?": it is the one we asked) and
+ * port, or false. */
+static bool node_address(const dlock__conn *conn, const dlock__reply *m, const char **host,
+                         char *port)
+{
+    if (m->type != DLOCK__REPLY_ARRAY || m->elements < 2 ||
+        m->element[0]->type != DLOCK__REPLY_STRING || !is_integer(m->element[1], 1, 65535))
+        return false;
+    *host = m->element[0]->len && strcmp(m->element[0]->str, "?") != 0 ? m->element[0]->str
+                                                                        : conn->ep->host;
+    snprintf(port, 8, "%lld", m->element[1]->integer);
+    return *host != NULL;
+}
+
+/* One entry of CLUSTER SLOTS: start, end, master [host, port, ...],
+ * replicas. The replicas are noted in the book: one of them is the master
+ * after a failover. */
 static void load_range(dlock__conn *conn, struct dlock__router *r, const dlock__reply *e)
 {
-    const dlock__reply *m;
     const char *host;
     char port[8];
     int node;
@@ -232,39 +265,81 @@ static void load_range(dlock__conn *conn, struct dlock__router *r, const dlock__
         !is_integer(e->element[0], 0, DLOCK__SLOTS - 1) ||
         !is_integer(e->element[1], e->element[0]->integer, DLOCK__SLOTS - 1))
         return;
-    m = e->element[2];
-    if (m->type != DLOCK__REPLY_ARRAY || m->elements < 2 ||
-        m->element[0]->type != DLOCK__REPLY_STRING || !is_integer(m->element[1], 1, 65535))
+    for (size_t i = 3; i < e->elements; i++)
+        if (node_address(conn, e->element[i], &host, port))
+            dlock__book_add(conn->book, host, port);
+    if (!node_address(conn, e->element[2], &host, port))
         return;
-    /* A node that does not know its own address says "" or "?": it is the
-     * one we asked. */
-    host = m->element[0]->len && strcmp(m->element[0]->str, "?") != 0 ? m->element[0]->str
-                                                                       : conn->ep->host;
-    snprintf(port, sizeof(port), "%lld", m->element[1]->integer);
     node = node_at(conn, r, host, port);
     if (node >= 0)
         memset(&r->owner[e->element[0]->integer], node + 1,
                (size_t)(e->element[1]->integer - e->element[0]->integer + 1));
 }
 
-/* The whole slot map from the active node, at most every REFRESH_MIN_NS. A
- * user not allowed CLUSTER SLOTS (or a map too large for the reader) still
- * learns slot by slot from MOVED. */
-static void refresh(dlock__conn *conn, struct dlock__router *r, int64_t deadline_ns)
+/* The whole slot map from the active node. Returns 0, or the failure to
+ * reach it. A node that answers an error is reached: a user not allowed
+ * CLUSTER SLOTS, or a map too large for the reader, still learns slot by
+ * slot from MOVED. An empty map (a node out of the cluster, one that
+ * started afresh) changes nothing and is no answer: ask another. */
+static int load_map(dlock__conn *conn, struct dlock__router *r, int64_t deadline_ns)
 {
     const char *argv[] = {"CLUSTER", "SLOTS"};
     dlock__reply *map = NULL;
-    int64_t now = dlock__now_ns();
-    if (r->refreshed_ns && now - r->refreshed_ns < REFRESH_MIN_NS)
-        return;
-    r->refreshed_ns = now;
-    roundtrip(conn, 2, argv, deadline_ns, &map); /* set only on success */
-    if (map && map->type == DLOCK__REPLY_ARRAY) {
+    int rc = roundtrip(conn, 2, argv, deadline_ns, &map); /* map set only on success */
+    if (map && map->type == DLOCK__REPLY_ARRAY && map->elements == 0) {
+        snprintf(conn->err, sizeof(conn->err), "%s: the node knows no slot", conn->ep->label);
+        rc = DLOCK_ECONN;
+    } else if (map && map->type == DLOCK__REPLY_ARRAY) {
         memset(r->owner, 0, sizeof(r->owner));
         for (size_t i = 0; i < map->elements; i++)
             load_range(conn, r, map->element[i]);
     }
     dlock__reply_free(map);
+    return rc;
+}
+
+/* The map from any node but `skip` (an index; DLOCK__ROUTE_NODES_MAX: none)
+ * that answers: the active one, the others this router talks to, then
+ * those the book names (another lane learnt them). *conn is left on the
+ * node that answered. Returns 0 or the failure to reach any. */
+static int load_map_anywhere(dlock__conn *conn, struct dlock__router *r, size_t skip,
+                             int64_t deadline_ns)
+{
+    dlock__book_entry known[DLOCK__BOOK_MAX];
+    size_t n_known;
+    int rc = DLOCK_ECONN;
+    if (r->active != skip && (rc = load_map(conn, r, deadline_ns)) == 0)
+        return 0;
+    for (size_t i = 0; i < DLOCK__ROUTE_NODES_MAX && dlock__now_ns() < deadline_ns; i++) {
+        if (i == skip || i == r->active || !r->nodes[i].in_use)
+            continue;
+        switch_to(conn, r, i);
+        if ((rc = load_map(conn, r, deadline_ns)) == 0)
+            return 0;
+    }
+    n_known = dlock__book_read(conn->book, known, DLOCK__BOOK_MAX);
+    for (size_t k = 0; k < n_known && dlock__now_ns() < deadline_ns; k++) {
+        int node;
+        if (find_node(r, known[k].host, known[k].port) >= 0)
+            continue; /* asked above */
+        node = node_at(conn, r, known[k].host, known[k].port);
+        if (node < 0 || (size_t)node == skip)
+            continue;
+        switch_to(conn, r, (size_t)node);
+        if ((rc = load_map(conn, r, deadline_ns)) == 0)
+            return 0;
+    }
+    return rc;
+}
+
+/* The whole slot map, at most every REFRESH_MIN_NS. */
+static void refresh(dlock__conn *conn, struct dlock__router *r, int64_t deadline_ns)
+{
+    int64_t now = dlock__now_ns();
+    if (r->refreshed_ns && now - r->refreshed_ns < REFRESH_MIN_NS)
+        return;
+    r->refreshed_ns = now;
+    load_map_anywhere(conn, r, DLOCK__ROUTE_NODES_MAX, deadline_ns);
 }
 
 /* "SLOT HOST:PORT" of a MOVED or ASK. Returns the node's index or -1. */
@@ -504,9 +579,23 @@ static enum dlock__reroute sentinel_after(dlock__conn *conn, struct dlock__route
 
 /* ---- Both ------------------------------------------------------------- */
 
+/* A connection with no router yet, of an endpoint that another lane found
+ * to be a cluster: the map is loaded from the nodes the book names, so a
+ * lane opened after the URL's node went away finds the cluster all the
+ * same. */
+static struct dlock__router *router_from_book(dlock__conn *conn)
+{
+    dlock__book_entry any;
+    struct dlock__router *r;
+    if (dlock__book_read(conn->book, &any, 1) == 0 || !(r = router_new(conn, true)))
+        return NULL;
+    r->refresh_due = true;
+    return r;
+}
+
 int dlock__route_prepare(dlock__conn *conn, int slot, int64_t deadline_ns)
 {
-    struct dlock__router *r = conn->router;
+    struct dlock__router *r = conn->router ? conn->router : router_from_book(conn);
     if (!r)
         return 0;
     if (!r->cluster)
@@ -582,6 +671,28 @@ size_t dlock__route_master_slots(const dlock__conn *conn, int *slots, size_t max
     return n;
 }
 
+/* A node that refuses connections (a master that died, the URL's node):
+ * any other node the client knows says who serves the slot now. The call
+ * goes again if that is another node; while the map still names the one
+ * that is gone (its replica not promoted yet), the call fails and a wait
+ * tries again later. */
+static enum dlock__reroute after_unreachable(dlock__conn *conn, struct dlock__router *r, int slot,
+                                             int64_t deadline_ns)
+{
+    size_t gone = r->active;
+    int64_t now = dlock__now_ns();
+    if (r->refreshed_ns && now - r->refreshed_ns < REFRESH_MIN_NS)
+        return DLOCK__ROUTE_DONE; /* the map is as fresh as can be */
+    r->refreshed_ns = now;
+    if (load_map_anywhere(conn, r, gone, deadline_ns) < 0)
+        return DLOCK__ROUTE_DONE;
+    if (slot >= 0 && r->owner[slot] == gone + 1)
+        return DLOCK__ROUTE_DONE;
+    if (slot >= 0 && r->owner[slot])
+        switch_to(conn, r, r->owner[slot] - 1u);
+    return DLOCK__ROUTE_AGAIN;
+}
+
 /* The slot's master, if known, else the seed: after TRYAGAIN from a node an
  * ASK led to, the call starts again where the map says. */
 static void back_to_owner(dlock__conn *conn, int slot)
@@ -600,12 +711,10 @@ static enum dlock__reroute after_error_reply(dlock__conn *conn, const char *text
     if (starts_with(text, "ASK "))
         return follow_ask(conn, text + 4);
     if (starts_with(text, "TRYAGAIN") || starts_with(text, "CLUSTERDOWN")) {
-        int64_t left_ms = (deadline_ns - dlock__now_ns()) / DLOCK__NS_PER_MS;
-        if (left_ms <= RETRY_PAUSE_MS)
+        if (!dlock__route_pause(deadline_ns))
             return DLOCK__ROUTE_DONE;
-        pause_ms(RETRY_PAUSE_MS);
         back_to_owner(conn, slot);
-        return DLOCK__ROUTE_AGAIN;
+        return DLOCK__ROUTE_LATER;
     }
     /* A write inside a script on a replica fails with READONLY, before the
      * script wrote anything (the scripts write last). */
@@ -624,13 +733,7 @@ static enum dlock__reroute reroute(dlock__conn *conn, const dlock__reply *reply,
         return DLOCK__ROUTE_DONE;
     if (!r->cluster)
         return sentinel_after(conn, r, deadline_ns);
-    /* A master that is gone: the seed says who took its slots over. */
-    if (r->active == 0)
-        return DLOCK__ROUTE_DONE;
-    if (slot >= 0)
-        r->owner[slot] = 0;
-    switch_to(conn, r, 0);
-    return DLOCK__ROUTE_AGAIN;
+    return after_unreachable(conn, r, slot, deadline_ns);
 }
 
 enum dlock__reroute dlock__route_after(dlock__conn *conn, const dlock__reply *reply, int error,
@@ -640,6 +743,25 @@ enum dlock__reroute dlock__route_after(dlock__conn *conn, const dlock__reply *re
     if (how != DLOCK__ROUTE_DONE && conn->router) /* no router: the same server again */
         conn->router->reroutes++;
     return how;
+}
+
+bool dlock__route_unserved(dlock__conn *conn, const dlock__reply *reply, int slot)
+{
+    const char *text = reply && reply->type == DLOCK__REPLY_ERROR ? reply->str : "";
+    const char *label = conn->ep->label;
+    if (starts_with(text, "TRYAGAIN"))
+        snprintf(conn->err, sizeof(conn->err),
+                 "%s: hash slot %d is being migrated to another master, and its keys cannot "
+                 "all be reached until that ends", label, slot);
+    else if (starts_with(text, "CLUSTERDOWN"))
+        snprintf(conn->err, sizeof(conn->err), "%s: the cluster is down (hash slot %d)", label,
+                 slot);
+    else if (starts_with(text, "MOVED ") || starts_with(text, "ASK "))
+        snprintf(conn->err, sizeof(conn->err),
+                 "%s: hash slot %d kept moving between nodes during the call", label, slot);
+    else
+        return false;
+    return true;
 }
 
 void dlock__route_free(dlock__conn *conn)

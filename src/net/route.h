@@ -6,7 +6,9 @@
  *   to the master of its keys' hash slot, from a slot map that CLUSTER
  *   SLOTS fills (and each MOVED corrects), over one lazy connection per
  *   master, at most DLOCK__ROUTE_NODES_MAX of them (the least recently
- *   learnt one is closed to make room).
+ *   learnt one is closed to make room). Every node learnt is noted in the
+ *   client's book (book.h), which any lane asks for the map when the nodes
+ *   it talks to do not answer.
  * - A primary named by sentinels (redis-sentinel://): before a new
  *   connection is used, the sentinels are asked where the primary is, and
  *   ROLE confirms it is one (a user without ROLE relies on READONLY).
@@ -30,6 +32,7 @@ enum dlock__reroute {
     DLOCK__ROUTE_DONE,   /* the result stands */
     DLOCK__ROUTE_AGAIN,  /* send the call again: *conn leads to the right server now */
     DLOCK__ROUTE_ASKING, /* send ASKING and the call, once: *conn leads to the importing node */
+    DLOCK__ROUTE_LATER,  /* send the call again, after a pause: the slot could not take it yet */
 };
 
 /* Makes `conn` (set up for a redis-sentinel:// endpoint) follow the primary
@@ -76,11 +79,25 @@ size_t dlock__route_master_slots(const dlock__conn *conn, int *slots, size_t max
 /* After a call about `slot` got `reply` (NULL if none) or failed with
  * `error` (0 if not), having reached the socket or not (`sent`): should it
  * go again? MOVED updates the slot map, ASK points at the importing node,
- * TRYAGAIN and CLUSTERDOWN pause briefly (never past `deadline_ns`),
- * READONLY or a refused connect to a primary asks the sentinels again.
- * None of them means the call ran, so sending it again is safe. */
+ * TRYAGAIN and CLUSTERDOWN pause briefly (never past `deadline_ns`): the
+ * caller sends the call again as often as the deadline lets it, READONLY or
+ * a refused connect to a primary asks the sentinels again, a refused
+ * connect to a cluster node asks the other nodes the client knows (book.h)
+ * for the map. None of them means the call ran, so sending it again is
+ * safe. */
 enum dlock__reroute dlock__route_after(dlock__conn *conn, const dlock__reply *reply, int error,
                                        bool sent, int slot, int64_t deadline_ns);
+
+/* Pauses briefly (20 ms) before a call goes again, and returns true;
+ * false at once if that would leave the call less than 40 ms before
+ * `deadline_ns`. */
+bool dlock__route_pause(int64_t deadline_ns);
+
+/* Is `reply` one of the cluster's answers that say the call did not run
+ * (MOVED, ASK, TRYAGAIN, CLUSTERDOWN)? If so, says in conn->err, in words
+ * of our own, why the call about `slot` could not be served, and returns
+ * true. The server's text is not for messages: it names internals. */
+bool dlock__route_unserved(dlock__conn *conn, const dlock__reply *reply, int slot);
 
 /* Closes what the router opened and puts the endpoint's own address back
  * in *conn; nothing when it has no router. Before dlock__conn_destroy(). */

@@ -71,16 +71,6 @@ static int is_master(int port)
     return yes;
 }
 
-/* What a node's CLUSTER MYID says, into id[41]. */
-static void node_id(int port, char *id)
-{
-    redisReply *r = test_command(port, "CLUSTER MYID");
-    assert_non_null(r);
-    assert_int_equal(r->type, REDIS_REPLY_STRING);
-    snprintf(id, 41, "%s", r->str);
-    freeReplyObject(r);
-}
-
 static void must_succeed(int port, const char *what, redisReply *r)
 {
     if (!r || r->type == REDIS_REPLY_ERROR)
@@ -163,8 +153,8 @@ static void migrate_keys(int slot, int from, int to)
     int src = cluster.nodes[from].port, dst = cluster.nodes[to].port;
     char src_id[41], dst_id[41];
     redisReply *keys;
-    node_id(src, src_id);
-    node_id(dst, dst_id);
+    test_cluster_node_id(src, src_id);
+    test_cluster_node_id(dst, dst_id);
     must_succeed(dst, "IMPORTING", test_command(dst, "CLUSTER SETSLOT %d IMPORTING %s", slot, src_id));
     must_succeed(src, "MIGRATING", test_command(src, "CLUSTER SETSLOT %d MIGRATING %s", slot, dst_id));
     keys = test_command(src, "CLUSTER GETKEYSINSLOT %d 100", slot);
@@ -179,7 +169,7 @@ static void migrate_keys(int slot, int from, int to)
 static void finish_migration(int slot, int to)
 {
     char dst_id[41];
-    node_id(cluster.nodes[to].port, dst_id);
+    test_cluster_node_id(cluster.nodes[to].port, dst_id);
     for (int i = 0; i < TEST_CLUSTER_NODES; i++) {
         if (!is_master(cluster.nodes[i].port))
             continue;

@@ -127,9 +127,16 @@ static int create_cluster(test_cluster *c)
 
 int test_cluster_start(test_cluster *c)
 {
-    static const char *const extra[] = {"--cluster-enabled", "yes", "--cluster-config-file",
-                                        "nodes.conf", "--cluster-node-timeout", "3000",
-                                        "--repl-diskless-sync-delay", "0", NULL};
+    return test_cluster_start_with_timeout(c, 3000);
+}
+
+int test_cluster_start_with_timeout(test_cluster *c, int node_timeout_ms)
+{
+    static char timeout[16]; /* the servers keep pointers to their arguments */
+    const char *const extra[] = {"--cluster-enabled", "yes", "--cluster-config-file",
+                                 "nodes.conf", "--cluster-node-timeout", timeout,
+                                 "--repl-diskless-sync-delay", "0", NULL};
+    snprintf(timeout, sizeof(timeout), "%d", node_timeout_ms);
     memset(c, 0, sizeof(*c));
     for (int i = 0; i < TEST_CLUSTER_NODES; i++)
         if (test_redis_start(&c->nodes[i], extra) < 0)
@@ -158,6 +165,13 @@ int test_cluster_owner(test_cluster *c, const char *key)
             return i;
     }
     return -1;
+}
+
+void test_cluster_node_id(int port, char *id)
+{
+    redisReply *r = test_command(port, "CLUSTER MYID");
+    snprintf(id, 41, "%s", r && r->type == REDIS_REPLY_STRING ? r->str : "");
+    freeReplyObject(r);
 }
 
 int test_cluster_node_with_role(test_cluster *c, const char *want, int nth)

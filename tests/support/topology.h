@@ -20,11 +20,18 @@ typedef struct test_cluster {
  * every node says cluster_state:ok and every replica is in sync. 0, or -1
  * after printing why. */
 int test_cluster_start(test_cluster *c);
+/* The same with another cluster-node-timeout than 3000 ms: a small one
+ * fails a dead master over within seconds. */
+int test_cluster_start_with_timeout(test_cluster *c, int node_timeout_ms);
 void test_cluster_stop(test_cluster *c);
 
 /* The node that serves `key` now: the master of its slot, which answers a
  * read of it where the others answer MOVED. -1 if none does. */
 int test_cluster_owner(test_cluster *c, const char *key);
+
+/* What the node at `port` says to CLUSTER MYID, into id[41] ("" if it
+ * does not answer). */
+void test_cluster_node_id(int port, char *id);
 
 /* The index of the replica of the master at node index `master` (the node
  * whose ROLE names its port as master), or -1. */

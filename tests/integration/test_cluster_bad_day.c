@@ -1,0 +1,489 @@
+/* A Redis Cluster on a bad day: a slot migrating by hand (CLUSTER SETSLOT,
+ * MIGRATE key by key) under locks held and wanted, the node the URL names
+ * dying under a running lock, a master killed under a waiter. One cluster
+ * (3 masters, a replica each, cluster-node-timeout 1 s) for the group; the
+ * tests that kill nodes come last, each killing other nodes. */
+#include "cli_runner.h"
+#include "helpers.h"
+#include "topology.h"
+
+#include <dlock.h>
+
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#define NODE_TIMEOUT_MS 1000
+
+static test_cluster cluster;
+static unsigned names_seed;
+
+static int group_setup(void **state)
+{
+    (void)state;
+    names_seed = (unsigned)getpid();
+    return test_cluster_start_with_timeout(&cluster, NODE_TIMEOUT_MS);
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    test_cluster_stop(&cluster);
+    return 0;
+}
+
+static void must_succeed(int port, const char *what, redisReply *r)
+{
+    if (!r || r->type == REDIS_REPLY_ERROR)
+        fail_msg("%d: %s: %s", port, what, r ? r->str : "no reply");
+    freeReplyObject(r);
+}
+
+static int exists_on(int port, const char *key)
+{
+    redisReply *r = test_command(port, "EXISTS %s", key);
+    int yes = r && r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+    freeReplyObject(r);
+    return yes;
+}
+
+static int slot_of(const char *key)
+{
+    redisReply *r = test_command(cluster.nodes[0].port, "CLUSTER KEYSLOT %s", key);
+    int slot = r && r->type == REDIS_REPLY_INTEGER ? (int)r->integer : -1;
+    freeReplyObject(r);
+    return slot;
+}
+
+/* A hash tag of its own for each test: every name with it is in one slot. */
+static void fresh_tag(char *buf, size_t len, const char *what)
+{
+    snprintf(buf, len, "%s%d", what, rand_r(&names_seed));
+}
+
+/* A name under a hash tag whose slot the master at node index `master`
+ * serves. */
+static void name_on(char *buf, size_t len, int master, const char *what)
+{
+    for (int tries = 0; tries < 1000; tries++) {
+        snprintf(buf, len, "{%s%d}", what, rand_r(&names_seed));
+        if (test_cluster_owner(&cluster, buf) == master)
+            return;
+    }
+    fail_msg("no name found on node %d", master);
+}
+
+/* The replica of master `m`, which must have one. */
+static int replica_of(int m)
+{
+    int r = test_cluster_replica_of(&cluster, m);
+    assert_true(r >= 0);
+    return r;
+}
+
+/* A master other than `not`. */
+static int other_master(int not)
+{
+    int m = test_cluster_node_with_role(&cluster, "master", 0);
+    return m == not ? test_cluster_node_with_role(&cluster, "master", 1) : m;
+}
+
+/* Neither ASK, TRYAGAIN nor MOVED, the server's words for a redirect, is
+ * in `text`. */
+static void no_redirect_text(const char *text)
+{
+    static const char *const words[] = {"ASK ", "TRYAGAIN", "MOVED", "CLUSTERDOWN"};
+    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+        if (strstr(text, words[i]))
+            fail_msg("a redirect reached the message: %s", text);
+}
+
+/* ---- A slot migrating by hand ---- */
+
+struct migration {
+    int slot, from, to;
+    char from_id[41], to_id[41];
+};
+
+static void migration_start(struct migration *m, const char *key)
+{
+    m->slot = slot_of(key);
+    m->from = test_cluster_owner(&cluster, key);
+    assert_true(m->from >= 0);
+    m->to = other_master(m->from);
+    test_cluster_node_id(cluster.nodes[m->from].port, m->from_id);
+    test_cluster_node_id(cluster.nodes[m->to].port, m->to_id);
+    must_succeed(cluster.nodes[m->to].port, "IMPORTING",
+                 test_command(cluster.nodes[m->to].port, "CLUSTER SETSLOT %d IMPORTING %s",
+                              m->slot, m->from_id));
+    must_succeed(cluster.nodes[m->from].port, "MIGRATING",
+                 test_command(cluster.nodes[m->from].port, "CLUSTER SETSLOT %d MIGRATING %s",
+                              m->slot, m->to_id));
+}
+
+/* MIGRATEs `key` from the source to the target. */
+static void migrate_key(const struct migration *m, const char *key)
+{
+    int src = cluster.nodes[m->from].port;
+    must_succeed(src, "MIGRATE",
+                 test_command(src, "MIGRATE 127.0.0.1 %d %s 0 5000", cluster.nodes[m->to].port,
+                              key));
+}
+
+/* MIGRATEs what is left of the slot. */
+static void migrate_rest(const struct migration *m)
+{
+    int src = cluster.nodes[m->from].port;
+    redisReply *keys = test_command(src, "CLUSTER GETKEYSINSLOT %d 100", m->slot);
+    assert_non_null(keys);
+    for (size_t i = 0; i < keys->elements; i++)
+        migrate_key(m, keys->element[i]->str);
+    freeReplyObject(keys);
+}
+
+static void set_slot_node(const struct migration *m, int i)
+{
+    must_succeed(cluster.nodes[i].port, "SETSLOT NODE",
+                 test_command(cluster.nodes[i].port, "CLUSTER SETSLOT %d NODE %s", m->slot,
+                              m->to_id));
+}
+
+/* Every master learns that the target owns the slot now: the source first,
+ * so that for a moment the source sends MOVED to the target and the
+ * target, still importing, MOVED back. */
+static void migration_finish(const struct migration *m)
+{
+    set_slot_node(m, m->from);
+    set_slot_node(m, m->to);
+    for (int i = 0; i < TEST_CLUSTER_NODES; i++) {
+        redisReply *role = test_command(cluster.nodes[i].port, "ROLE");
+        int master = role && role->type == REDIS_REPLY_ARRAY &&
+                     strcmp(role->element[0]->str, "master") == 0;
+        freeReplyObject(role);
+        if (master && i != m->from && i != m->to)
+            set_slot_node(m, i);
+    }
+}
+
+/* `dlock acquire -n NAME` through `url`: its exit status; its stderr holds
+ * no redirect. */
+static int cli_try(const char *url, const char *name, cli_proc *p)
+{
+    const char *args[] = {"-r", url, "acquire", "-n", "-t", "30s", name, NULL};
+    int rc = cli_run(p, NULL, args, 20000 * test_slowdown());
+    no_redirect_text(p->err);
+    return rc;
+}
+
+/* What a held name and a name never used show at one step of a migration:
+ * the held one is busy (75); the free one cannot be taken (its keys cannot
+ * be written while the slot migrates) and says so without the server's
+ * redirect. */
+static void check_mid_migration(const char *url, dlock_lock *held, const char *free_name)
+{
+    cli_proc p;
+    assert_int_equal(cli_try(url, dlock_lock_name(held), &p), 75);
+    if (cli_try(url, free_name, &p) != 69 || !strstr(p.err, "being migrated"))
+        fail_msg("a free name mid-migration: exit %d: %s", p.status, p.err);
+}
+
+/* While the held name's keys are on one node (source or target), its
+ * holder extends it and `dlock status` reads it held. */
+static void check_whole(const char *url, dlock_client *holder, dlock_lock *held)
+{
+    const char *status[] = {"-r", url, "status", dlock_lock_name(held), NULL};
+    char expect[96];
+    cli_proc p;
+    if (dlock_lock_extend(held, 30000) != 0)
+        fail_msg("extend: %s", dlock_client_errmsg(holder));
+    assert_int_equal(cli_run(&p, NULL, status, 20000 * test_slowdown()), 0);
+    snprintf(expect, sizeof(expect), "%s: held", dlock_lock_name(held));
+    assert_non_null(strstr(p.out, expect));
+    no_redirect_text(p.err);
+}
+
+struct acquirer {
+    dlock_client *client;
+    const char *name;
+    int64_t wait_ms;
+    int rc;
+    long long done_ms;
+    dlock_lock *lock;
+    pthread_t thread;
+};
+
+static void *acquire_in_thread(void *arg)
+{
+    struct acquirer *a = arg;
+    dlock_acquire_options opts = DLOCK_ACQUIRE_OPTIONS_INIT;
+    opts.wait_ms = a->wait_ms;
+    a->rc = dlock_lock_acquire(&a->lock, a->client, a->name, 30000, &opts);
+    a->done_ms = test_now_ms();
+    return NULL;
+}
+
+static void start_acquirer(struct acquirer *a, dlock_client *c, const char *name, int64_t wait_ms)
+{
+    *a = (struct acquirer){.client = c, .name = name, .wait_ms = wait_ms};
+    assert_int_equal(pthread_create(&a->thread, NULL, acquire_in_thread, a), 0);
+}
+
+struct extender {
+    dlock_lock *lock;
+    int rc;
+    pthread_t thread;
+};
+
+static void *extend_in_thread(void *arg)
+{
+    struct extender *e = arg;
+    e->rc = dlock_lock_extend(e->lock, 30000);
+    return NULL;
+}
+
+static void start_extender(struct extender *e, dlock_lock *lock)
+{
+    *e = (struct extender){.lock = lock};
+    assert_int_equal(pthread_create(&e->thread, NULL, extend_in_thread, e), 0);
+}
+
+static void join_granted(struct acquirer *a)
+{
+    assert_int_equal(pthread_join(a->thread, NULL), 0);
+    if (a->rc != 0)
+        fail_msg("%s: %s", a->name, dlock_client_errmsg(a->client));
+    assert_int_equal(dlock_lock_release(a->lock), 0);
+    dlock_lock_free(a->lock);
+}
+
+/* A slot migrates key by key under a held name, a name never used and two
+ * acquires of that one: at each step (nothing moved, the lock key moved,
+ * everything moved) the held name reads busy and is extended and read, the
+ * free one is refused in our words; an acquire that does not wait is
+ * granted once the migration ends within its command timeout, a waiter
+ * once it ends within its wait. After it everything works on the target,
+ * and the holder releases there. */
+static void test_cluster_migration_busy_free_granted(void **state)
+{
+    char tag[32], held_name[64], free_name[64], later_name[64];
+    int seed = test_cluster_node_with_role(&cluster, "slave", 0);
+    const char *url = cluster.nodes[seed].url;
+    dlock_client *holder = open_client(url, 0, 5000 * test_slowdown());
+    dlock_client *patient = open_client(url, 0, 0);
+    dlock_client *quick = open_client(url, 0, 5000 * test_slowdown());
+    struct acquirer waiter, at_once;
+    struct extender extender;
+    struct migration m;
+    dlock_lock *held;
+    long long finished;
+    (void)state;
+
+    fresh_tag(tag, sizeof(tag), "mig");
+    snprintf(held_name, sizeof(held_name), "{%s}held", tag);
+    snprintf(free_name, sizeof(free_name), "{%s}free", tag);
+    snprintf(later_name, sizeof(later_name), "{%s}later", tag);
+    held = must_acquire(holder, held_name, 30000, NULL);
+    migration_start(&m, held_name);
+
+    check_mid_migration(url, held, free_name);
+    check_whole(url, holder, held);
+    /* The lock key moves alone: the name's keys are apart until the rest
+     * follows, and an extend meanwhile goes through once they do. */
+    migrate_key(&m, held_name);
+    check_mid_migration(url, held, free_name);
+    start_extender(&extender, held);
+    usleep(300000);
+    migrate_rest(&m);
+    assert_int_equal(pthread_join(extender.thread, NULL), 0);
+    if (extender.rc != 0)
+        fail_msg("extend across the move: %s", dlock_client_errmsg(holder));
+    check_mid_migration(url, held, free_name);
+    check_whole(url, holder, held);
+
+    /* Both ask while the slot still migrates; it ends a second later. */
+    start_acquirer(&waiter, patient, free_name, 20000LL * test_slowdown());
+    start_acquirer(&at_once, quick, later_name, 0);
+    usleep(1000000);
+    finished = test_now_ms();
+    migration_finish(&m);
+    join_granted(&at_once);
+    join_granted(&waiter);
+    assert_true(at_once.done_ms >= finished && waiter.done_ms >= finished);
+
+    if (dlock_lock_extend(held, 30000) != 0)
+        fail_msg("extend after: %s", dlock_client_errmsg(holder));
+    assert_true(exists_on(cluster.nodes[m.to].port, held_name));
+    assert_int_equal(dlock_lock_release(held), 0);
+    assert_false(exists_on(cluster.nodes[m.to].port, held_name));
+    dlock_lock_free(held);
+    held = must_acquire(holder, held_name, 30000, NULL);
+    assert_true(exists_on(cluster.nodes[m.to].port, held_name));
+    assert_int_equal(dlock_lock_release(held), 0);
+    dlock_lock_free(held);
+    dlock_client_close(quick);
+    dlock_client_close(patient);
+    dlock_client_close(holder);
+}
+
+/* ---- The node the URL names dies ---- */
+
+/* Kills node `i` and starts it again with neither data nor nodes.conf: a
+ * node on its own, that knows no slot and answers CLUSTERDOWN for each. */
+static void restart_afresh(int i)
+{
+    char conf[256];
+    test_redis_kill(&cluster.nodes[i]);
+    snprintf(conf, sizeof(conf), "%s/nodes.conf", cluster.nodes[i].dir);
+    assert_int_equal(unlink(conf), 0);
+    assert_int_equal(test_redis_restart(&cluster.nodes[i]), 0);
+}
+
+/* A renewed lock taken through a replica (a node with no slot) outlives
+ * that node, dead or started afresh out of the cluster: the renewal
+ * thread, whose connections never talked to it before, finds the map
+ * through the nodes the client learnt. */
+static void test_cluster_renewal_outlives_the_seed(void **state)
+{
+    char name[64];
+    int master = test_cluster_node_with_role(&cluster, "master", 0), seed = replica_of(master);
+    dlock_client *c = open_client(cluster.nodes[seed].url, 0, 0);
+    dlock_acquire_options opts = DLOCK_ACQUIRE_OPTIONS_INIT;
+    int ttl = 600 * test_slowdown();
+    dlock_lock *lock;
+    (void)state;
+
+    name_on(name, sizeof(name), other_master(master), "seedlib");
+    opts.auto_renew = 1;
+    lock = must_acquire(c, name, ttl, &opts);
+    restart_afresh(seed);
+    usleep((useconds_t)ttl * 2 * 1000);
+    test_redis_kill(&cluster.nodes[seed]); /* it stays down: the later tests count on that */
+    usleep((useconds_t)ttl * 2 * 1000);
+    if (!dlock_lock_held(lock))
+        fail_msg("lost: %s", dlock_client_errmsg(c));
+    assert_true(exists_on(cluster.nodes[test_cluster_owner(&cluster, name)].port, name));
+    assert_int_equal(dlock_lock_release(lock), 0);
+    dlock_lock_free(lock);
+    dlock_client_close(c);
+}
+
+static int key_on_some_node(const char *key)
+{
+    for (int i = 0; i < TEST_CLUSTER_NODES; i++)
+        if (cluster.nodes[i].pid > 0 && exists_on(cluster.nodes[i].port, key))
+            return 1;
+    return 0;
+}
+
+/* `dlock -r REPLICA run -t 6s NAME -- sleep 8`, and the replica killed a
+ * second after the grant: the run renews through the masters it knows and
+ * exits 0. */
+static void test_cluster_run_outlives_the_seed(void **state)
+{
+    char name[64];
+    int master = test_cluster_node_with_role(&cluster, "master", 1), seed;
+    const char *args[] = {"-r", NULL, "run", "-t", "6s", name, "--", "sleep", "8", NULL};
+    long long deadline;
+    cli_proc p;
+    (void)state;
+
+    seed = test_cluster_replica_of(&cluster, master);
+    assert_true(seed >= 0 && cluster.nodes[seed].pid > 0);
+    args[1] = cluster.nodes[seed].url;
+    name_on(name, sizeof(name), other_master(master), "seedcli");
+    assert_int_equal(cli_start(&p, NULL, args, NULL), 0);
+    deadline = test_now_ms() + 5000LL * test_slowdown();
+    while (!key_on_some_node(name)) {
+        if (test_now_ms() > deadline)
+            fail_msg("the run did not get the lock");
+        usleep(20000);
+    }
+    usleep(1000000);
+    test_redis_kill(&cluster.nodes[seed]);
+    if (cli_wait(&p, 30000 * test_slowdown()) != 0)
+        fail_msg("run: exit %d: %s", p.status, p.err);
+    assert_false(key_on_some_node(name));
+}
+
+/* ---- A master dies under a waiter ---- */
+
+static int promoted(void *arg)
+{
+    int port = *(int *)arg;
+    redisReply *r = test_command(port, "ROLE");
+    int yes = r && r->type == REDIS_REPLY_ARRAY && strcmp(r->element[0]->str, "master") == 0;
+    freeReplyObject(r);
+    return yes;
+}
+
+/* A waiter (the library's wait, which retries failed attempts) waits for a
+ * held name; the master of its slot is killed and its replica takes over:
+ * the waiter follows the new map and gets the lock once the holder lets
+ * it go through the new master. */
+static void test_cluster_waiter_rides_a_master_kill(void **state)
+{
+    char name[64], token[33];
+    int master, replica, port;
+    struct acquirer waiter;
+    dlock_client *c;
+    cli_proc p;
+    long long deadline;
+    (void)state;
+
+    /* The only master whose replica is still up. */
+    master = -1;
+    for (int i = 0; i < TEST_CLUSTER_NODES && master < 0; i++) {
+        int r = promoted(&cluster.nodes[i].port) ? test_cluster_replica_of(&cluster, i) : -1;
+        if (r >= 0 && cluster.nodes[r].pid > 0)
+            master = i;
+    }
+    assert_true(master >= 0);
+    replica = replica_of(master);
+    port = cluster.nodes[replica].port;
+    name_on(name, sizeof(name), master, "killed");
+    {
+        const char *hold[] = {"-r", cluster.nodes[master].url, "acquire", "-t", "60s", name,
+                              NULL};
+        assert_int_equal(cli_run(&p, NULL, hold, 10000 * test_slowdown()), 0);
+        assert_int_equal(sscanf(p.out, "%32s", token), 1);
+    }
+    redisReply *w = test_command(cluster.nodes[master].port, "WAIT 1 5000");
+    assert_true(w && w->type == REDIS_REPLY_INTEGER && w->integer == 1);
+    freeReplyObject(w);
+
+    c = open_client(cluster.nodes[master].url, 0, 0);
+    start_acquirer(&waiter, c, name, 30000LL * test_slowdown());
+    usleep(300000);
+    test_redis_kill(&cluster.nodes[master]);
+    deadline = test_now_ms() + 20000LL * test_slowdown();
+    while (!promoted(&port)) {
+        if (test_now_ms() > deadline)
+            fail_msg("the replica was not promoted");
+        usleep(50000);
+    }
+    {
+        const char *release[] = {"-r", cluster.nodes[replica].url, "release", name, token, NULL};
+        assert_int_equal(cli_run(&p, NULL, release, 10000 * test_slowdown()), 0);
+    }
+    join_granted(&waiter);
+    assert_int_equal(test_cluster_owner(&cluster, name), replica);
+    dlock_client_close(c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cluster_migration_busy_free_granted),
+        cmocka_unit_test(test_cluster_renewal_outlives_the_seed),
+        cmocka_unit_test(test_cluster_run_outlives_the_seed),
+        cmocka_unit_test(test_cluster_waiter_rides_a_master_kill),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
