@@ -423,17 +423,17 @@ static int promoted(void *arg)
     return yes;
 }
 
-/* A waiter (the library's wait, which retries failed attempts) waits for a
- * held name; the master of its slot is killed and its replica takes over:
- * the waiter follows the new map and gets the lock once the holder lets
- * it go through the new master. */
+/* Two waiters, the library's and `dlock run -w 30s`, wait for a held name
+ * through the URL of the master of its slot; that master is killed and its
+ * replica takes over: both follow the new map and get the lock once the
+ * holder lets it go through the new master. */
 static void test_cluster_waiter_rides_a_master_kill(void **state)
 {
     char name[64], token[33];
     int master, replica, port;
     struct acquirer waiter;
     dlock_client *c;
-    cli_proc p;
+    cli_proc p, run;
     long long deadline;
     (void)state;
 
@@ -460,6 +460,11 @@ static void test_cluster_waiter_rides_a_master_kill(void **state)
 
     c = open_client(cluster.nodes[master].url, 0, 0);
     start_acquirer(&waiter, c, name, 30000LL * test_slowdown());
+    {
+        const char *wait[] = {"-r", cluster.nodes[master].url, "run", "-w", "30s", name, "--",
+                              "true", NULL};
+        assert_int_equal(cli_start(&run, NULL, wait, NULL), 0);
+    }
     usleep(300000);
     test_redis_kill(&cluster.nodes[master]);
     deadline = test_now_ms() + 20000LL * test_slowdown();
@@ -473,6 +478,8 @@ static void test_cluster_waiter_rides_a_master_kill(void **state)
         assert_int_equal(cli_run(&p, NULL, release, 10000 * test_slowdown()), 0);
     }
     join_granted(&waiter);
+    if (cli_wait(&run, 30000 * test_slowdown()) != 0)
+        fail_msg("run -w: exit %d: %s", run.status, run.err);
     assert_int_equal(test_cluster_owner(&cluster, name), replica);
     dlock_client_close(c);
 }
