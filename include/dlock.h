@@ -319,7 +319,7 @@ typedef struct dlock_acquire_options {
 
     /* With fair: the presence lease, DLOCK_LEASE_MIN_MS to
      * DLOCK_LEASE_MAX_MS; 0: DLOCK_LEASE_DEFAULT_MS. Renewed every third of
-     * it while waiting. */
+     * it while waiting. Nonzero without fair: DLOCK_EINVAL. */
     int64_t lease_ms;
 
     /* Nonzero: a shared hold (docs/shared.md): any number of shared
