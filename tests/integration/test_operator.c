@@ -217,6 +217,48 @@ static void test_operator_lease_without_fair_is_refused(void **state)
     dlock_client_close(c);
 }
 
+/* ---- run --stats-json ---- */
+
+/* The counters `dlock run --stats-json` wrote for `args` (their exit
+ * status `status`) into text. */
+static void stats_of_run(const char *const *args, const char *path, int status, char *text,
+                         size_t len)
+{
+    cli_proc p;
+    FILE *f;
+    size_t got;
+    assert_int_equal(cli_run(&p, server.url, args, 10000 * test_slowdown()), status);
+    f = fopen(path, "r");
+    assert_non_null(f);
+    got = fread(text, 1, len - 1, f);
+    text[got] = '\0';
+    fclose(f);
+}
+
+/* A run that waits for a lock held by a token for 0.5 s, and gets it: one
+ * acquisition, one wait, nothing busy. A run with -n that finds it held:
+ * busy once, no wait. */
+static void test_operator_run_stats_a_wait_that_got_the_lock_is_not_busy(void **state)
+{
+    char path[256], text[1024];
+    cli_proc p;
+    long long start;
+    (void)state;
+    scratch(path, sizeof(path), "stats.json");
+    assert_int_equal(DLOCK(&p, 10000, "acquire", "-t", "500ms", "op:stats"), 0);
+    start = test_now_ms();
+    stats_of_run((const char *const[]){"run", "--stats-json", path, "op:stats", "--", "true",
+                                       NULL},
+                 path, 0, text, sizeof(text));
+    assert_true(test_now_ms() - start >= 400);
+    assert_contains(text, "{\"acquisitions\":1,\"busy\":0,\"waits\":1,");
+    assert_int_equal(DLOCK(&p, 10000, "acquire", "-t", "5s", "op:stats"), 0);
+    stats_of_run((const char *const[]){"run", "-n", "--stats-json", path, "op:stats", "--",
+                                       "true", NULL},
+                 path, 75, text, sizeof(text));
+    assert_contains(text, "{\"acquisitions\":0,\"busy\":1,\"waits\":0,");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -225,6 +267,7 @@ int main(void)
         cmocka_unit_test(test_operator_list_shows_every_kind_on_a_cluster),
         cmocka_unit_test(test_operator_status_top_level_fields_per_kind),
         cmocka_unit_test(test_operator_lease_without_fair_is_refused),
+        cmocka_unit_test(test_operator_run_stats_a_wait_that_got_the_lock_is_not_busy),
     };
     return cmocka_run_group_tests(tests, group_setup_server, group_teardown_server);
 }
