@@ -217,6 +217,31 @@ static void test_operator_lease_without_fair_is_refused(void **state)
     dlock_client_close(c);
 }
 
+/* ---- messages ---- */
+
+/* A writer refused by three shared holders hears that the name is held
+ * shared, by how many, and one of them. */
+static void test_operator_busy_shared_says_how_many_and_one(void **state)
+{
+    long pid[3];
+    char one[64];
+    cli_proc p;
+    int named = 0;
+    (void)state;
+    for (int i = 0; i < 3; i++)
+        pid[i] = must_run(server.url,
+                          (const char *const[]){"acquire", "-s", "-t", "60s", "op:readers", NULL});
+    assert_int_equal(DLOCK(&p, 10000, "acquire", "-n", "op:readers"), 75);
+    assert_contains(p.err, "dlock: op:readers is busy: held shared by 3 holders (one: ");
+    for (int i = 0; i < 3; i++) {
+        snprintf(one, sizeof(one), " pid %ld)", pid[i]);
+        named += strstr(p.err, one) != NULL;
+    }
+    assert_int_equal(named, 1);
+    assert_int_equal(DLOCK(&p, 10000, "run", "-w", "100ms", "op:readers", "--", "true"), 75);
+    assert_contains(p.err, "held shared by 3 holders (one: ");
+}
+
 /* ---- run --stats-json ---- */
 
 /* The counters `dlock run --stats-json` wrote for `args` (their exit
@@ -268,6 +293,7 @@ int main(void)
         cmocka_unit_test(test_operator_status_top_level_fields_per_kind),
         cmocka_unit_test(test_operator_lease_without_fair_is_refused),
         cmocka_unit_test(test_operator_run_stats_a_wait_that_got_the_lock_is_not_busy),
+        cmocka_unit_test(test_operator_busy_shared_says_how_many_and_one),
     };
     return cmocka_run_group_tests(tests, group_setup_server, group_teardown_server);
 }

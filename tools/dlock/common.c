@@ -244,6 +244,14 @@ void cli_describe_holder(const dlock_status *st, char *out, size_t len)
                  dlock_status_holders(st), dlock_status_limit(st), (double)ttl_ms / 1000);
         return;
     }
+    if (h && dlock_status_shared(st)) {
+        size_t holders = dlock_status_holders(st);
+        snprintf(out, len,
+                 "held shared by %zu holder%s (%s%s pid %ld), the last to expire in %.1f s",
+                 holders, holders == 1 ? "" : "s", holders == 1 ? "" : "one: ", h->host, h->pid,
+                 (double)ttl_ms / 1000);
+        return;
+    }
     if (h) {
         char since[32];
         cli_format_time(h->since_ms, since, sizeof(since));
