@@ -242,6 +242,55 @@ static void test_operator_busy_shared_says_how_many_and_one(void **state)
     assert_contains(p.err, "held shared by 3 holders (one: ");
 }
 
+/* Nothing of a script's internals (its SHA1, its Lua line) in `text`. */
+static void assert_no_script_internals(const char *text)
+{
+    assert_lacks(text, "script:");
+    assert_lacks(text, "user_script");
+}
+
+/* A semaphore's name taken as another kind, and the other way round: the
+ * kind found (a semaphore with its permits in force) and the kind asked
+ * for, from the command and the library alike, nothing of Redis' script
+ * internals. */
+static void test_operator_wrong_kind_names_both_kinds(void **state)
+{
+    static const char *const asked[][3] = {
+        {"-n", "op:kind:sem", "mutex"}, {"--fair", "op:kind:sem", "fair lock"},
+        {"-s", "op:kind:sem", "shared lock"}};
+    dlock_client *c = open_client(server.url, 0, 0);
+    dlock_acquire_options o = DLOCK_ACQUIRE_OPTIONS_INIT;
+    dlock_lock *lock = NULL;
+    char want[160];
+    cli_proc p;
+    (void)state;
+    must_run(server.url,
+             (const char *const[]){"acquire", "--permits", "3", "-t", "60s", "op:kind:sem", NULL});
+    must_run(server.url, (const char *const[]){"acquire", "-t", "60s", "op:kind:mutex", NULL});
+    must_run(server.url, (const char *const[]){"acquire", "-s", "-t", "60s", "op:kind:shared", NULL});
+    for (size_t i = 0; i < sizeof(asked) / sizeof(asked[0]); i++) {
+        assert_int_equal(DLOCK(&p, 10000, "acquire", "-w", "1s", asked[i][0], asked[i][1]), 69);
+        snprintf(want, sizeof(want), "dlock: op:kind:sem is a semaphore of 3 permits, not a %s\n",
+                 asked[i][2]);
+        assert_string_equal(p.err, want);
+    }
+    assert_int_equal(DLOCK(&p, 10000, "acquire", "-n", "--permits", "2", "op:kind:mutex"), 69);
+    assert_string_equal(p.err,
+                        "dlock: op:kind:mutex is a mutex or a fair lock, not a semaphore of 2 "
+                        "permits\n");
+    assert_int_equal(DLOCK(&p, 10000, "run", "--permits", "2", "op:kind:shared", "--", "true"), 69);
+    assert_string_equal(p.err,
+                        "dlock: op:kind:shared is held shared, not a semaphore of 2 permits\n");
+    o.fair = 1;
+    assert_int_equal(dlock_lock_acquire(&lock, c, "op:kind:sem", 30000, &o), DLOCK_EWRONGTYPE);
+    assert_string_equal(dlock_client_errmsg(c),
+                        "op:kind:sem is a semaphore of 3 permits, not a fair lock");
+    /* with -v: no internals either */
+    assert_int_equal(DLOCK(&p, 10000, "-v", "acquire", "-n", "op:kind:sem"), 69);
+    assert_no_script_internals(p.err);
+    dlock_client_close(c);
+}
+
 /* ---- run --stats-json ---- */
 
 /* The counters `dlock run --stats-json` wrote for `args` (their exit
@@ -294,6 +343,7 @@ int main(void)
         cmocka_unit_test(test_operator_lease_without_fair_is_refused),
         cmocka_unit_test(test_operator_run_stats_a_wait_that_got_the_lock_is_not_busy),
         cmocka_unit_test(test_operator_busy_shared_says_how_many_and_one),
+        cmocka_unit_test(test_operator_wrong_kind_names_both_kinds),
     };
     return cmocka_run_group_tests(tests, group_setup_server, group_teardown_server);
 }
