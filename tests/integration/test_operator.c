@@ -9,6 +9,7 @@
 #include <dlock.h>
 
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -291,6 +292,30 @@ static void test_operator_wrong_kind_names_both_kinds(void **state)
     dlock_client_close(c);
 }
 
+/* A `dlock run` stopped (SIGSTOP) past its TTL, then continued: the lock
+ * is lost (70), and the message says that its validity ran out while dlock
+ * was not running, not that a server did not answer. */
+static void test_operator_run_stopped_past_its_ttl_says_so(void **state)
+{
+    redisContext *redis = test_redis_connect(&server, NULL);
+    cli_proc p;
+    (void)state;
+    assert_int_equal(cli_start(&p, server.url,
+                               (const char *const[]){"run", "-t", "1s", "op:stopped", "--",
+                                                     "sleep", "30", NULL},
+                               NULL),
+                     0);
+    wait_for_key(redis, "op:stopped");
+    assert_int_equal(kill(p.pid, SIGSTOP), 0);
+    usleep(2500 * 1000); /* the TTL, and more */
+    assert_int_equal(kill(p.pid, SIGCONT), 0);
+    assert_int_equal(cli_wait(&p, 20000 * test_slowdown()), 70);
+    assert_contains(p.err, "lock op:stopped was lost: its validity ran out while dlock was not "
+                           "running");
+    assert_lacks(p.err, "did not answer");
+    redisFree(redis);
+}
+
 /* ---- run --stats-json ---- */
 
 /* The counters `dlock run --stats-json` wrote for `args` (their exit
@@ -344,6 +369,7 @@ int main(void)
         cmocka_unit_test(test_operator_run_stats_a_wait_that_got_the_lock_is_not_busy),
         cmocka_unit_test(test_operator_busy_shared_says_how_many_and_one),
         cmocka_unit_test(test_operator_wrong_kind_names_both_kinds),
+        cmocka_unit_test(test_operator_run_stopped_past_its_ttl_says_so),
     };
     return cmocka_run_group_tests(tests, group_setup_server, group_teardown_server);
 }

@@ -346,6 +346,9 @@ static void lock_lost(const struct cli *cli, const struct cli_command_opts *o, s
         cli_error("lock %s expired while the job was stopped; stopping the command", o->name);
     else if (reason == DLOCK_ELOST)
         cli_error("lock %s: held for the --max-hold limit; stopping the command", o->name);
+    else if (reason == DLOCK_EPAUSED)
+        cli_error("lock %s was lost: its validity ran out while dlock was not running (stopped "
+                  "or paused longer than the TTL); stopping the command", o->name);
     else
         cli_error("lock %s was lost (%s); stopping the command", o->name, dlock_strerror(reason));
     cli_debug(cli, "sent SIGTERM to process group %ld", (long)s->pid);
