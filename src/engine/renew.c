@@ -165,7 +165,9 @@ static void note_stall(struct dlock__renewer *r, int64_t planned_ns)
 
 /* Why `lock`, whose validity ran out, is lost: max_hold_ms reached; the
  * process not running when it ran out; or what kept its renewals from
- * succeeding (nothing answered in time, when they did not fail). */
+ * succeeding. None that failed (a renewal is due at a third of the
+ * validity): none was sent in time, the process was not running then
+ * either (stopped before the lock even reached this thread). */
 static int loss_reason(const struct dlock__renewer *r, const dlock__renewal *lock)
 {
     int64_t until = lock->claim->valid_until_ns;
@@ -173,7 +175,7 @@ static int loss_reason(const struct dlock__renewer *r, const dlock__renewal *loc
         return DLOCK_ELOST;
     if (until > r->stalled_from_ns && until <= r->stalled_to_ns)
         return DLOCK_EPAUSED;
-    return lock->last_error ? lock->last_error : DLOCK_ETIMEDOUT;
+    return lock->last_error ? lock->last_error : DLOCK_EPAUSED;
 }
 
 /* Sleeps on `wake` until `until_ns` (CLOCK_BOOTTIME; INT64_MAX: no limit),
