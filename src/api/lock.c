@@ -183,7 +183,7 @@ static void explain_kind(dlock_lock *lock, int rc)
 {
     dlock__claim *cl = &lock->claim;
     dlock_client *c = cl->client;
-    char detail[DLOCK__ERRMSG_MAX], found[64], asked[64];
+    char detail[DLOCK__ERRMSG_MAX];
     dlock_status *st = NULL;
     int status_rc;
     if (rc != DLOCK_EWRONGTYPE)
@@ -196,6 +196,7 @@ static void explain_kind(dlock_lock *lock, int rc)
         (dlock_status_limit(st) > 1) == (cl->kind == &dlock__kind_semaphore)) {
         dlock__set_error(&c->main, "%s", detail);
     } else {
+        char found[64], asked[64];
         kind_found(st, found, sizeof(found));
         kind_asked(cl, asked, sizeof(asked));
         dlock__set_error(&c->main, "%s %s, not %s", cl->keys.lock, found, asked);
