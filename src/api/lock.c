@@ -190,8 +190,15 @@ static void explain_kind(dlock_lock *lock, int rc)
         return;
     snprintf(detail, sizeof(detail), "%s", c->main.errmsg);
     status_rc = dlock_status_query(&st, c, cl->keys.lock);
-    if (status_rc == DLOCK_EWRONGTYPE)
-        return; /* status's message says what the name holds */
+    if (status_rc == DLOCK_EWRONGTYPE) {
+        /* the server's "WRONGTYPE NAME holds a hash, not a lock" */
+        const char *said = strstr(c->main.errmsg, "WRONGTYPE ");
+        if (said) {
+            snprintf(detail, sizeof(detail), "%.*s", (int)strcspn(said, ";"), said);
+            dlock__set_error(&c->main, "%s", detail);
+        }
+        return;
+    }
     if (status_rc < 0 || !dlock_status_held(st) ||
         (dlock_status_limit(st) > 1) == (cl->kind == &dlock__kind_semaphore)) {
         dlock__set_error(&c->main, "%s", detail);

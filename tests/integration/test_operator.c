@@ -262,6 +262,7 @@ static void test_operator_wrong_kind_names_both_kinds(void **state)
     dlock_client *c = open_client(server.url, 0, 0);
     dlock_acquire_options o = DLOCK_ACQUIRE_OPTIONS_INIT;
     dlock_lock *lock = NULL;
+    redisContext *redis;
     char want[160];
     cli_proc p;
     (void)state;
@@ -286,6 +287,16 @@ static void test_operator_wrong_kind_names_both_kinds(void **state)
     assert_int_equal(dlock_lock_acquire(&lock, c, "op:kind:sem", 30000, &o), DLOCK_EWRONGTYPE);
     assert_string_equal(dlock_client_errmsg(c),
                         "op:kind:sem is a semaphore of 3 permits, not a fair lock");
+    /* a name that holds no lock: the server's words, for every kind asked */
+    redis = test_redis_connect(&server, NULL);
+    freeReplyObject(run(redis, "HSET op:kind:hash f v"));
+    redisFree(redis);
+    o.fair = 0;
+    o.permits = 2;
+    assert_int_equal(dlock_lock_acquire(&lock, c, "op:kind:hash", 30000, &o), DLOCK_EWRONGTYPE);
+    assert_string_equal(dlock_client_errmsg(c), "WRONGTYPE op:kind:hash holds a hash, not a lock");
+    assert_int_equal(DLOCK(&p, 10000, "acquire", "-n", "--permits", "2", "op:kind:hash"), 69);
+    assert_string_equal(p.err, "dlock: op:kind:hash holds a hash, not a lock (WRONGTYPE)\n");
     /* with -v: no internals either */
     assert_int_equal(DLOCK(&p, 10000, "-v", "acquire", "-n", "op:kind:sem"), 69);
     assert_no_script_internals(p.err);
