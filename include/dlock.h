@@ -67,7 +67,8 @@ DLOCK_EXTERN const char *dlock_version(void);
     XX(EWRONGTYPE, -14, "lock key holds a value of another type")              \
     XX(ESYSTEM, -15, "system call failed")                                     \
     XX(ELIMIT, -16, "the semaphore's permits in force are another number")     \
-    XX(ENOREPLICAS, -17, "too few replicas acknowledged the write")
+    XX(ENOREPLICAS, -17, "too few replicas acknowledged the write")            \
+    XX(EPAUSED, -18, "validity ran out while the process was not running")
 
 typedef enum dlock_error {
     DLOCK_OK = 0,
@@ -257,7 +258,9 @@ typedef struct dlock_lock dlock_lock;
 /*
  * Called once, on the client's renewal thread, when an auto-renewed lock is
  * lost. `reason`: DLOCK_ENOTOWNER (another owner holds it, or the key is
- * gone), DLOCK_ELOST (max_hold_ms was reached), or the error that kept every
+ * gone), DLOCK_ELOST (max_hold_ms was reached), DLOCK_EPAUSED (the process
+ * was not running when the validity ran out: stopped by SIGSTOP or a
+ * debugger, a paused VM, a suspended machine), or the error that kept every
  * renewal from succeeding before the validity ran out (DLOCK_ETIMEDOUT,
  * DLOCK_ECONN, ...). Keep it short; it may call the thread-safe getters of
  * `lock` (dlock_lock_held, _name, _token, _fence, _validity_ms) and nothing
@@ -339,7 +342,7 @@ typedef struct dlock_acquire_options {
 
     /* With fair: the presence lease, DLOCK_LEASE_MIN_MS to
      * DLOCK_LEASE_MAX_MS; 0: DLOCK_LEASE_DEFAULT_MS. Renewed every third of
-     * it while waiting. */
+     * it while waiting. Nonzero without fair: DLOCK_EINVAL. */
     int64_t lease_ms;
 
     /* Nonzero: a shared hold (docs/shared.md): any number of shared

@@ -367,10 +367,15 @@ static void check_set(const struct node *nds, size_t n, dlock_report *r)
 }
 
 static const char fix_acl[] =
-    "grant the user what dlock needs (docs/security.md): +evalsha +eval +script|load +subscribe "
-    "+unsubscribe +type +get +set +del +pttl +pexpire +time +publish, keys ~NAME* ~{NAME* and "
-    "channels &{NAME*; a user allowed only some keys: run 'dlock doctor NAME' with a name of "
-    "those";
+    "grant the user what dlock needs (docs/security.md): +evalsha +eval +subscribe +unsubscribe "
+    "+type +get +set +del +pttl +pexpire +time +publish, keys ~NAME* ~{NAME* and channels "
+    "&{NAME*; a user allowed only some keys: run 'dlock doctor NAME' with a name of those";
+static const char fix_acl_kinds[] =
+    "for semaphores, fair and shared locks (and a mutex on a name held shared) grant +zadd "
+    "+zrem +zscore +zrange +zrangebyscore +zremrangebyscore +hget +hset +hdel "
+    "(docs/security.md)";
+static const char fix_acl_optional[] =
+    "nothing fails without these; grant them for what they give (docs/security.md)";
 static const char fix_lock[] =
     "read the evidence: the server's own words say why; fix that, then run doctor again";
 
@@ -426,42 +431,114 @@ static bool found(const dlock_report *r, const char *id)
     return false;
 }
 
+/* When a command is needed: by every lock; by semaphores, fair and shared
+ * locks; on a cluster; with the replicas option; or never, an optional one
+ * (with several servers only: NEED_REDLOCK), whose refusal costs what its
+ * finding says. */
+enum need { NEED_LOCK, NEED_KINDS, NEED_CLUSTER, NEED_REPLICAS, NEED_OPTIONAL, NEED_REDLOCK };
+
 struct command {
+    enum need need;
     int argc;
-    const char *argv[5];
+    const char *argv[6];
 };
 
+/* The refusals of one kind of need, as a finding's evidence. */
+struct refusals {
+    char text[700];
+    size_t used;
+};
+
+static void refused(struct refusals *f, const struct command *cmd, const char *reply)
+{
+    if (f->used < sizeof(f->text))
+        f->used += (size_t)snprintf(f->text + f->used, sizeof(f->text) - f->used, "%s%s %s: %s",
+                                    f->used ? "; " : "", cmd->argv[0],
+                                    cmd->argc > 1 ? cmd->argv[1] : "", reply);
+}
+
+static bool applies(const struct command *cmd, const dlock_client *c, bool cluster)
+{
+    return (cmd->need != NEED_CLUSTER || cluster) && (cmd->need != NEED_REPLICAS || c->replicas) &&
+           (cmd->need != NEED_REDLOCK || c->n > 1);
+}
+
+/* SUBSCRIBE and SSUBSCRIBE leave their connection in subscribed mode. */
+static bool subscribes(const struct command *cmd)
+{
+    return strcmp(cmd->argv[0], "SUBSCRIBE") == 0 || strcmp(cmd->argv[0], "SSUBSCRIBE") == 0;
+}
+
+/* SHA1 of "return 1": EVALSHA's permission is checked before the cache
+ * is, so NOSCRIPT means allowed. */
+#define RETURN_1_SHA "e0e1f9fabfc9d4800c877a703b823ac0578ff8db"
+
 /* Each command dlock sends or its scripts run, sent directly on the
- * scratch keys, where a refusal names it: a script's PUBLISH goes through
- * pcall, so only this finds a user without it (Redis 7's acl-pubsub-default
- * grants no channel). The last ones remove the scratch keys. */
-static void try_commands(dlock_client *c, size_t i, const dlock__keys *k, dlock_report *r)
+ * scratch keys as the user, where a refusal names it, whatever the
+ * server's script cache holds: EVAL is what every call falls back to
+ * after a restart or SCRIPT FLUSH, and a script's PUBLISH goes through
+ * pcall, so only this finds a user without it (Redis 7's
+ * acl-pubsub-default grants no channel). Keys and channels are those of
+ * the scratch name: other names may fall under other patterns. The last
+ * one removes the scratch keys. */
+static void try_commands(dlock_client *c, size_t i, const dlock__keys *k, const char *zset,
+                         const char *hash, bool cluster, dlock_report *r)
 {
     const struct command cmds[] = {
-        {2, {"GET", k->lock}},
-        {5, {"SET", k->lock, "doctor", "PX", SCRATCH_TTL}},
-        {2, {"PTTL", k->lock}},
-        {3, {"PEXPIRE", k->lock, SCRATCH_TTL}},
-        {2, {"TYPE", k->lock}},
-        {1, {"TIME"}},
-        {3, {"PUBLISH", k->channel, "doctor"}},
-        {2, {"SUBSCRIBE", k->channel}},
-        {4, {"DEL", k->lock, k->owner, k->fence}},
+        {NEED_LOCK, 3, {"EVAL", "return 1", "0"}},
+        {NEED_LOCK, 3, {"EVALSHA", RETURN_1_SHA, "0"}},
+        {NEED_LOCK, 2, {"GET", k->lock}},
+        {NEED_LOCK, 5, {"SET", k->lock, "doctor", "PX", SCRATCH_TTL}},
+        {NEED_LOCK, 2, {"PTTL", k->lock}},
+        {NEED_LOCK, 3, {"PEXPIRE", k->lock, SCRATCH_TTL}},
+        {NEED_LOCK, 2, {"TYPE", k->lock}},
+        {NEED_LOCK, 1, {"TIME"}},
+        {NEED_LOCK, 3, {"PUBLISH", k->channel, "doctor"}},
+        {NEED_LOCK, 2, {"UNSUBSCRIBE", k->channel}},
+        {NEED_LOCK, 2, {"SUBSCRIBE", k->channel}},
+        {NEED_KINDS, 4, {"ZADD", zset, "1", "doctor"}},
+        {NEED_KINDS, 3, {"ZSCORE", zset, "doctor"}},
+        {NEED_KINDS, 4, {"ZRANGE", zset, "0", "-1"}},
+        {NEED_KINDS, 4, {"ZRANGEBYSCORE", zset, "-inf", "+inf"}},
+        {NEED_KINDS, 4, {"ZREMRANGEBYSCORE", zset, "-inf", "0"}},
+        {NEED_KINDS, 3, {"ZREM", zset, "doctor"}},
+        {NEED_KINDS, 4, {"HSET", hash, "doctor", "1"}},
+        {NEED_KINDS, 3, {"HGET", hash, "doctor"}},
+        {NEED_KINDS, 3, {"HDEL", hash, "doctor"}},
+        {NEED_CLUSTER, 3, {"SPUBLISH", k->channel, "doctor"}},
+        {NEED_CLUSTER, 2, {"SUNSUBSCRIBE", k->channel}},
+        {NEED_CLUSTER, 2, {"SSUBSCRIBE", k->channel}},
+        {NEED_REPLICAS, 3, {"WAIT", "0", "1"}},
+        {NEED_OPTIONAL, 3, {"CLUSTER", "KEYSLOT", k->channel}},
+        {NEED_REDLOCK, 3, {"SCRIPT", "LOAD", "return 1"}},
+        {NEED_LOCK, 6, {"DEL", k->lock, k->owner, k->fence, zset, hash}},
     };
-    char refused[768] = "", reply[256];
-    size_t used = 0;
+    struct refusals lock = {"", 0}, kinds = {"", 0}, optional = {"", 0};
+    char reply[256];
     for (size_t j = 0; j < sizeof(cmds) / sizeof(cmds[0]); j++) {
-        int rc = ask(c, i, cmds[j].argc, cmds[j].argv, reply, sizeof(reply));
-        if (strcmp(cmds[j].argv[0], "SUBSCRIBE") == 0) /* leave subscribed mode */
+        const struct command *cmd = &cmds[j];
+        bool optional_one = cmd->need == NEED_OPTIONAL || cmd->need == NEED_REDLOCK;
+        int rc;
+        if (!applies(cmd, c, cluster))
+            continue;
+        rc = ask(c, i, cmd->argc, cmd->argv, reply, sizeof(reply));
+        if (subscribes(cmd))
             dlock__conn_close(&c->main.conns[i]);
-        if (rc > 0 && denied(reply) && used < sizeof(refused))
-            used += (size_t)snprintf(refused + used, sizeof(refused) - used, "%s%s %s: %s",
-                                     used ? "; " : "", cmds[j].argv[0],
-                                     cmds[j].argc > 1 ? cmds[j].argv[1] : "", reply);
+        if (rc > 0 && denied(reply))
+            refused(cmd->need == NEED_KINDS ? &kinds : optional_one ? &optional : &lock, cmd,
+                    reply);
     }
-    if (refused[0])
+    if (lock.used)
         add(r, "ACL_MISSING", DLOCK_SEVERITY_ERROR, c->endpoints[i].label, 0, fix_acl,
-            "refused: %s", refused);
+            "refused: %s", lock.text);
+    if (kinds.used)
+        add(r, "ACL_KINDS", DLOCK_SEVERITY_WARNING, c->endpoints[i].label, 0, fix_acl_kinds,
+            "refused, so semaphores, fair and shared locks fail (and a mutex on a name held "
+            "shared): %s", kinds.text);
+    if (optional.used)
+        add(r, "ACL_OPTIONAL", DLOCK_SEVERITY_INFO, c->endpoints[i].label, 0, fix_acl_optional,
+            "refused, optional (CLUSTER KEYSLOT: the sharded channels on a cluster; SCRIPT LOAD: "
+            "Redlock's scripts ready on a fresh connection): %s", optional.text);
 }
 
 /* NAME-dlock-doctor-RANDOM, or dlock-doctor-RANDOM. */
@@ -529,6 +606,7 @@ int dlock_doctor(dlock_report **out, dlock_client *c, const char *name, int64_t 
     size_t n;
     dlock_report *r;
     dlock__keys keys;
+    char *zset, *hash; /* scratch keys of a semaphore's, fair or shared lock's types */
     bool any = false;
     int rc = dlock__call_start(c, out);
     if (rc == 0)
@@ -541,6 +619,10 @@ int dlock_doctor(dlock_report **out, dlock_client *c, const char *name, int64_t 
         return rc;
     }
     r = calloc(1, sizeof(*r));
+    zset = dlock__aux_key(scratch, "queue");
+    hash = dlock__aux_key(scratch, "wake");
+    if (r && (!zset || !hash))
+        r->nomem = true;
     n = plan_nodes(c, &nds);
     for (size_t k = 0; r && k < n; k++) {
         examine(c, &nds[k], ttl_ms ? ttl_ms : DEFAULT_TTL_MS, r);
@@ -558,15 +640,17 @@ int dlock_doctor(dlock_report **out, dlock_client *c, const char *name, int64_t 
         bool tried[DLOCK__NODES_MAX] = {false};
         for (size_t k = 0; k < n; k++) {
             size_t i = nds[k].endpoint;
-            if (nds[k].reached && !tried[i]) {
+            if (nds[k].reached && !tried[i] && zset && hash) {
                 tried[i] = true;
-                try_commands(c, i, &keys, r);
+                try_commands(c, i, &keys, zset, hash, nds[k].slot >= 0, r);
             }
         }
     }
     if (r && !nds)
         r->nomem = true;
     free(nds);
+    free(zset);
+    free(hash);
     dlock__keys_clear(&keys);
     c->main.errmsg[0] = '\0';
     return r ? finish(r, out) : DLOCK_ENOMEM;

@@ -10,10 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Owner records are "{T}:dlock:owner...:NAME": a kind that starts with
- * "owner" (a mutex's "owner"; a primitive with several holders keeps its
- * records under a kind of that family), then the name. */
-#define RECORD_MATCH "{*}:dlock:owner*"
+/* Owner records are "{T}:dlock:KIND:NAME": a mutex's (and a fair lock's)
+ * "owner", a semaphore's "owners" and the shared holders' "rowners" (one
+ * glob for the three; name_of() keeps only those). */
+#define RECORD_MATCH "{*}:dlock:*owner*"
+static const char *const record_kinds[] = {"owner:", "owners:", "rowners:"};
 /* SCAN's COUNT: buckets walked per round trip. Small enough that the keys
  * one reply carries stay below the reader's array limit
  * (DLOCK__REPLY_ARRAY_MAX) even where nearly every key is a lock's, large
@@ -32,11 +33,14 @@ struct dlock_names {
 static const char *name_of(const char *key)
 {
     const char *close = key[0] == '{' ? strchr(key, '}') : NULL;
-    const char *colon;
-    if (!close || strncmp(close + 1, ":dlock:owner", 12) != 0)
+    if (!close || strncmp(close + 1, ":dlock:", 7) != 0)
         return NULL;
-    colon = strchr(close + 13, ':');
-    return colon && colon[1] ? colon + 1 : NULL;
+    for (size_t i = 0; i < sizeof(record_kinds) / sizeof(record_kinds[0]); i++) {
+        size_t len = strlen(record_kinds[i]);
+        if (strncmp(close + 8, record_kinds[i], len) == 0)
+            return close[8 + len] ? close + 8 + len : NULL;
+    }
+    return NULL;
 }
 
 static int add_name(dlock_names *l, const char *name)

@@ -60,6 +60,8 @@ static int check_acquire_options(dlock__lane *lane, const dlock_acquire_options 
         why = "max_hold_ms and on_lost need auto_renew";
     else if (o->max_hold_ms && o->max_hold_ms < ttl_ms)
         why = "max_hold_ms must not be shorter than the TTL";
+    else if (o->lease_ms && !o->fair)
+        why = "lease_ms is a fair waiter's presence lease: it needs fair";
     if (!why)
         return 0;
     dlock__set_error(lane, "%s", why);
@@ -150,17 +152,63 @@ static void leave_queue(dlock_lock *lock, int rc)
     memcpy(lane->errmsg, why, sizeof(why));
 }
 
-/* A mutex acquire that found NAME of another type: say what it may be. */
+/* The kind a lock of status `st` is: "a semaphore of 3 permits", "held
+ * shared", "a mutex or a fair lock" (a holder of one is a mutex holder). */
+static void kind_found(const dlock_status *st, char *out, size_t len)
+{
+    if (dlock_status_limit(st) > 1)
+        snprintf(out, len, "is a semaphore of %u permits", dlock_status_limit(st));
+    else if (dlock_status_shared(st))
+        snprintf(out, len, "is held shared");
+    else
+        snprintf(out, len, "is a mutex or a fair lock");
+}
+
+/* The kind asked for, as kind_found() words one: a semaphore with the
+ * permits asked. */
+static void kind_asked(const dlock__claim *cl, char *out, size_t len)
+{
+    if (cl->kind == &dlock__kind_semaphore)
+        snprintf(out, len, "a semaphore of %u permits", cl->limit);
+    else
+        snprintf(out, len, "a %s", cl->kind->name);
+}
+
+/* An acquire that found NAME of another kind: the name's status says
+ * which (with a semaphore's permits in force), and that is the message,
+ * with the kind asked for. A name that holds no lock at all (a hash...)
+ * is said in status's words; a name whose kind changed since keeps the
+ * acquire's own message. */
 static void explain_kind(dlock_lock *lock, int rc)
 {
-    dlock__lane *lane = &lock->claim.client->main;
+    dlock__claim *cl = &lock->claim;
+    dlock_client *c = cl->client;
     char detail[DLOCK__ERRMSG_MAX];
-    if (rc != DLOCK_EWRONGTYPE || lock->claim.kind == &dlock__kind_semaphore)
+    dlock_status *st = NULL;
+    int status_rc;
+    if (rc != DLOCK_EWRONGTYPE)
         return;
-    snprintf(detail, sizeof(detail), "%s", lane->errmsg);
-    dlock__set_error(lane, "%s is not a mutex (a semaphore's name is a sorted set: take it with "
-                           "its number of permits); %s",
-                     lock->claim.keys.lock, detail);
+    snprintf(detail, sizeof(detail), "%s", c->main.errmsg);
+    status_rc = dlock_status_query(&st, c, cl->keys.lock);
+    if (status_rc == DLOCK_EWRONGTYPE) {
+        /* the server's "WRONGTYPE NAME holds a hash, not a lock" */
+        const char *said = strstr(c->main.errmsg, "WRONGTYPE ");
+        if (said) {
+            snprintf(detail, sizeof(detail), "%.*s", (int)strcspn(said, ";"), said);
+            dlock__set_error(&c->main, "%s", detail);
+        }
+        return;
+    }
+    if (status_rc < 0 || !dlock_status_held(st) ||
+        (dlock_status_limit(st) > 1) == (cl->kind == &dlock__kind_semaphore)) {
+        dlock__set_error(&c->main, "%s", detail);
+    } else {
+        char found[64], asked[64];
+        kind_found(st, found, sizeof(found));
+        kind_asked(cl, asked, sizeof(asked));
+        dlock__set_error(&c->main, "%s %s, not %s", cl->keys.lock, found, asked);
+    }
+    dlock_status_free(st);
 }
 
 static int start_renewal(dlock_lock *lock, const dlock_acquire_options *o)

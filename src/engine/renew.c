@@ -21,6 +21,10 @@
  * bounds how late a lock that expired during a suspend is noticed. */
 #define SLEEP_CAP_MS 250
 #define BATCH_SLACK_MS 50
+/* The thread ran this much later than it meant to (its sleep's end, its
+ * extend's deadline): the process was not running (SIGSTOP, a debugger, a
+ * paused VM). A validity that ended meanwhile ran out while it was not. */
+#define STALL_MIN_MS 200
 #define VISIT_MAX (4 * DLOCK__BATCH_MAX)
 
 /* One renewed lock. Every field but `claim`'s atomics is guarded by the
@@ -58,6 +62,9 @@ struct dlock__renewer {
      * looks at the set before it sleeps again): a lock due later needs no
      * wake-up, which spares two context switches per acquisition. */
     int64_t sleeping_until_ns;
+    /* The last time the thread did not run when it meant to: from when it
+     * meant to run to when it did (0, 0: never). */
+    int64_t stalled_from_ns, stalled_to_ns;
 };
 
 /* The renewal set is a binary min-heap on the moment each lock next needs
@@ -145,6 +152,32 @@ static int heap_push(struct dlock__renewer *r, dlock__renewal *lock)
     return 0;
 }
 
+/* The thread meant to run again by `planned_ns` and runs now: a stall if
+ * far later. */
+static void note_stall(struct dlock__renewer *r, int64_t planned_ns)
+{
+    int64_t now = dlock__now_ns();
+    if (now - planned_ns > STALL_MIN_MS * DLOCK__NS_PER_MS) {
+        r->stalled_from_ns = planned_ns;
+        r->stalled_to_ns = now;
+    }
+}
+
+/* Why `lock`, whose validity ran out, is lost: max_hold_ms reached; the
+ * process not running when it ran out; or what kept its renewals from
+ * succeeding. None that failed (a renewal is due at a third of the
+ * validity): none was sent in time, the process was not running then
+ * either (stopped before the lock even reached this thread). */
+static int loss_reason(const struct dlock__renewer *r, const dlock__renewal *lock)
+{
+    int64_t until = lock->claim->valid_until_ns;
+    if (lock->hold_reached)
+        return DLOCK_ELOST;
+    if (until > r->stalled_from_ns && until <= r->stalled_to_ns)
+        return DLOCK_EPAUSED;
+    return lock->last_error ? lock->last_error : DLOCK_EPAUSED;
+}
+
 /* Sleeps on `wake` until `until_ns` (CLOCK_BOOTTIME; INT64_MAX: no limit),
  * or for SLEEP_CAP_MS at most: the caller looks at the clock again. */
 static void wait_until(struct dlock__renewer *r, int64_t until_ns)
@@ -168,6 +201,7 @@ static void wait_until(struct dlock__renewer *r, int64_t until_ns)
     at.tv_sec = now_mono.tv_sec + (time_t)(left / 1000000000LL);
     at.tv_nsec = (long)(left % 1000000000LL);
     pthread_cond_timedwait(&r->wake, &r->mutex, &at);
+    note_stall(r, r->sleeping_until_ns);
     r->sleeping_until_ns = 0;
 }
 
@@ -312,6 +346,13 @@ static void renew_due(struct dlock__renewer *r, int64_t now)
     pthread_mutex_unlock(&r->mutex);
     dlock__attempt_extend(claims, k, &r->lane, ttls, rcs);
     done = dlock__now_ns();
+    /* An extend ends by the validity it extends (its deadline never
+     * passes it), unless the process stopped meanwhile. */
+    for (size_t j = 0; j < k; j++)
+        if (done - old_until[j] > STALL_MIN_MS * DLOCK__NS_PER_MS) {
+            r->stalled_from_ns = now;
+            r->stalled_to_ns = done;
+        }
     for (size_t j = 0; j < k; j++) {
         /* how close it came: what was left of the old validity */
         int64_t margin_ms = (old_until[j] - done) / DLOCK__NS_PER_MS;
@@ -336,10 +377,7 @@ static void *renewal_thread(void *arg)
         dlock__renewal *due = r->count ? r->heap[0] : NULL;
         bool expired = due && due_at(due) <= now && due->claim->valid_until_ns <= now;
         if (expired && r->n_lost < DLOCK__BATCH_MAX)
-            declare_lost(r, due,
-                         due->hold_reached ? DLOCK_ELOST
-                         : due->last_error ? due->last_error
-                                           : DLOCK_ETIMEDOUT);
+            declare_lost(r, due, loss_reason(r, due));
         else if (r->n_lost)
             clean_up_lost(r);
         else if (!due || due_at(due) > now)

@@ -4,6 +4,8 @@
  * and fail cleanly. Commands are encoded here too (see below). */
 #include "resp.h"
 
+#include "server_text.h"
+
 #include "dlock.h"
 
 #include <hiredis/hiredis.h>
@@ -47,7 +49,9 @@ static void *create_string(const redisReadTask *task, char *str, size_t len)
     }
     memcpy(r->str, str, len);
     r->str[len] = '\0';
-    r->len = len;
+    /* Every server error text enters here: no message quotes a script's
+     * SHA1 or Lua line. */
+    r->len = type == DLOCK__REPLY_ERROR ? dlock__server_text_clean(r->str) : len;
     return attach(task, r);
 }
 

@@ -2,7 +2,8 @@
  * the library's calls resolve to, and moves CLOCK_BOOTTIME forward while
  * CLOCK_MONOTONIC (which stops during a suspend) does not move. A lock whose
  * validity ran out "during the suspend" must be declared lost within a
- * fraction of a second, not at its next renewal (TTL/3 later). */
+ * fraction of a second, not at its next renewal (TTL/3 later), and lost
+ * for that reason (DLOCK_EPAUSED). */
 #include "helpers.h"
 
 #include <dlock.h>
@@ -31,14 +32,14 @@ __attribute__((visibility("default"))) int clock_gettime(clockid_t id, struct ti
     return 0;
 }
 
-static atomic_int lost_calls;
+static atomic_int lost_calls, lost_reason;
 static atomic_llong lost_at_ms;
 
 static void on_lost(dlock_lock *lock, int reason, void *arg)
 {
     (void)lock;
-    (void)reason;
     (void)arg;
+    atomic_store(&lost_reason, reason);
     atomic_store(&lost_at_ms, test_now_ms());
     atomic_fetch_add(&lost_calls, 1);
 }
@@ -65,6 +66,8 @@ static void test_suspend_loss_noticed_after_resume(void **state)
     while (atomic_load(&lost_calls) == 0 && test_now_ms() < resumed + 15000)
         usleep(5000);
     assert_int_equal(atomic_load(&lost_calls), 1);
+    /* it ran out while the process was not running, not for want of an answer */
+    assert_int_equal(atomic_load(&lost_reason), DLOCK_EPAUSED);
     if (atomic_load(&lost_at_ms) - resumed > 1000LL * test_slowdown())
         fail_msg("the loss was noticed %lld ms after the resume",
                  atomic_load(&lost_at_ms) - resumed);

@@ -117,6 +117,44 @@ static void test_resp_command_format(void **state)
     dlock__command_free(cmd);
 }
 
+/* An error reply as a message may quote it: Redis' words about the script
+ * that failed (its SHA1, its Lua line) taken out, in every form Redis 6
+ * and 7 write them, and nothing else. */
+static void test_resp_error_without_script_internals(void **state)
+{
+    static const char *const cases[][2] = {
+        {"-WRONGTYPE Operation against a key holding the wrong kind of value script: "
+         "ceb4ece7de747b0c542dfa679c5e6e087013c3e6, on @user_script:15.\r\n",
+         "WRONGTYPE Operation against a key holding the wrong kind of value"},
+        {"-ERR user_script:12: Script attempted to access nonexistent global variable 'x' "
+         "script: d8352776a3a29d9b43d37fe1c15308496c850944, on @user_script:12.\r\n",
+         "ERR Script attempted to access nonexistent global variable 'x'"},
+        {"-ERR Error running script (call to f_63e9678bf8519abca429481a227413a7202a22d6): "
+         "@user_script:39: WRONGTYPE Operation against a key\r\n",
+         "ERR WRONGTYPE Operation against a key"},
+        {"-NOSCRIPT No matching script. Please use EVAL.\r\n",
+         "NOSCRIPT No matching script. Please use EVAL."},
+        /* a name that only looks like the words stays */
+        {"-WRONGTYPE user_script:x is a hash, not a lock script: 12\r\n",
+         "WRONGTYPE user_script:x is a hash, not a lock script: 12"},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        dlock__reader *r = dlock__reader_new();
+        dlock__reply *reply = NULL;
+        assert_int_equal(feed(r, cases[i][0], strlen(cases[i][0]), &reply), 1);
+        if (!reply) { /* cmocka's asserts return, as far as the analyser knows */
+            fail();
+            return;
+        }
+        assert_int_equal(reply->type, DLOCK__REPLY_ERROR);
+        assert_string_equal(reply->str, cases[i][1]);
+        assert_int_equal(reply->len, strlen(cases[i][1]));
+        dlock__reply_free(reply);
+        dlock__reader_free(r);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -126,6 +164,7 @@ int main(void)
         cmocka_unit_test(test_resp_huge_bulk_refused),
         cmocka_unit_test(test_resp_garbage_refused),
         cmocka_unit_test(test_resp_command_format),
+        cmocka_unit_test(test_resp_error_without_script_internals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

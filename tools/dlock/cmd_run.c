@@ -346,6 +346,9 @@ static void lock_lost(const struct cli *cli, const struct cli_command_opts *o, s
         cli_error("lock %s expired while the job was stopped; stopping the command", o->name);
     else if (reason == DLOCK_ELOST)
         cli_error("lock %s: held for the --max-hold limit; stopping the command", o->name);
+    else if (reason == DLOCK_EPAUSED)
+        cli_error("lock %s was lost: its validity ran out while dlock was not running (stopped "
+                  "or paused longer than the TTL); stopping the command", o->name);
     else
         cli_error("lock %s was lost (%s); stopping the command", o->name, dlock_strerror(reason));
     cli_debug(cli, "sent SIGTERM to process group %ld", (long)s->pid);
@@ -525,6 +528,7 @@ int cmd_run(struct cli *cli, int argc, char **argv)
     struct cli_command_opts o;
     dlock_client *client;
     dlock_lock *lock = NULL;
+    bool ended_busy;
     int rc = cli_parse_command(&cli_command_run, argc, argv, &o);
     if (rc)
         return rc == CLI_HELP ? EXIT_DONE : rc;
@@ -542,6 +546,7 @@ int cmd_run(struct cli *cli, int argc, char **argv)
     acquiring_client = client;
     rc = cli_acquire(cli, client, o.name, &o.wait, &lock);
     acquiring_client = NULL;
+    ended_busy = rc == DLOCK_EBUSY;
     if (rc == DLOCK_EBUSY) {
         rc = cli_busy(cli, client, o.name, o.busy_code);
     } else if (rc == DLOCK_ECANCELED) {
@@ -558,7 +563,7 @@ int cmd_run(struct cli *cli, int argc, char **argv)
     }
     dlock_lock_free(lock);
     if (o.stats_json)
-        cli_write_stats(client, o.stats_json);
+        cli_write_stats(client, o.stats_json, ended_busy);
     if (o.metrics_file)
         cli_write_metrics(client, o.metrics_file);
     dlock_client_close(client);

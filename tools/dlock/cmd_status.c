@@ -38,9 +38,7 @@ static void print_text(const char *name, const dlock_status *st)
         return;
     }
     if (dlock_status_shared(st)) {
-        printf("%s: held shared by %zu, fence %" PRIu64 "\n", name, dlock_status_holders(st),
-               fence);
-        print_permits(st);
+        printf("%s: held shared by %zu, fence %" PRIu64, name, dlock_status_holders(st), fence);
         return;
     }
     if (held) {
@@ -57,9 +55,19 @@ static void print_text(const char *name, const dlock_status *st)
                dlock_status_nodes_answered(st));
 }
 
+/* Several holders at once (a semaphore's permits, shared holders): each
+ * one is in "holders", none is "the" holder. */
+static bool several_holders(const dlock_status *st)
+{
+    return dlock_status_limit(st) > 1 || dlock_status_shared(st);
+}
+
+/* The top-level fields mean the same for every kind: "fence" is the last
+ * fence issued for the name (a semaphore's largest, its permits keeping
+ * their own), "holder" the one holder of a kind that has one, else null. */
 static void print_json_fields(const dlock_status *st)
 {
-    const dlock_holder *h = dlock_status_holder(st, 0);
+    const dlock_holder *h = several_holders(st) ? NULL : dlock_status_holder(st, 0);
     printf("\"held\":%s,\"ttl_ms\":%" PRId64 ",\"fence\":%" PRIu64 ",\"holder\":",
            dlock_status_held(st) ? "true" : "false", dlock_status_ttl_ms(st),
            dlock_status_fence(st));
@@ -176,7 +184,7 @@ void cli_print_status(const char *name, const dlock_status *st, bool json)
     if (!json) {
         print_text(name, st);
         putchar('\n');
-        if (dlock_status_limit(st) > 1)
+        if (several_holders(st))
             print_permits(st);
         return;
     }

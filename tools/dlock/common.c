@@ -113,18 +113,19 @@ int cli_wrong_type(dlock_client *client, const char *name)
 
 int cli_acquire_failed(dlock_client *client, int rc, const char *name)
 {
-    char detail[1024];
-    dlock_status *st = NULL;
+    const char *detail = dlock_client_errmsg(client);
+    size_t len = strlen(name);
     if (rc != DLOCK_EWRONGTYPE)
         return cli_fail(client, rc, name);
-    /* The acquire's script cannot tell a hash from another kind's key;
-     * status can, and says it in the words status uses. A name of another
-     * kind of lock (a semaphore's) keeps the acquire's own message. */
-    snprintf(detail, sizeof(detail), "%s", dlock_client_errmsg(client));
-    if (dlock_status_query(&st, client, name) == DLOCK_EWRONGTYPE)
+    /* The library names the kind found and the kind asked for ("NAME is a
+     * semaphore of 3 permits, not a mutex"), or quotes the server's
+     * "WRONGTYPE NAME holds a hash, not a lock". */
+    if (strstr(detail, "WRONGTYPE "))
         return cli_wrong_type(client, name);
-    dlock_status_free(st);
-    cli_error("%s: %s", name, detail);
+    if (strncmp(detail, name, len) == 0 && detail[len] == ' ')
+        cli_error("%s", detail);
+    else
+        cli_error("%s: %s", name, detail);
     return cli_exit_code(rc);
 }
 
@@ -242,6 +243,14 @@ void cli_describe_holder(const dlock_status *st, char *out, size_t len)
     if (dlock_status_limit(st) > 1) {
         snprintf(out, len, "%zu of its %u permits held, the first to expire in %.1f s",
                  dlock_status_holders(st), dlock_status_limit(st), (double)ttl_ms / 1000);
+        return;
+    }
+    if (h && dlock_status_shared(st)) {
+        size_t holders = dlock_status_holders(st);
+        snprintf(out, len,
+                 "held shared by %zu holder%s (%s%s pid %ld), the last to expire in %.1f s",
+                 holders, holders == 1 ? "" : "s", holders == 1 ? "" : "one: ", h->host, h->pid,
+                 (double)ttl_ms / 1000);
         return;
     }
     if (h) {

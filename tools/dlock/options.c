@@ -417,6 +417,9 @@ int cli_parse_command(const struct cli_command *cmd, int argc, char **argv,
         if (check_range(usage, opt, optarg, o))
             return EXIT_USAGE;
     }
+    /* The library refuses it too; said here in the command's words. */
+    if (o->wait.lease_ms && !o->wait.fair)
+        return cli_usage_error(usage, "--lease is a fair waiter's presence lease: it needs --fair");
     if (cmd->accepts & CLI_OPT_RUN)
         return take_run_operands(usage, cmd->operands, argc, argv, o);
     if (argc - optind != cmd->n_operands &&
