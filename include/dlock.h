@@ -542,9 +542,13 @@ DLOCK_EXTERN void dlock_status_free(dlock_status *st);
  * The fence at the resource (docs/fencing.md).
  *
  * Is `fence` still the newest fencing token issued for `name`, and the name
- * held? Yes when the lock is held (with several servers: by a majority) and
- * the last token issued for it is `fence` (a semaphore: the last token of
- * one of its held permits' slots). For a resource that can call out before
+ * held? Yes when the lock is held and the last token issued for it is
+ * `fence` (a semaphore: the last token of one of its held permits' slots).
+ * With several servers, a majority of all of them must say so: they hold
+ * the key, and their last token is `fence` or older (one of them exactly):
+ * a holder's token is written back to a majority, a newer holder's too. So
+ * servers that cannot be reached turn the answer to 0 before they could
+ * turn a stale token into 1. For a resource that can call out before
  * it acts, like Chubby's CheckSequencer. A check followed by a write is not
  * atomic: the lock can be lost between the two, so a check makes a stale
  * holder fail early but does not guard the write; a guard at the resource

@@ -10,17 +10,34 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Does one of the holders (a semaphore's permits, by slot) have `fence`? */
-static bool held_with(const dlock_status *st, uint64_t fence)
+/* A semaphore (one server): one of its held permits has `fence`. */
+static bool permit_with(const dlock_status *st, uint64_t fence)
 {
-    if (!dlock_status_held(st))
-        return false;
-    if (dlock_status_fence(st) == fence)
-        return true;
     for (size_t i = 0; i < dlock_status_holders(st); i++)
         if (dlock_status_holder(st, i)->fence == fence)
             return true;
     return false;
+}
+
+/* The servers' own views: a majority of all of them have `fence` as their
+ * last token or an older one, and one has it exactly. A holder's token is
+ * written back to a majority (as a maximum), so while it holds the lock
+ * that majority has it; a newer holder's token went to a majority too,
+ * which leaves at most a minority at `fence` or below. A server that
+ * granted after the decision may keep a newer number of its own: not a
+ * majority. One server: its last token is `fence`. */
+static bool newest_on_a_majority(const dlock_status *st, size_t servers, uint64_t fence)
+{
+    size_t at_or_below = 0;
+    bool issued = false;
+    for (size_t i = 0; i < servers; i++) {
+        const dlock_node_status *ns = dlock_status_node(st, i);
+        if (!ns || ns->code != 0)
+            continue; /* not waited for, or failed: no evidence */
+        at_or_below += ns->fence <= fence;
+        issued = issued || ns->fence == fence;
+    }
+    return issued && at_or_below >= servers / 2 + 1;
 }
 
 int dlock_fence_check(dlock_client *c, const char *name, uint64_t fence)
@@ -29,7 +46,12 @@ int dlock_fence_check(dlock_client *c, const char *name, uint64_t fence)
     int rc = dlock_status_query(&st, c, name);
     if (rc < 0)
         return rc;
-    rc = held_with(st, fence);
+    if (!dlock_status_held(st))
+        rc = 0;
+    else if (dlock_status_limit(st) > 1)
+        rc = permit_with(st, fence);
+    else
+        rc = newest_on_a_majority(st, dlock_client_nodes(c), fence);
     dlock_status_free(st);
     return rc;
 }
