@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the guard tests (postgresql.sh, redis.sh): a redis-server for
 # the locks, a scratch folder, checks that stop the test, and the two
 # scenarios both guards must pass.
@@ -39,7 +40,7 @@ guard_setup() {
   DLOCK="$1 -q -r redis://127.0.0.1:$REDIS_PORT"
 }
 
-# paused_holder NAME WRITE: the case fencing is for. WRITE is a command line
+# paused_holder NAME WRITE: the case fencing is for. WRITE is a program
 # that writes its first argument to the resource under the lock, with the
 # holder's $DLOCK_FENCE. Holder A takes NAME with a TTL of 1 s and is
 # stopped (SIGSTOP: dlock and its command) until its lock expired; holder B
@@ -52,7 +53,7 @@ paused_holder() {
   $DLOCK run -t 1s "$name" -- sh -c 'd=$1; shift
     echo "$DLOCK_FENCE" > "$d/fence.tmp" && mv "$d/fence.tmp" "$d/fence"; echo $$ > "$d/pid"
     while [ ! -e "$d/go" ]; do sleep 0.02; done
-    "$@" A > "$d/out" 2>&1; echo $? > "$d/rc.tmp"; mv "$d/rc.tmp" "$d/rc"' sh "$d" $write &
+    "$@" A > "$d/out" 2>&1; echo $? > "$d/rc.tmp"; mv "$d/rc.tmp" "$d/rc"' sh "$d" "$write" &
   holder=$!
   wait_until 30 "holder A started" test -s "$d/pid" -a -s "$d/fence"
   child=$(cat "$d/pid")
@@ -62,7 +63,7 @@ paused_holder() {
   wait_until 30 "A's lock expired" sh -c "! $DLOCK check '$name' '$FENCE_A'"
   # shellcheck disable=SC2016
   $DLOCK run -n -t 30s "$name" -- sh -c 'echo "$DLOCK_FENCE" > "$0/fence-b"; "$@" B' \
-    "$d" $write || b_rc=$?
+    "$d" "$write" || b_rc=$?
   expect_eq "$b_rc" 0 "holder B's run"
   FENCE_B=$(cat "$d/fence-b")
   [ "$FENCE_B" -gt "$FENCE_A" ] || fail "B's fence $FENCE_B is not above A's $FENCE_A"
@@ -73,16 +74,18 @@ paused_holder() {
   wait_until 30 "A's write" test -s "$d/rc"
   kill -CONT "$holder"
   wait "$holder" || true
+  # shellcheck disable=SC2034 # results, for the caller
   A_RC=$(cat "$d/rc")
+  # shellcheck disable=SC2034
   A_OUT=$(cat "$d/out")
 }
 
-# counter_jobs NAME JOBS WRITE: JOBS holders at once, each running WRITE
-# (no argument) under NAME; every run must succeed.
+# counter_jobs NAME JOBS WRITE: JOBS holders at once, each running the
+# program WRITE (no argument) under NAME; every run must succeed.
 counter_jobs() {
   local name=$1 jobs=$2 write=$3 pids=() i rc
   for ((i = 0; i < jobs; i++)); do
-    $DLOCK run -t 30s -w $(( 120 * slowdown ))s "$name" -- $write &
+    $DLOCK run -t 30s -w $(( 120 * slowdown ))s "$name" -- "$write" &
     pids+=($!)
   done
   for i in "${pids[@]}"; do

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the guard tests: a throwaway PostgreSQL cluster in a temporary
 # folder, on a free loopback port, run by an unprivileged user (PostgreSQL
 # refuses to run as root: as root, the cluster belongs to `nobody`), stopped
@@ -9,7 +10,7 @@
 # Debian's postgresql packages keep the server's programs out of PATH.
 pg_bindir() {
   local dir
-  dir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+  dir=$(printf '%s\n' /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
   if [ -z "$dir" ] || [ ! -x "$dir/initdb" ]; then
     echo "no PostgreSQL server found under /usr/lib/postgresql (scripts/deps postgresql)" >&2
     return 1
@@ -46,6 +47,7 @@ start_postgres() {
     for _ in $(seq 400); do
       if "$bin/pg_isready" -q -h 127.0.0.1 -p "$port"; then
         PG_PORT=$port
+        # shellcheck disable=SC2034 # for the caller
         PSQL="psql -X -q -h 127.0.0.1 -p $PG_PORT -U dlock -d postgres -v ON_ERROR_STOP=1"
         return 0
       fi

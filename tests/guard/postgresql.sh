@@ -115,7 +115,8 @@ older=$!
 sleep 0.5
 kill -0 "$older" 2>/dev/null || fail "the older advance did not wait: $(cat "$WORK/older")"
 echo "COMMIT;" >&"${NEWER[1]}"
-exec {NEWER[1]}>&-
+to_newer=${NEWER[1]}
+exec {to_newer}>&- # its end of input: psql exits
 wait "$older"
 expect_match "$(cat "$WORK/older")" "^LF001: dlock fence 10 for resource 'row' is older than 20" \
   "the older holder's advance, after the commit"
