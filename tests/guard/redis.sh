@@ -31,6 +31,13 @@ expect_match "$(fcall_error dlock_fenced_set 2 x x:fence v 1)" "^ERR Function no
 $DLOCK guard load-redis
 $DLOCK guard load-redis # again: REPLACE
 expect_eq "$($R FUNCTION LIST LIBRARYNAME dlock_fence | sed -n 2p)" dlock_fence "the library"
+# A user the ACL does not allow FUNCTION: exit 77, the server named.
+$R ACL SETUSER noguard on '>pw' '~*' '&*' +@all -function >/dev/null
+rc=0
+out=$($1 -r "redis://noguard:pw@127.0.0.1:$REDIS_PORT" guard load-redis 2>&1) || rc=$?
+expect_eq "$rc" 77 "guard load-redis as a user without FUNCTION"
+expect_match "$out" "127.0.0.1:$REDIS_PORT: FUNCTION LOAD: NOPERM" "its message"
+case $out in *:pw@*) fail "the password in the message: $out" ;; esac
 
 echo "== a paused holder's late write is refused"
 paused_holder report "$SRC/examples/fence-redis.sh"
