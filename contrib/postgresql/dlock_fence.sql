@@ -19,6 +19,9 @@
 -- equal to the last accepted is the same holder writing again: allowed. A
 -- resource never seen before accepts any token.
 --
+-- The function runs with the caller's rights: a role that writes the
+-- resource needs   GRANT SELECT, INSERT, UPDATE ON dlock_fence TO role;
+--
 -- Class LF is not one the SQL standard or PostgreSQL defines (classes from I
 -- to Z are left to implementations; PostgreSQL's own are listed in
 -- Appendix A of its manual).
@@ -32,6 +35,9 @@ CREATE TABLE IF NOT EXISTS dlock_fence (
 CREATE OR REPLACE FUNCTION dlock_fence_advance(resource text, fence bigint)
 RETURNS bigint
 LANGUAGE plpgsql
+-- The table is the one next to the function, whatever the caller's
+-- search_path.
+SET search_path FROM CURRENT
 AS $$
 DECLARE
     accepted bigint;

@@ -103,6 +103,15 @@ sql "BEGIN; SELECT dlock_fence_advance('a', 300); SELECT dlock_fence_advance('b'
 expect_eq "$(sql "SELECT string_agg(resource || '=' || fence, ',' ORDER BY resource)
                     FROM dlock_fence WHERE resource IN ('a', 'b')")" "a=300,b=300" "both advanced"
 
+echo "== a role of its own, with the grants the docs name"
+sql "CREATE ROLE app LOGIN; CREATE SCHEMA elsewhere AUTHORIZATION app"
+app() { $PSQL -U app -Atc "SET search_path = elsewhere; $1" 2>&1; }
+expect_match "$(app "SELECT public.dlock_fence_advance('app', 1)" || true)" \
+  "permission denied for table dlock_fence" "before the grant"
+sql "GRANT SELECT, INSERT, UPDATE ON dlock_fence TO app"
+expect_eq "$(app "SELECT public.dlock_fence_advance('app', 1)")" 1 \
+  "after the grant, from another search_path"
+
 echo "== two holders' transactions serialize on the row lock"
 # The newer holder's transaction has advanced the row and is still open;
 # the older holder's advance waits for it, then sees its token: refused.
