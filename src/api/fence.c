@@ -7,8 +7,6 @@
 #include "route.h"
 
 #include <stdbool.h>
-#include <stdio.h>
-#include <string.h>
 
 /* A semaphore (one server): one of its held permits has `fence`. */
 static bool permit_with(const dlock_status *st, uint64_t fence)
