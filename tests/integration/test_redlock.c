@@ -741,6 +741,32 @@ static void test_redlock_fence_check_by_the_majority(void **state)
     dlock_client_close(c);
 }
 
+/* dlock_guard_load_redis loads the guard into every server: each answers
+ * FCALL dlock_fenced_set, and refuses an older token. A server that does
+ * not answer is the call's failure, named. */
+static void test_redlock_guard_loads_on_every_server(void **state)
+{
+    dlock_client *c = open_redlock(200, 500);
+    (void)state;
+    assert_int_equal(dlock_guard_load_redis(c), 0);
+    for (int i = 0; i < NODES; i++) {
+        redisContext *r = test_redis_connect(&servers[i], NULL);
+        redisReply *ok = run(r, "FCALL dlock_fenced_set 2 guard:data guard:fence v 34");
+        redisReply *stale = run(r, "FCALL dlock_fenced_set 2 guard:data guard:fence v 33");
+        assert_int_equal(ok->type, REDIS_REPLY_STATUS);
+        assert_int_equal(stale->type, REDIS_REPLY_ERROR);
+        assert_non_null(strstr(stale->str, "STALE fence 33 is older than 34"));
+        freeReplyObject(ok);
+        freeReplyObject(stale);
+        redisFree(r);
+    }
+    test_redis_pause(&servers[3]);
+    assert_int_equal(dlock_guard_load_redis(c), DLOCK_ETIMEDOUT);
+    assert_non_null(strstr(dlock_client_errmsg(c), servers[3].url + strlen("redis://")));
+    test_redis_resume(&servers[3]);
+    dlock_client_close(c);
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, NULL)
@@ -764,6 +790,7 @@ int main(void)
         T(test_redlock_waiter_wakes_on_release),
         T(test_redlock_from_the_command),
         T(test_redlock_fence_check_by_the_majority),
+        T(test_redlock_guard_loads_on_every_server),
     };
 #undef T
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
