@@ -570,6 +570,38 @@ DLOCK_EXTERN const dlock_node_status *dlock_status_node(const dlock_status *st, 
 /* NULL is ignored. */
 DLOCK_EXTERN void dlock_status_free(dlock_status *st);
 
+/*
+ * The fence at the resource (docs/fencing.md).
+ *
+ * Is `fence` still the newest fencing token issued for `name`, and the name
+ * held? Yes when the lock is held and the last token issued for it is
+ * `fence` (a semaphore: the last token of one of its held permits' slots).
+ * With several servers, a majority of all of them must say so: they hold
+ * the key, and their last token is `fence` or older (one of them exactly):
+ * a holder's token is written back to a majority, a newer holder's too. So
+ * servers that cannot be reached turn the answer to 0 before they could
+ * turn a stale token into 1. For a resource that can call out before
+ * it acts, like Chubby's CheckSequencer. A check followed by a write is not
+ * atomic: the lock can be lost between the two, so a check makes a stale
+ * holder fail early but does not guard the write; a guard at the resource
+ * does (the SQL and Redis guards). Returns 1 (current), 0 (not current:
+ * the name is free, or was taken again since, or `fence` was never its
+ * token), or a negative code of dlock_status_query().
+ */
+DLOCK_EXTERN int dlock_fence_check(dlock_client *client, const char *name, uint64_t fence);
+
+/*
+ * Loads the Redis guard, the Functions library dlock_fence (FCALL
+ * dlock_fenced_set, dlock_fenced_hset, dlock_fenced_incrby), into every
+ * server of the client, replacing the one loaded before (FUNCTION LOAD
+ * REPLACE); on a Redis Cluster into each of its masters. Needs Redis 7.
+ * Returns 0, or the first failure with dlock_client_errmsg() naming the
+ * server: DLOCK_ESERVER (a server before 7 does not know FUNCTION),
+ * DLOCK_EAUTH (the ACL user may not run it), the I/O codes of
+ * dlock_lock_release(). Servers before the failing one keep what they got.
+ */
+DLOCK_EXTERN int dlock_guard_load_redis(dlock_client *client);
+
 /* How many servers the client has; 0 for NULL. Safe from any thread. */
 DLOCK_EXTERN size_t dlock_client_nodes(const dlock_client *client);
 

@@ -30,6 +30,9 @@ env -u LD_LIBRARY_PATH ldd "$prefix/bin/dlock" | grep "libdlock.so.1 => $prefix/
 readelf -d "$prefix/bin/dlock" | grep 'RUNPATH.*\$ORIGIN/' >/dev/null
 test -f "$prefix/share/man/man3/libdlock.3"
 test -f "$prefix/share/bash-completion/completions/dlock"
+# The guards at the resource, as they are in the tree (docs/fencing.md).
+cmp "$prefix/share/dlock/dlock_fence.sql" "$src/contrib/postgresql/dlock_fence.sql"
+cmp "$prefix/share/dlock/dlock_fence.lua" "$src/contrib/redis/dlock_fence.lua"
 
 export PKG_CONFIG_PATH="$libdir/pkgconfig"
 # shellcheck disable=SC2046 # pkg-config prints several words

@@ -26,6 +26,7 @@ complete_words --ins | grep -x -- --insecure >/dev/null || fail "global --insecu
 complete_words run --k | grep -x -- --kill-after >/dev/null || fail "run --kill-after"
 complete_words status --j | grep -x -- --json >/dev/null || fail "status --json (from its usage line)"
 complete_words acquire - | grep -x -- -n >/dev/null || fail "acquire -n"
+[ "$(complete_words guard l)" = load-redis ] || fail "guard's action"
 # A name or an option's value is not completed as a subcommand or option.
 [ -z "$(complete_words run -t 5s)" ] || fail "run -t's value"
 [ -z "$(complete_words run myjob "")" ] || fail "after the name"

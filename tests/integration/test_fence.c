@@ -304,6 +304,45 @@ static void test_fence_garbage_refused_by_write_back_and_repair(void **state)
     }
 }
 
+/* dlock_fence_check: the holder's fence is current; an older one, one never
+ * issued, the same after the release or after another holder took the
+ * name are not. A semaphore: each held permit's own fence. */
+static void test_fence_check_answers_for_the_holder_only(void **state)
+{
+    dlock_client *c = open_client(server.url, 0, 0);
+    dlock_acquire_options two = DLOCK_ACQUIRE_OPTIONS_INIT;
+    dlock_lock *lock = must_acquire(c, "fence:check", 30000, NULL), *permits[2];
+    uint64_t fence = dlock_lock_fence(lock);
+    (void)state;
+    assert_int_equal(dlock_fence_check(c, "fence:check", fence), 1);
+    assert_int_equal(dlock_fence_check(c, "fence:check", fence - 1), 0);
+    assert_int_equal(dlock_fence_check(c, "fence:check", fence + 1), 0);
+    assert_int_equal(dlock_lock_release(lock), 0);
+    dlock_lock_free(lock);
+    assert_int_equal(dlock_fence_check(c, "fence:check", fence), 0);
+    lock = must_acquire(c, "fence:check", 30000, NULL);
+    assert_int_equal(dlock_fence_check(c, "fence:check", fence), 0);
+    assert_int_equal(dlock_fence_check(c, "fence:check", dlock_lock_fence(lock)), 1);
+    assert_int_equal(dlock_lock_release(lock), 0);
+    dlock_lock_free(lock);
+    assert_int_equal(dlock_fence_check(c, "fence:never-taken", 1), 0);
+    assert_int_equal(dlock_fence_check(NULL, "fence:check", 1), DLOCK_EINVAL);
+
+    two.permits = 2;
+    permits[0] = must_acquire(c, "fence:check-permits", 30000, &two);
+    permits[1] = must_acquire(c, "fence:check-permits", 30000, &two);
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(dlock_fence_check(c, "fence:check-permits",
+                                           dlock_lock_fence(permits[i])), 1);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(dlock_lock_release(permits[i]), 0);
+        assert_int_equal(dlock_fence_check(c, "fence:check-permits",
+                                           dlock_lock_fence(permits[i])), 0);
+        dlock_lock_free(permits[i]);
+    }
+    dlock_client_close(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -317,6 +356,7 @@ int main(void)
         cmocka_unit_test(test_fence_values_out_of_range_refused),
         cmocka_unit_test(test_fence_garbage_refused_by_every_kind),
         cmocka_unit_test(test_fence_garbage_refused_by_write_back_and_repair),
+        cmocka_unit_test(test_fence_check_answers_for_the_holder_only),
     };
     return cmocka_run_group_tests(tests, group_setup_server, group_teardown_server);
 }

@@ -691,6 +691,82 @@ static void test_redlock_from_the_command(void **state)
     assert_non_null(strstr(p.out, servers[4].url + strlen("redis://")));
 }
 
+/* dlock_fence_check asks the majority: a holder's fence is current while a
+ * majority holds the key and has that fence (the write-back's majority: two
+ * servers outside it paused change nothing; a server that granted late may
+ * keep a larger number of its own), not once only a minority holds it, nor
+ * after another holder took the name. */
+static void pause_two_without(dlock_client *c, const char *name, uint64_t fence, int paused[2])
+{
+    int k = 0;
+    for (int i = NODES - 1; i >= 0 && k < 2; i--) { /* those without it first */
+        status_view v;
+        assert_int_equal(status_of_node(&v, c, name, (size_t)i), 0);
+        if (v.fence != fence)
+            paused[k++] = i;
+    }
+    for (int i = NODES - 1; i >= 0 && k < 2; i--)
+        if (k == 0 || paused[0] != i)
+            paused[k++] = i;
+    test_redis_pause(&servers[paused[0]]);
+    test_redis_pause(&servers[paused[1]]);
+}
+
+static void test_redlock_fence_check_by_the_majority(void **state)
+{
+    int paused[2];
+    dlock_client *c = open_redlock(200, 2000);
+    dlock_lock *lock = must_acquire(c, "redlock:check", 30000, NULL);
+    uint64_t fence = dlock_lock_fence(lock);
+    (void)state;
+    assert_int_equal(dlock_fence_check(c, "redlock:check", fence), 1);
+    assert_int_equal(dlock_fence_check(c, "redlock:check", fence - 1), 0);
+    pause_two_without(c, "redlock:check", fence, paused);
+    assert_int_equal(dlock_fence_check(c, "redlock:check", fence), 1);
+    test_redis_resume(&servers[paused[0]]);
+    test_redis_resume(&servers[paused[1]]);
+    for (int i = 0; i < 3; i++) { /* the key expired on three: a minority holds it */
+        redisContext *r = test_redis_connect(&servers[i], NULL);
+        freeReplyObject(run(r, "DEL redlock:check"));
+        redisFree(r);
+    }
+    assert_int_equal(dlock_fence_check(c, "redlock:check", fence), 0);
+    dlock_lock_free(lock);
+    lock = must_acquire(c, "redlock:check", 30000, NULL);
+    assert_true(dlock_lock_fence(lock) > fence);
+    assert_int_equal(dlock_fence_check(c, "redlock:check", fence), 0);
+    assert_int_equal(dlock_fence_check(c, "redlock:check", dlock_lock_fence(lock)), 1);
+    assert_int_equal(dlock_lock_release(lock), 0);
+    dlock_lock_free(lock);
+    dlock_client_close(c);
+}
+
+/* dlock_guard_load_redis loads the guard into every server: each answers
+ * FCALL dlock_fenced_set, and refuses an older token. A server that does
+ * not answer is the call's failure, named. */
+static void test_redlock_guard_loads_on_every_server(void **state)
+{
+    dlock_client *c = open_redlock(200, 500);
+    (void)state;
+    assert_int_equal(dlock_guard_load_redis(c), 0);
+    for (int i = 0; i < NODES; i++) {
+        redisContext *r = test_redis_connect(&servers[i], NULL);
+        redisReply *ok = run(r, "FCALL dlock_fenced_set 2 guard:data guard:fence v 34");
+        redisReply *stale = run(r, "FCALL dlock_fenced_set 2 guard:data guard:fence v 33");
+        assert_int_equal(ok->type, REDIS_REPLY_STATUS);
+        assert_int_equal(stale->type, REDIS_REPLY_ERROR);
+        assert_non_null(strstr(stale->str, "STALE fence 33 is older than 34"));
+        freeReplyObject(ok);
+        freeReplyObject(stale);
+        redisFree(r);
+    }
+    test_redis_pause(&servers[3]);
+    assert_int_equal(dlock_guard_load_redis(c), DLOCK_ETIMEDOUT);
+    assert_non_null(strstr(dlock_client_errmsg(c), servers[3].url + strlen("redis://")));
+    test_redis_resume(&servers[3]);
+    dlock_client_close(c);
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, NULL)
@@ -713,6 +789,8 @@ int main(void)
         T(test_redlock_three_node_holder_loses_on_a_restart),
         T(test_redlock_waiter_wakes_on_release),
         T(test_redlock_from_the_command),
+        T(test_redlock_fence_check_by_the_majority),
+        T(test_redlock_guard_loads_on_every_server),
     };
 #undef T
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -18,6 +18,8 @@ libdir=$root/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 test -f "$root/usr/share/man/man1/dlock.1.gz"
 test -f "$root/usr/share/man/man3/libdlock.3.gz"
 test -f "$root/usr/share/bash-completion/completions/dlock"
+test -f "$root/usr/share/dlock/dlock_fence.sql"
+test -f "$root/usr/share/dlock/dlock_fence.lua"
 # Under /usr the loader finds the library: no RUNPATH (Debian forbids one).
 if readelf -d "$root/usr/bin/dlock" | grep -E 'RPATH|RUNPATH'; then
   echo "package: /usr/bin/dlock carries a search path" >&2

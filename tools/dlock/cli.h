@@ -142,7 +142,8 @@ struct cli_command {
 };
 
 extern const struct cli_command cli_command_run, cli_command_acquire, cli_command_release,
-    cli_command_extend, cli_command_status, cli_command_list, cli_command_doctor;
+    cli_command_extend, cli_command_status, cli_command_list, cli_command_doctor,
+    cli_command_check, cli_command_guard;
 
 /* A subcommand's options, defaults filled in. Pointers are into argv. */
 struct cli_command_opts {
@@ -192,6 +193,8 @@ int cmd_extend(struct cli *cli, int argc, char **argv);
 int cmd_status(struct cli *cli, int argc, char **argv);
 int cmd_list(struct cli *cli, int argc, char **argv);
 int cmd_doctor(struct cli *cli, int argc, char **argv);
+int cmd_check(struct cli *cli, int argc, char **argv);
+int cmd_guard(struct cli *cli, int argc, char **argv);
 
 /* A status as status prints it: "NAME: held by ..., fence N" on a line, or
  * with json the fields of its JSON object ("name", "held", "ttl_ms",

@@ -94,6 +94,8 @@ _dlock()
         mapfile -t COMPREPLY < <(compgen -W "$(tr ' ' '\n' <<<"$options" | grep -v '^=$' | sort -u)" -- "$cur")
     elif [[ -z $command ]]; then
         mapfile -t COMPREPLY < <(compgen -W "${commands[*]}" -- "$cur")
+    elif [[ $command == guard && $prev == guard ]]; then
+        mapfile -t COMPREPLY < <(compgen -W "load-redis" -- "$cur")
     fi
 }
 

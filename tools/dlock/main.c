@@ -22,6 +22,8 @@ static const struct command commands[] = {
     {"status", cmd_status, "say whether the lock is held, by whom, and its fence"},
     {"list", cmd_list, "list the locks held now, with their holders"},
     {"doctor", cmd_doctor, "check whether the servers can keep a lock"},
+    {"check", cmd_check, "say whether a fencing token is still the newest, and held"},
+    {"guard", cmd_guard, "load the Redis guard that refuses an older fencing token"},
 };
 
 static const char usage[] =
@@ -92,7 +94,7 @@ int main(int argc, char **argv)
         rc = EXIT_DONE;
     }
     else if (rc == 0 && optind >= argc)
-        rc = cli_usage_error(NULL, "missing COMMAND (run, acquire, release, extend, status, list, doctor)");
+        rc = cli_usage_error(NULL, "missing COMMAND (run, acquire, release, extend, status, list, doctor, check, guard)");
     else if (rc == 0) {
         name = argv[optind];
         rc = -1;

@@ -151,6 +151,36 @@ const struct cli_command cli_command_doctor = {
     1,
 };
 
+const struct cli_command cli_command_check = {
+    "check",
+    "Usage: dlock check NAME FENCE\n"
+    "Says whether FENCE (a holder's $DLOCK_FENCE) is still the newest fencing token\n"
+    "issued for NAME and NAME is held: exit 0 if so, 1 if not (the lock is free, or\n"
+    "another holder took it since). With several servers, as a majority sees it.\n"
+    "A check followed by a write is not atomic: the lock can be lost between the\n"
+    "two. The check makes a stale holder fail early; it does not guard the write.\n"
+    "A guard at the resource does (dlock guard, docs/fencing.md).\n",
+    0,
+    "NAME FENCE",
+    2,
+};
+
+const struct cli_command cli_command_guard = {
+    "guard",
+    "Usage: dlock guard load-redis\n"
+    "Loads the Redis guard into every server given (on a Redis Cluster, into each\n"
+    "master), replacing the version loaded before: the Functions library\n"
+    "dlock_fence (Redis 7), whose writes refuse an older fencing token:\n"
+    "  FCALL dlock_fenced_set    2 KEY FENCEKEY VALUE FENCE\n"
+    "  FCALL dlock_fenced_hset   2 KEY FENCEKEY FIELD VALUE FENCE\n"
+    "  FCALL dlock_fenced_incrby 2 KEY FENCEKEY INCREMENT FENCE\n"
+    "The same library is /usr/share/dlock/dlock_fence.lua, the PostgreSQL guard\n"
+    "/usr/share/dlock/dlock_fence.sql (docs/fencing.md).\n",
+    0,
+    "load-redis",
+    1,
+};
+
 enum { OPT_KILL_AFTER = 256, OPT_MAX_HOLD, OPT_JSON, OPT_PERMITS, OPT_WATCH, OPT_STATS_JSON, OPT_METRICS_FILE, OPT_FAIR,
        OPT_LEASE, OPT_REPLICAS, OPT_RESTART_DELAY };
 
