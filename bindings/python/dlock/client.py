@@ -318,19 +318,18 @@ def _watch_loss(lock, cell):
 _on_lost_c = _lib.LOST_FN(_on_lost)
 
 
-class _Attempt:
-    """One acquisition: the checked arguments, and the C client lent to it
-    while it runs (and afterwards to the lock it took)."""
+class _Spec:
+    """The checked options of client.lock(), as the library takes them.
+    Read-only once made, so one may serve many acquisitions at once."""
 
-    def __init__(self, client, name, ttl=30, wait=None, permits=None, fair=False,
-                 shared=False, renew=True, max_hold=None, on_lost=None, lease=None):
-        self.client = client
-        self.name = name
-        self.c_name = _args.name(name)
+    __slots__ = ("ttl_ms", "opts", "renew", "waiting")
+
+    def __init__(self, ttl, wait, permits, fair, shared, renew, max_hold, lease):
         self.ttl_ms = _args.ms(ttl, "ttl", _lib.TTL_MIN_MS, _lib.TTL_MAX_MS)
         o = self.opts = _lib.AcquireOptions(_lib.ACQUIRE_OPTIONS_VERSION)
         o.wait_ms = _args.wait_ms(wait)
-        o.auto_renew = _args.flag(renew, "renew")
+        self.waiting = o.wait_ms != 0
+        o.auto_renew = self.renew = _args.flag(renew, "renew")
         o.fair = _args.flag(fair, "fair")
         o.shared = _args.flag(shared, "shared")
         if permits is not None:
@@ -349,6 +348,39 @@ class _Attempt:
                 raise ValueError("max_hold limits the renewal: it needs renew=True")
             if o.max_hold_ms < self.ttl_ms:
                 raise ValueError("max_hold must not be shorter than the ttl")
+
+
+# Specs already checked, by their arguments and the arguments' types (so
+# that a cached 0 does not let False through): a loop that takes the same
+# kind of lock checks its options once.
+_specs = {}
+_SPECS_MAX = 256
+
+
+def _spec(ttl, wait, permits, fair, shared, renew, max_hold, lease):
+    key = (ttl, type(ttl), wait, type(wait), permits, type(permits), fair, type(fair), shared,
+           type(shared), renew, type(renew), max_hold, type(max_hold), lease, type(lease))
+    spec = _specs.get(key)
+    if spec is None:
+        spec = _Spec(ttl, wait, permits, fair, shared, renew, max_hold, lease)
+        if len(_specs) >= _SPECS_MAX:
+            _specs.clear()
+        _specs[key] = spec
+    return spec
+
+
+class _Attempt:
+    """One acquisition: its name and spec, and the C client lent to it
+    while it runs (and afterwards to the lock it took)."""
+
+    __slots__ = ("client", "name", "c_name", "spec", "on_lost", "conn", "guard", "canceled")
+
+    def __init__(self, client, name, ttl=30, wait=None, permits=None, fair=False,
+                 shared=False, renew=True, max_hold=None, on_lost=None, lease=None):
+        self.client = client
+        self.name = name
+        self.c_name = _args.name(name)
+        self.spec = _spec(ttl, wait, permits, fair, shared, renew, max_hold, lease)
         self.on_lost = on_lost
         if on_lost is not None:
             if not callable(on_lost):
@@ -356,15 +388,18 @@ class _Attempt:
             if not renew:
                 raise ValueError("on_lost is called by the renewal: it needs renew=True")
         self.conn = None  # the C client, while its waiting acquire runs
-        self.guard = threading.Lock()
+        self.guard = None  # made for a waiting acquire only
         self.canceled = False
 
     def cancel(self):
         """Safe from any thread: the wait in progress (or the one this
         attempt is about to start) ends with Canceled. The C client's cancel
         outlasts a wait that had just ended: that client is never pooled."""
-        with self.guard:
-            self.canceled = True
+        self.canceled = True
+        guard = self.guard
+        if guard is None:  # its wait has not started: it will see `canceled`
+            return
+        with guard:
             conn = self.conn
             if conn is not None:
                 conn.tainted = True
@@ -372,8 +407,9 @@ class _Attempt:
 
     def run(self):
         client = self.client
-        lib = client._lib
         conn = client._checkout()
+        spec = self.spec
+        opts = spec.opts
         key = cell = None
         if self.on_lost is not None:
             cell = _LostCell()
@@ -381,26 +417,18 @@ class _Attempt:
                 _lost_next[0] += 1
                 key = _lost_next[0]
                 _lost_table[key] = cell
-            self.opts.on_lost = _on_lost_c
-            self.opts.on_lost_arg = key
-        waiting = self.opts.wait_ms != 0
-        if waiting:
-            with client._guard:
-                client._waiting.add(self)
-            with self.guard:
-                self.conn = conn
-            if self.canceled:
-                self.cancel()
+            opts = _lib.AcquireOptions.from_buffer_copy(opts)
+            opts.on_lost = _on_lost_c
+            opts.on_lost_arg = key
+        if spec.waiting:
+            self._start_wait(conn)
         handle = ctypes.c_void_p()
         try:
-            rc = lib.dlock_lock_acquire(ctypes.byref(handle), conn.handle, self.c_name,
-                                        self.ttl_ms, ctypes.byref(self.opts))
+            rc = client._lib.dlock_lock_acquire(ctypes.byref(handle), conn.handle, self.c_name,
+                                                spec.ttl_ms, ctypes.byref(opts))
         finally:
-            if waiting:
-                with self.guard:
-                    self.conn = None
-                with client._guard:
-                    client._waiting.discard(self)
+            if spec.waiting:
+                self._end_wait()
         if rc:
             if key is not None:
                 _lost_table.pop(key, None)
@@ -410,6 +438,23 @@ class _Attempt:
         if cell is not None:
             _watch_loss(lock, cell)
         return lock
+
+    def _start_wait(self, conn):
+        client = self.client
+        with client._guard:
+            if self.guard is None:
+                self.guard = threading.Lock()
+            client._waiting.add(self)
+        with self.guard:
+            self.conn = conn
+        if self.canceled:
+            self.cancel()
+
+    def _end_wait(self):
+        with self.guard:
+            self.conn = None
+        with self.client._guard:
+            self.client._waiting.discard(self)
 
 
 class Lock:
@@ -436,12 +481,15 @@ class Lock:
         self._mutex = threading.Lock()  # release and extend
         self._free_guard = threading.Lock()  # the handle's getters against its free
         self.name = attempt.name
-        self.ttl = attempt.ttl_ms / 1000
-        self.renew = bool(attempt.opts.auto_renew)
+        self.ttl = attempt.spec.ttl_ms / 1000
+        self.renew = bool(attempt.spec.renew)
         self.token = lib.dlock_lock_token(handle).decode()
         self.fence = lib.dlock_lock_fence(handle)
-        self.slot = lib.dlock_lock_slot(handle)
-        self.attempts = lib.dlock_lock_attempts(handle)
+        # A mutex's slot is 0, and a single try is one attempt: no call for
+        # them on the fast path.
+        opts = attempt.spec.opts
+        self.slot = lib.dlock_lock_slot(handle) if opts.permits > 1 else 0
+        self.attempts = lib.dlock_lock_attempts(handle) if attempt.spec.waiting else 1
 
     def __repr__(self):
         state = "held" if self.held() else "not held"
