@@ -2,20 +2,24 @@
 """dlock for Python beside redis-py's Lock and the C library, in one run
 against one redis-server:
 
+- the binding's cost: the C library's uncontended cycle (bench/c_loop.c,
+  loaded into this process) and the binding's, in alternating batches of 100
+  cycles, so that the machine's drift hits both alike;
 - uncontended: acquire (try once) + release cycles per second of one name
   in one process: the C library (bench/dlock-bench uncontended), the binding
   (renew=False, as the C loop, and with its default renew=True) and
-  redis-py's Lock; rounds interleaved, the median of each;
+  redis-py's Lock; short rounds interleaved, the median of each;
 - contended: 8 and 64 processes take turns on one name for a fixed window
   (each acquire waits at most to the window's end, so the run is bounded):
   handoffs per second and requests per grant (INFO commandstats) of the
-  binding (renewed, its default) and of redis-py's Lock (its default
+  binding (renewed, its default; notify-all and fair) and of redis-py's Lock (its default
   polling, sleep=0.1, and sleep=0.001).
 
-  /usr/bin/python3 bench/python.py [--build build] [--seconds 2] [--rounds 3] [--json FILE]
+  /usr/bin/python3 bench/python.py [--build build] [--seconds 2] [--rounds 9] [--json FILE]
 """
 
 import argparse
+import ctypes
 import json
 import multiprocessing
 import os
@@ -42,6 +46,43 @@ def c_uncontended(build, port, seconds):
                           str(port), "--seconds", str(seconds)], check=True,
                          capture_output=True, text=True).stdout
     return json.loads(out)["cycles_per_s"]
+
+
+def c_loop(build, tmp):
+    """bench/c_loop.c built against the build's library, loaded here."""
+    so = pathlib.Path(tmp) / "c_loop.so"
+    subprocess.run(["cc", "-O2", "-shared", "-fPIC", f"-I{SOURCE / 'include'}", "-o", str(so),
+                    str(SOURCE / "bench" / "c_loop.c"), f"-L{build}", "-ldlock",
+                    f"-Wl,-rpath,{build}"], check=True)
+    lib = ctypes.CDLL(str(so))
+    lib.bench_c_cycles.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int]
+    return lib.bench_c_cycles
+
+
+def alternating(url, c_cycles, seconds, batch=100):
+    """The C loop and the binding's loop in alternating batches of `batch`
+    cycles, in this process: (C cycles/s, binding cycles/s)."""
+    with dlock.Client(url) as client:
+        c_client = dlock.Client(url)  # a C client of its own, for the C loop
+        c_handle = c_client._idle[0].handle
+        spent = {"c": 0.0, "py": 0.0}
+        for _ in range(3):  # warm-up
+            c_cycles(c_handle, b"bench:c", batch)
+            for _ in range(batch):
+                client.lock("bench:py", wait=0, renew=False).release()
+        n, end = 0, time.perf_counter() + 2 * seconds
+        while time.perf_counter() < end:
+            t = time.perf_counter()
+            if c_cycles(c_handle, b"bench:c", batch):
+                raise RuntimeError("the C loop failed")
+            u = time.perf_counter()
+            for _ in range(batch):
+                client.lock("bench:py", wait=0, renew=False).release()
+            spent["c"] += u - t
+            spent["py"] += time.perf_counter() - u
+            n += batch
+        c_client.close()
+    return n / spent["c"], n / spent["py"]
 
 
 def loop_rate(cycle, seconds):
@@ -78,13 +119,15 @@ def redis_py_uncontended(port, seconds):
 # DEL... inside their scripts are counted by Redis too, and left out.
 TOP_LEVEL = {
     "dlock-python": {"evalsha", "eval", "subscribe", "unsubscribe", "script", "script|load"},
+    "dlock-python-fair": {"evalsha", "eval", "subscribe", "unsubscribe", "script", "script|load"},
     "redis-py": {"set", "evalsha", "eval", "script", "script|load"},
 }
 
 
 def requests(port, impl):
     stats = redis.Redis(port=port).info("commandstats")
-    return sum(v["calls"] for k, v in stats.items() if k in TOP_LEVEL[impl])
+    return sum(v["calls"] for k, v in stats.items()
+               if k.removeprefix("cmdstat_") in TOP_LEVEL[impl])
 
 
 def dlock_worker(url, name, start, end, out, _sleep):
@@ -95,6 +138,20 @@ def dlock_worker(url, name, start, end, out, _sleep):
         while (left := end - time.time()) > 0:
             try:
                 with client.lock(name, ttl=3, wait=left):
+                    grants.append(time.time())
+            except dlock.Busy:
+                break
+    out.put((os.getpid(), grants))
+
+
+def dlock_fair_worker(url, name, start, end, out, _sleep):
+    grants = []
+    with dlock.Client(url) as client:
+        while time.time() < start:
+            time.sleep(0.001)
+        while (left := end - time.time()) > 0:
+            try:
+                with client.lock(name, ttl=3, wait=left, fair=True):
                     grants.append(time.time())
             except dlock.Busy:
                 break
@@ -124,8 +181,9 @@ def contended(server, impl, procs, seconds, sleep=0.1):
     start = time.time() + 0.5 + procs * 0.02  # every process is up by then
     end = start + seconds
     name = f"bench:{impl}:{procs}:{sleep}"
-    target, where = (dlock_worker, server.url) if impl == "dlock-python" else \
-        (redis_py_worker, server.port)
+    target, where = {"dlock-python": (dlock_worker, server.url),
+                     "dlock-python-fair": (dlock_fair_worker, server.url),
+                     "redis-py": (redis_py_worker, server.port)}[impl]
     workers = [ctx.Process(target=target, args=(where, name, start, end, out, sleep))
                for _ in range(procs)]
     for w in workers:
@@ -151,26 +209,27 @@ def contended(server, impl, procs, seconds, sleep=0.1):
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--build", default=str(SOURCE / "build"))
-    p.add_argument("--seconds", type=float, default=2)
-    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--seconds", type=float, default=2, help="each contended window")
+    p.add_argument("--rounds", type=int, default=9, help="uncontended rounds of 0.5 s each")
     p.add_argument("--json")
     a = p.parse_args()
     build = pathlib.Path(a.build)
     d = tempfile.mkdtemp(prefix="dlock-bench-py-")
     server = RedisServer(pathlib.Path(d))
     try:
+        c_rate, py_rate = alternating(server.url, c_loop(build, d), a.seconds * 3)
+        result = {"alternating_cycles_per_s": {"c-loop": c_rate, "dlock-python": py_rate},
+                  "binding_cost": 1 - py_rate / c_rate}
         rates = {"c": [], "dlock-python": [], "dlock-python-renew": [], "redis-py": []}
-        for _ in range(a.rounds):  # interleaved: drift hits them alike
-            rates["c"].append(c_uncontended(build, server.port, a.seconds))
-            rates["dlock-python"].append(py_uncontended(server.url, a.seconds, False))
-            rates["dlock-python-renew"].append(py_uncontended(server.url, a.seconds, True))
-            rates["redis-py"].append(redis_py_uncontended(server.port, a.seconds))
-        result = {"uncontended_cycles_per_s": {k: statistics.median(v) for k, v in rates.items()}}
-        u = result["uncontended_cycles_per_s"]
-        result["binding_cost"] = 1 - u["dlock-python"] / u["c"]
+        for _ in range(a.rounds):  # short and interleaved: drift hits them alike
+            rates["c"].append(c_uncontended(build, server.port, 0.5))
+            rates["dlock-python"].append(py_uncontended(server.url, 0.5, False))
+            rates["dlock-python-renew"].append(py_uncontended(server.url, 0.5, True))
+            rates["redis-py"].append(redis_py_uncontended(server.port, 0.5))
+        result["uncontended_cycles_per_s"] = {k: statistics.median(v) for k, v in rates.items()}
         for procs in (8, 64):
-            result[f"contended-{procs}-dlock-python"] = contended(server, "dlock-python", procs,
-                                                                  a.seconds)
+            for impl in ("dlock-python", "dlock-python-fair"):
+                result[f"contended-{procs}-{impl}"] = contended(server, impl, procs, a.seconds)
             for sleep in (0.1, 0.001):  # redis-py's default poll, and a fast one
                 result[f"contended-{procs}-redis-py-sleep-{sleep}"] = contended(
                     server, "redis-py", procs, a.seconds, sleep)

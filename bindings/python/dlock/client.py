@@ -111,7 +111,7 @@ class Client:
         if rc:
             raise errors.make(rc, why.value.decode(errors="replace"))
         _lib.count_handle("client", 1)
-        conn = _Conn(handle.value)
+        conn = _Conn(handle)  # the c_void_p itself: no conversion at each call
         with self._guard:
             self._open.add(conn)
         return conn
@@ -175,16 +175,45 @@ class Client:
              renew=True, max_hold=None, on_lost=None, lease=None):
         """Takes the lock `name` and returns it (a Lock, usable as a context
         manager that releases it). See Lock for the arguments."""
-        attempt = _Attempt(self, name, ttl, wait, permits, fair, shared, renew, max_hold,
-                           on_lost, lease)
-        return attempt.run()
+        if (permits is None and fair is False and shared is False and max_hold is None
+                and lease is None and on_lost is None):  # a plain mutex: the short way
+            spec = _plain_specs.get((ttl, ttl.__class__, wait, wait.__class__, renew))
+            if spec is None:
+                spec = _spec(ttl, wait, None, False, False, renew, None, None)
+                if len(_plain_specs) < _SPECS_MAX and renew.__class__ is bool:
+                    _plain_specs[(ttl, ttl.__class__, wait, wait.__class__, renew)] = spec
+            if not spec.waiting:
+                return self._try_once(name, spec)
+        else:
+            spec = _spec(ttl, wait, permits, fair, shared, renew, max_hold, lease)
+        return _Attempt(self, name, spec, on_lost).run()
 
-    def alock(self, name, ttl=30, wait=None, **kwargs):
+    def _try_once(self, name, spec):
+        """The fast path: one try, nothing to cancel, no callback."""
+        c_name = _args.name(name)
+        if self._closed or not self._idle:
+            conn = self._checkout()
+        else:
+            try:
+                conn = self._idle.pop()  # atomic; close() empties the list under the guard
+            except IndexError:
+                conn = self._checkout()
+        handle = ctypes.c_void_p()
+        rc = self._lib.dlock_lock_acquire(ctypes.byref(handle), conn.handle, c_name,
+                                          spec.ttl_ms, spec.opts_ref)
+        if rc:
+            raise self._fail(conn, rc)
+        _lib.count_handle("lock", 1)
+        return Lock(self, conn, handle, name, spec, None, None)
+
+    def alock(self, name, ttl=30, wait=None, permits=None, fair=False, shared=False,
+              renew=True, max_hold=None, on_lost=None, lease=None):
         """The same as lock(), for asyncio: `async with client.alock(...) as
         lock:` or `lock = await client.alock(...)`. The acquire runs on a
         thread of its own; cancelling the task cancels its wait."""
         from .aio import AsyncAcquire
-        return AsyncAcquire(_Attempt(self, name, ttl, wait, **_lock_kwargs(kwargs)))
+        spec = _spec(ttl, wait, permits, fair, shared, renew, max_hold, lease)
+        return AsyncAcquire(_Attempt(self, name, spec, on_lost))
 
     def cancel(self):
         """Cancels every waiting acquire of this client now in progress: each
@@ -255,14 +284,6 @@ class Client:
         return stats_from(raw, len(self.nodes))
 
 
-def _lock_kwargs(kwargs):
-    known = ("permits", "fair", "shared", "renew", "max_hold", "on_lost", "lease")
-    for key in kwargs:
-        if key not in known:
-            raise TypeError(f"alock() got an unexpected keyword argument '{key}'")
-    return kwargs
-
-
 # on_lost: one C callback for every lock; its argument is a key into this
 # table of the Locks that asked for it.
 _lost_table = {}
@@ -322,7 +343,7 @@ class _Spec:
     """The checked options of client.lock(), as the library takes them.
     Read-only once made, so one may serve many acquisitions at once."""
 
-    __slots__ = ("ttl_ms", "opts", "renew", "waiting")
+    __slots__ = ("ttl_ms", "opts", "opts_ref", "renew", "waiting")
 
     def __init__(self, ttl, wait, permits, fair, shared, renew, max_hold, lease):
         self.ttl_ms = _args.ms(ttl, "ttl", _lib.TTL_MIN_MS, _lib.TTL_MAX_MS)
@@ -348,12 +369,14 @@ class _Spec:
                 raise ValueError("max_hold limits the renewal: it needs renew=True")
             if o.max_hold_ms < self.ttl_ms:
                 raise ValueError("max_hold must not be shorter than the ttl")
+        self.opts_ref = ctypes.byref(o)
 
 
 # Specs already checked, by their arguments and the arguments' types (so
 # that a cached 0 does not let False through): a loop that takes the same
 # kind of lock checks its options once.
 _specs = {}
+_plain_specs = {}  # plain mutexes: by ttl, wait (with their types) and renew
 _SPECS_MAX = 256
 
 
@@ -375,17 +398,16 @@ class _Attempt:
 
     __slots__ = ("client", "name", "c_name", "spec", "on_lost", "conn", "guard", "canceled")
 
-    def __init__(self, client, name, ttl=30, wait=None, permits=None, fair=False,
-                 shared=False, renew=True, max_hold=None, on_lost=None, lease=None):
+    def __init__(self, client, name, spec, on_lost):
         self.client = client
         self.name = name
         self.c_name = _args.name(name)
-        self.spec = _spec(ttl, wait, permits, fair, shared, renew, max_hold, lease)
+        self.spec = spec
         self.on_lost = on_lost
         if on_lost is not None:
             if not callable(on_lost):
                 raise TypeError(f"on_lost must be callable, not {type(on_lost).__name__}")
-            if not renew:
+            if not spec.renew:
                 raise ValueError("on_lost is called by the renewal: it needs renew=True")
         self.conn = None  # the C client, while its waiting acquire runs
         self.guard = None  # made for a waiting acquire only
@@ -409,7 +431,7 @@ class _Attempt:
         client = self.client
         conn = client._checkout()
         spec = self.spec
-        opts = spec.opts
+        opts = spec.opts_ref
         key = cell = None
         if self.on_lost is not None:
             cell = _LostCell()
@@ -417,15 +439,16 @@ class _Attempt:
                 _lost_next[0] += 1
                 key = _lost_next[0]
                 _lost_table[key] = cell
-            opts = _lib.AcquireOptions.from_buffer_copy(opts)
-            opts.on_lost = _on_lost_c
-            opts.on_lost_arg = key
+            own = _lib.AcquireOptions.from_buffer_copy(spec.opts)
+            own.on_lost = _on_lost_c
+            own.on_lost_arg = key
+            opts = ctypes.byref(own)
         if spec.waiting:
             self._start_wait(conn)
         handle = ctypes.c_void_p()
         try:
             rc = client._lib.dlock_lock_acquire(ctypes.byref(handle), conn.handle, self.c_name,
-                                                spec.ttl_ms, ctypes.byref(opts))
+                                                spec.ttl_ms, opts)
         finally:
             if spec.waiting:
                 self._end_wait()
@@ -434,7 +457,7 @@ class _Attempt:
                 _lost_table.pop(key, None)
             raise client._fail(conn, rc)
         _lib.count_handle("lock", 1)
-        lock = Lock(client, conn, handle.value, self, key)
+        lock = Lock(client, conn, handle, self.name, spec, self.on_lost, key)
         if cell is not None:
             _watch_loss(lock, cell)
         return lock
@@ -457,6 +480,12 @@ class _Attempt:
             self.client._waiting.discard(self)
 
 
+# The getters of every Lock against the free of its handle: held for a
+# getter's call or the swap of the handle only (never during a free, which
+# waits for an on_lost callback in progress, and that may call the getters).
+_free_guard = threading.Lock()
+
+
 class Lock:
     """A lock taken by Client.lock(). As a context manager it releases the
     lock at the end of the block, and raises Lost there if the lock was lost
@@ -470,26 +499,41 @@ class Lock:
     and its lock expires after the TTL.
     """
 
-    def __init__(self, client, conn, handle, attempt, lost_key):
+    __slots__ = ("_client", "_conn", "_handle", "_lost_key", "_on_lost", "_lost", "_mutex",
+                 "_spec", "_token", "name", "fence", "slot", "attempts", "__weakref__")
+
+    def __init__(self, client, conn, handle, name, spec, on_lost, lost_key):
         lib = client._lib
         self._client = client
         self._conn = conn
         self._handle = handle
         self._lost_key = lost_key
-        self._on_lost = attempt.on_lost
+        self._on_lost = on_lost
         self._lost = False
         self._mutex = threading.Lock()  # release and extend
-        self._free_guard = threading.Lock()  # the handle's getters against its free
-        self.name = attempt.name
-        self.ttl = attempt.spec.ttl_ms / 1000
-        self.renew = bool(attempt.spec.renew)
-        self.token = lib.dlock_lock_token(handle).decode()
+        self._spec = spec
+        self.name = name
+        self._token = lib.dlock_lock_token(handle)
         self.fence = lib.dlock_lock_fence(handle)
         # A mutex's slot is 0, and a single try is one attempt: no call for
         # them on the fast path.
-        opts = attempt.spec.opts
-        self.slot = lib.dlock_lock_slot(handle) if opts.permits > 1 else 0
-        self.attempts = lib.dlock_lock_attempts(handle) if attempt.spec.waiting else 1
+        self.slot = lib.dlock_lock_slot(handle) if spec.opts.permits > 1 else 0
+        self.attempts = lib.dlock_lock_attempts(handle) if spec.waiting else 1
+
+    @property
+    def token(self):
+        """The owner token: 32 lower-case hex characters."""
+        return self._token.decode()
+
+    @property
+    def ttl(self):
+        """The TTL asked for, in seconds."""
+        return self._spec.ttl_ms / 1000
+
+    @property
+    def renew(self):
+        """Whether the library's renewal thread renews it."""
+        return bool(self._spec.renew)
 
     def __repr__(self):
         state = "held" if self.held() else "not held"
@@ -498,7 +542,7 @@ class Lock:
     def _getter(self, fn, gone):
         if self._lost:
             return gone
-        with self._free_guard:
+        with _free_guard:
             return gone if self._handle is None else fn(self._handle)
 
     @property
@@ -512,7 +556,7 @@ class Lock:
         return bool(self._getter(self._client._lib.dlock_lock_held, 0))
 
     def _not_in_callback(self, what):
-        if getattr(_in_callback, "active", False):
+        if self._on_lost is not None and getattr(_in_callback, "active", False):
             raise RuntimeError(f"{what}() from an on_lost callback: it runs on the renewal thread")
 
     def extend(self, ttl=None):
@@ -520,7 +564,7 @@ class Lock:
         the lock is still ours; raises NotOwner if it is not. A lock renewed
         automatically (renew=True) cannot be extended by hand."""
         self._not_in_callback("extend")
-        ttl_ms = round(self.ttl * 1000) if ttl is None else \
+        ttl_ms = self._spec.ttl_ms if ttl is None else \
             _args.ms(ttl, "ttl", _lib.TTL_MIN_MS, _lib.TTL_MAX_MS)
         with self._mutex:
             if self._handle is None:
@@ -548,7 +592,7 @@ class Lock:
             raise errors.make(rc, detail)
 
     def _free(self):
-        with self._free_guard:
+        with _free_guard:
             handle, self._handle = self._handle, None
         if handle is None:
             return
@@ -578,6 +622,8 @@ class Lock:
         return False
 
     def __del__(self):
+        if self._handle is None:
+            return
         try:
             with self._mutex:
                 self._free()
