@@ -132,11 +132,16 @@ class Client:
         return self._open_conn()
 
     def _checkin(self, conn):
+        if not (self._closed or conn.tainted or len(self._idle) >= self._pool_size):
+            self._idle.append(conn)  # atomic
+            if not self._closed:
+                return
+            conn = None  # close() ran meanwhile: empty the list again
         with self._guard:
-            if self._closed or conn.tainted or len(self._idle) >= self._pool_size:
+            if conn is not None:
                 self._close_conn(conn)
-            else:
-                self._idle.append(conn)
+            while self._closed and self._idle:
+                self._close_conn(self._idle.pop())
 
     def _fail(self, conn, rc):
         """The exception for `rc`, with the C client's message; gives the
