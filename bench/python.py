@@ -3,8 +3,9 @@
 against one redis-server:
 
 - the binding's cost: the C library's uncontended cycle (bench/c_loop.c,
-  loaded into this process) and the binding's, in alternating batches of 100
-  cycles, so that the machine's drift hits both alike;
+  loaded into this process), a bare ctypes loop and the binding's cycle, in
+  alternating batches of 100 cycles, so that the machine's drift hits them
+  alike;
 - uncontended: acquire (try once) + release cycles per second of one name
   in one process: the C library (bench/dlock-bench uncontended), the binding
   (renew=False, as the C loop, and with its default renew=True) and
@@ -60,29 +61,44 @@ def c_loop(build, tmp):
 
 
 def alternating(url, c_cycles, seconds, batch=100):
-    """The C loop and the binding's loop in alternating batches of `batch`
-    cycles, in this process: (C cycles/s, binding cycles/s)."""
-    with dlock.Client(url) as client:
-        c_client = dlock.Client(url)  # a C client of its own, for the C loop
-        c_handle = c_client._idle[0].handle
-        spent = {"c": 0.0, "py": 0.0}
-        for _ in range(3):  # warm-up
-            c_cycles(c_handle, b"bench:c", batch)
-            for _ in range(batch):
-                client.lock("bench:py", wait=0, renew=False).release()
-        n, end = 0, time.perf_counter() + 2 * seconds
-        while time.perf_counter() < end:
+    """The C loop, a bare ctypes loop (the three calls of a cycle, nothing
+    else: the floor of any binding over ctypes) and the binding's loop, in
+    alternating batches of `batch` cycles in this process: cycles/s of each."""
+    from dlock import _lib
+    lib = _lib.get()
+    clients = [dlock.Client(url) for _ in range(3)]  # a C client each
+    c_handle, raw_handle = clients[0]._idle[0].handle, clients[1]._idle[0].handle
+    binding = clients[2]
+    lock = ctypes.c_void_p()
+
+    def c_batch():
+        if c_cycles(c_handle, b"bench:c", batch):
+            raise RuntimeError("the C loop failed")
+
+    def raw_batch():
+        for _ in range(batch):
+            lib.dlock_lock_acquire(ctypes.byref(lock), raw_handle, b"bench:raw", 30000, None)
+            lib.dlock_lock_release(lock)
+            lib.dlock_lock_free(lock)
+
+    def binding_batch():
+        for _ in range(batch):
+            binding.lock("bench:py", wait=0, renew=False).release()
+
+    batches = {"c-loop": c_batch, "ctypes-floor": raw_batch, "dlock-python": binding_batch}
+    spent = dict.fromkeys(batches, 0.0)
+    for run in batches.values():  # warm-up
+        run()
+    n, end = 0, time.perf_counter() + 3 * seconds
+    while time.perf_counter() < end:
+        for key, run in batches.items():
             t = time.perf_counter()
-            if c_cycles(c_handle, b"bench:c", batch):
-                raise RuntimeError("the C loop failed")
-            u = time.perf_counter()
-            for _ in range(batch):
-                client.lock("bench:py", wait=0, renew=False).release()
-            spent["c"] += u - t
-            spent["py"] += time.perf_counter() - u
-            n += batch
-        c_client.close()
-    return n / spent["c"], n / spent["py"]
+            run()
+            spent[key] += time.perf_counter() - t
+        n += batch
+    for c in clients:
+        c.close()
+    return {key: n / s for key, s in spent.items()}
 
 
 def loop_rate(cycle, seconds):
@@ -217,9 +233,10 @@ def main():
     d = tempfile.mkdtemp(prefix="dlock-bench-py-")
     server = RedisServer(pathlib.Path(d))
     try:
-        c_rate, py_rate = alternating(server.url, c_loop(build, d), a.seconds * 3)
-        result = {"alternating_cycles_per_s": {"c-loop": c_rate, "dlock-python": py_rate},
-                  "binding_cost": 1 - py_rate / c_rate}
+        alt = alternating(server.url, c_loop(build, d), a.seconds * 2)
+        result = {"alternating_cycles_per_s": alt,
+                  "binding_cost": 1 - alt["dlock-python"] / alt["c-loop"],
+                  "ctypes_floor_cost": 1 - alt["ctypes-floor"] / alt["c-loop"]}
         rates = {"c": [], "dlock-python": [], "dlock-python-renew": [], "redis-py": []}
         for _ in range(a.rounds):  # short and interleaved: drift hits them alike
             rates["c"].append(c_uncontended(build, server.port, 0.5))
