@@ -146,32 +146,22 @@ def requests(port, impl):
                if k.removeprefix("cmdstat_") in TOP_LEVEL[impl])
 
 
-def dlock_worker(url, name, start, end, out, _sleep):
+def dlock_worker(url, name, start, end, out, _sleep, fair=False):
     grants = []
     with dlock.Client(url) as client:
         while time.time() < start:
             time.sleep(0.001)
         while (left := end - time.time()) > 0:
             try:
-                with client.lock(name, ttl=3, wait=left):
+                with client.lock(name, ttl=3, wait=left, fair=fair):
                     grants.append(time.time())
             except dlock.Busy:
                 break
     out.put((os.getpid(), grants))
 
 
-def dlock_fair_worker(url, name, start, end, out, _sleep):
-    grants = []
-    with dlock.Client(url) as client:
-        while time.time() < start:
-            time.sleep(0.001)
-        while (left := end - time.time()) > 0:
-            try:
-                with client.lock(name, ttl=3, wait=left, fair=True):
-                    grants.append(time.time())
-            except dlock.Busy:
-                break
-    out.put((os.getpid(), grants))
+def dlock_fair_worker(url, name, start, end, out, sleep):
+    dlock_worker(url, name, start, end, out, sleep, fair=True)
 
 
 def redis_py_worker(port, name, start, end, out, sleep):

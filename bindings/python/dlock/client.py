@@ -222,7 +222,7 @@ class Client:
 
     def cancel(self):
         """Cancels every waiting acquire of this client now in progress: each
-        raises Canceled. Safe from any thread (and a signal handler)."""
+        raises Canceled. Safe from any thread."""
         with self._guard:
             waiting = list(self._waiting)
         for attempt in waiting:

@@ -4,7 +4,6 @@ thread that waits does not hold up the holder's release."""
 import threading
 import time
 
-import dlock
 
 from conftest import generous
 
