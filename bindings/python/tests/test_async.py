@@ -58,10 +58,23 @@ def test_cancelling_a_waiting_task_cancels_its_wait(client, name):
 def test_client_cancel_ends_a_waiting_acquire(client, name):
     import threading
     holder = client.lock(name, ttl=10)
-    threading.Timer(0.3, client.cancel).start()
+    done = threading.Event()
+
+    def cancel():  # from 0.3 s on, until the wait has begun and ended
+        time.sleep(0.3)
+        while not done.is_set():
+            client.cancel()
+            done.wait(0.05)
+
+    canceller = threading.Thread(target=cancel)
+    canceller.start()
     start = time.monotonic()
-    with pytest.raises(dlock.Canceled):
-        client.lock(name, wait=None)
+    try:
+        with pytest.raises(dlock.Canceled):
+            client.lock(name, wait=generous(3))
+    finally:
+        done.set()
+        canceller.join()
     assert 0.3 <= time.monotonic() - start < generous(0.3) + 1
     holder.release()
     client.lock(name, wait=1).release()  # the next wait is not canceled

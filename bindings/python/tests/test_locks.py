@@ -52,8 +52,8 @@ def test_a_waiter_gets_the_lock_at_the_release(client, name):
 
 
 def test_renewal_keeps_a_lock_past_its_ttl(client, name):
-    with client.lock(name, ttl=0.3) as lock:
-        time.sleep(0.9)
+    with client.lock(name, ttl=1) as lock:  # renewed every third of a second
+        time.sleep(2.5)
         assert lock.held()
         assert client.status(name).fence == lock.fence
     assert client.stats().renewals >= 2
@@ -105,7 +105,7 @@ def test_a_semaphore_hands_out_its_permits(client, name):
         p.release()
 
 
-def test_a_fair_lock_serves_its_waiters_in_order(client, name):
+def test_a_fair_lock_serves_its_waiters_in_order(client, server, name):
     order = []
     holder = client.lock(name, ttl=5, fair=True)
 
@@ -113,11 +113,17 @@ def test_a_fair_lock_serves_its_waiters_in_order(client, name):
         with client.lock(name, ttl=5, fair=True, wait=generous(3)):
             order.append(i)
 
+    def queued():  # the queue's key (docs/fair.md)
+        return int(server.command("ZCARD", "{%s}:dlock:queue:%s" % (name, name)))
+
     threads = []
     for i in range(3):
         threads.append(threading.Thread(target=wait, args=(i,)))
         threads[-1].start()
-        time.sleep(0.3)  # each queues behind the one before
+        deadline = time.monotonic() + generous(1)
+        while queued() < i + 1:  # each queues behind the one before
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
     holder.release()
     for t in threads:
         t.join()
