@@ -182,11 +182,12 @@ class Client:
         manager that releases it). See Lock for the arguments."""
         if (permits is None and fair is False and shared is False and max_hold is None
                 and lease is None and on_lost is None):  # a plain mutex: the short way
-            spec = _plain_specs.get((ttl, ttl.__class__, wait, wait.__class__, renew))
+            key = (ttl, ttl.__class__, wait, wait.__class__, renew, renew.__class__)
+            spec = _plain_specs.get(key)
             if spec is None:
                 spec = _spec(ttl, wait, None, False, False, renew, None, None)
-                if len(_plain_specs) < _SPECS_MAX and renew.__class__ is bool:
-                    _plain_specs[(ttl, ttl.__class__, wait, wait.__class__, renew)] = spec
+                if len(_plain_specs) < _SPECS_MAX:
+                    _plain_specs[key] = spec
             if not spec.waiting:
                 return self._try_once(name, spec)
         else:

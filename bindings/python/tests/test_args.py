@@ -58,6 +58,16 @@ def test_a_bad_lock_argument_is_refused_before_any_call(offline, error, kwargs):
     assert stats.nodes[0].errors == 0 and stats.acquisitions == 0
 
 
+def test_a_checked_argument_lets_no_lookalike_through(offline):
+    """True == 1 and 0 == False in Python: the options checked once are
+    not taken for those of another type."""
+    with pytest.raises(dlock.Unavailable):
+        offline.lock("n", ttl=1, wait=0, renew=True)
+    for bad in (dict(ttl=True, wait=0), dict(ttl=1, wait=False), dict(ttl=1, wait=0, renew=1)):
+        with pytest.raises(TypeError):
+            offline.lock("n", **bad)
+
+
 def test_a_good_argument_does_go_out(offline):
     with pytest.raises(dlock.Unavailable):
         offline.lock("n", wait=0)
