@@ -7,6 +7,7 @@ import os
 import pathlib
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -37,9 +38,14 @@ def cli_path():
     return str(pathlib.Path(os.environ["DLOCK_LIBRARY"]).parent / "tools" / "dlock" / "dlock")
 
 
-def _ping(port):
+def _ping(port, certs=None):
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as plain:
+            s = plain
+            if certs:
+                ctx = ssl.create_default_context(cafile=str(certs / "ca.crt"))
+                ctx.load_cert_chain(str(certs / "client.crt"), str(certs / "client.key"))
+                s = ctx.wrap_socket(plain, server_hostname="127.0.0.1")
             s.sendall(b"PING\r\n")
             return s.recv(16)[:1] in (b"+", b"-")  # PONG, or NOAUTH with a password
     except OSError:
@@ -47,11 +53,14 @@ def _ping(port):
 
 
 class RedisServer:
-    """One redis-server, persistence off, on a free loopback port."""
+    """One redis-server, persistence off, on a free loopback port; with
+    `certs` (tests/support/make_certs.sh's), TLS only, on that port, clients
+    showing a certificate."""
 
-    def __init__(self, directory, *extra):
+    def __init__(self, directory, *extra, certs=None):
         self.dir = directory
         self.extra = extra
+        self.certs = certs
         self.proc = None
         self.port = None
         for _ in range(20):
@@ -64,13 +73,19 @@ class RedisServer:
         raise RuntimeError("redis-server did not start")
 
     def _start(self, port):
+        listen = ["--port", str(port)]
+        if self.certs:
+            c = self.certs
+            listen = ["--port", "0", "--tls-port", str(port), "--tls-cert-file",
+                      str(c / "server.crt"), "--tls-key-file", str(c / "server.key"),
+                      "--tls-ca-cert-file", str(c / "ca.crt"), "--tls-auth-clients", "yes"]
         self.proc = subprocess.Popen(
-            ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+            ["redis-server", *listen, "--bind", "127.0.0.1", "--save", "",
              "--appendonly", "no", "--dir", str(self.dir), "--logfile", f"redis-{port}.log",
              *self.extra], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + generous(1)
         while time.monotonic() < deadline:
-            if _ping(port):
+            if _ping(port, self.certs):
                 self.port = port
                 return True
             if self.proc.poll() is not None:
@@ -106,12 +121,12 @@ def servers(tmp_path):
     """A factory: servers(n) starts n servers; all stop after the test."""
     started = []
 
-    def start(n=1, *extra):
+    def start(n=1, *extra, certs=None):
         new = []
         for _ in range(n):
             d = tmp_path / f"redis{len(started)}"
             d.mkdir()
-            new.append(RedisServer(d, *extra))
+            new.append(RedisServer(d, *extra, certs=certs))
             started.append(new[-1])
         return new
 
