@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One version everywhere it is written by hand: CMakeLists.txt's project(),
 # the header's DLOCK_VERSION_STRING, debian/changelog's top entry (its
-# upstream part) and the .TH lines of the man pages.
+# upstream part), the .TH lines of the man pages and the Python package's
+# version.
 #   versions.sh SOURCE_DIR
 set -euo pipefail
 src=$1
@@ -16,5 +17,7 @@ check debian/changelog "$(sed -n '1s/^dlock (\([^)-]*\).*/\1/p' "$src/debian/cha
 for page in docs/dlock.1 docs/libdlock.3; do
   check "$page" "$(sed -n 's/^\.TH .*"dlock \([^"]*\)".*/\1/p' "$src/$page")"
 done
+check bindings/python/pyproject.toml "$(sed -n 's/^version = "\(.*\)"/\1/p' "$src/bindings/python/pyproject.toml")"
+check bindings/python/dlock/__init__.py "$(sed -n 's/^__version__ = "\(.*\)"/\1/p' "$src/bindings/python/dlock/__init__.py")"
 [ "$bad" = 0 ]
 echo "versions ok: $want everywhere"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The three .debs, unpacked into a scratch root (dpkg -x), are what a system
+# The four .debs, unpacked into a scratch root (dpkg -x), are what a system
 # that installs them gets: the command runs the README's first example
 # against a redis-server, a program builds against libdlock-dev with
 # pkg-config and with find_package(dlock) and takes turns on a lock, the man
@@ -74,4 +74,25 @@ fence() { awk '/^got/ { print $NF }' "$1"; }
 grep -q '^released' "$root/first.out"
 [ "$(fence "$root/second.out")" -gt "$(fence "$root/first.out")" ]
 grep -q 'attempt(s)' "$root/second.out"
-echo "package ok: dlock ran the README's example; pkg-config and find_package(dlock) programs took turns"
+
+# The Python module of python3-dlock, on the packaged library (found by the
+# loader through its SONAME), excludes a second holder.
+dpkg -x "$debs"/python3-dlock_*.deb "$root"
+dpkg-deb -f "$debs"/python3-dlock_*.deb Depends | grep 'libdlock1 (>= ' >/dev/null
+env -u DLOCK_LIBRARY PYTHONPATH="$root/usr/lib/python3/dist-packages" /usr/bin/python3 - "$url" "$root" <<'PY'
+import sys
+import dlock
+url, root = sys.argv[1:]
+assert dlock.__file__.startswith(root + "/"), dlock.__file__
+with dlock.Client(url) as client:
+    with client.lock("pkg:python", ttl=5) as lock:
+        assert lock.held() and lock.fence > 0
+        try:
+            client.lock("pkg:python", wait=0)
+            raise SystemExit("package: python3-dlock took a held lock twice")
+        except dlock.Busy:
+            pass
+maps = open("/proc/self/maps").read()
+assert f"{root}/usr/lib/" in maps and "libdlock.so.1" in maps, "not the packaged library"
+PY
+echo "package ok: dlock ran the README's example; pkg-config and find_package(dlock) programs took turns; python3-dlock took a lock"
