@@ -433,7 +433,7 @@ static void test_cluster_waiter_rides_a_master_kill(void **state)
     int master, replica, port;
     struct acquirer waiter;
     dlock_client *c;
-    cli_proc p, run;
+    cli_proc p, cli_waiter;
     long long deadline;
     (void)state;
 
@@ -463,7 +463,7 @@ static void test_cluster_waiter_rides_a_master_kill(void **state)
     {
         const char *wait[] = {"-r", cluster.nodes[master].url, "run", "-w", "30s", name, "--",
                               "true", NULL};
-        assert_int_equal(cli_start(&run, NULL, wait, NULL), 0);
+        assert_int_equal(cli_start(&cli_waiter, NULL, wait, NULL), 0);
     }
     usleep(300000);
     test_redis_kill(&cluster.nodes[master]);
@@ -478,8 +478,8 @@ static void test_cluster_waiter_rides_a_master_kill(void **state)
         assert_int_equal(cli_run(&p, NULL, release, 10000 * test_slowdown()), 0);
     }
     join_granted(&waiter);
-    if (cli_wait(&run, 30000 * test_slowdown()) != 0)
-        fail_msg("run -w: exit %d: %s", run.status, run.err);
+    if (cli_wait(&cli_waiter, 30000 * test_slowdown()) != 0)
+        fail_msg("run -w: exit %d: %s", cli_waiter.status, cli_waiter.err);
     assert_int_equal(test_cluster_owner(&cluster, name), replica);
     dlock_client_close(c);
 }
