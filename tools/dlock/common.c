@@ -322,6 +322,8 @@ static void tell_retry(const struct retries *r, int code, const char *detail, in
 static void note_retry(int code, const char *detail, int64_t retry_in_ms, void *arg)
 {
     struct retries *r = arg;
+    if (code == DLOCK_EBUSY) /* a sleep for a busy lock: the status line tells */
+        return;
     if (code < 0 && code > -32)
         r->seen |= 1u << -code;
     tell_retry(r, code, detail, retry_in_ms);
