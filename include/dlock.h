@@ -8,7 +8,8 @@
  * or serialise access yourself. Functions that are safe from any thread say
  * so. A client that holds auto-renewed locks runs one renewal thread of its
  * own, with its own connections and all signals blocked; lock-loss callbacks
- * run there. The library never prints, never exits, never installs signal
+ * run there. A wait's on_retry runs on the waiting thread, inside the
+ * acquire. The library never prints, never exits, never installs signal
  * handlers and never raises SIGPIPE.
  *
  * Errors: functions return 0 on success or a negative DLOCK_E... code.
@@ -268,7 +269,7 @@ typedef struct dlock_lock dlock_lock;
  */
 typedef void (*dlock_lost_fn)(dlock_lock *lock, int reason, void *arg);
 
-/* A waiting acquire's retry after a failure: see on_retry below. */
+/* A waiting acquire's sleep before its next try: see on_retry below. */
 typedef void (*dlock_retry_fn)(int code, const char *detail, int64_t retry_in_ms, void *arg);
 
 #define DLOCK_ACQUIRE_OPTIONS_VERSION 1
@@ -354,12 +355,20 @@ typedef struct dlock_acquire_options {
      * permits > 1 or fair: DLOCK_EINVAL. */
     int shared;
 
-    /* Called each time a wait is about to retry after a failure that is
-     * not busy (see no_io_retry): its code, the client's detail of it
-     * (as dlock_client_errmsg(), valid during the call, never containing
-     * a password) and the sleep before the next try. It runs on the
-     * waiting thread, inside the acquire: it must not call dlock on this
-     * client. NULL: none. */
+    /* Called each time a wait is about to sleep before its next try: after
+     * a busy try (code DLOCK_EBUSY) or after a failure that it retries (see
+     * no_io_retry). Gets the code, the client's detail of it (as
+     * dlock_client_errmsg(): "the lock is held by another owner (its key
+     * expires in 4.2 s)", or what a server did; valid during the call,
+     * never containing a password) and the sleep before the next try, from
+     * which the callback's own time is taken. A wait sleeps at most
+     * backoff_max_ms at a time, so while it lasts it calls this at least
+     * that often (plus a try's time); releases that wake it make it more
+     * often. The acquire is still one call in the client's counters. It
+     * runs on the waiting thread, inside the acquire: keep it short; it
+     * must not call dlock on this client, except dlock_client_cancel()
+     * (the wait then ends with DLOCK_ECANCELED); it may use another client
+     * (a status query, to show who holds the lock). NULL: none. */
     dlock_retry_fn on_retry;
     void *on_retry_arg;
 } dlock_acquire_options;

@@ -472,7 +472,7 @@ int dlock__wait_acquire(dlock__claim *cl, int64_t ttl_ms, const dlock_acquire_op
         until = now + next_sleep_ms(&w, cl, rc, &step_ms, backoff_max_ms) * DLOCK__NS_PER_MS;
         if (until > deadline)
             until = deadline;
-        if (rc != DLOCK_EBUSY && opts->on_retry)
+        if (opts->on_retry)
             opts->on_retry(rc, c->main.errmsg, dlock__ms_until(until, now), opts->on_retry_arg);
         w.woken = false;
         if (poll_subscribers(&w, until, woken) < 0) {

@@ -99,24 +99,6 @@ static void *wait_for_lock(void *arg)
     return NULL;
 }
 
-/* Until someone listens on the lock's release channel. */
-static void await_listener(redisContext *r, const char *name)
-{
-    long long deadline = test_now_ms() + 5000LL * test_slowdown();
-    for (;;) {
-        redisReply *reply = run(r, "PUBSUB NUMSUB %s", aux_key(name, "released"));
-        long long n = reply->type == REDIS_REPLY_ARRAY && reply->elements == 2
-                          ? reply->element[1]->integer
-                          : 0;
-        freeReplyObject(reply);
-        if (n > 0)
-            return;
-        if (test_now_ms() > deadline)
-            fail_msg("nobody subscribed to %s", aux_key(name, "released"));
-        usleep(5 * 1000);
-    }
-}
-
 static void test_listen_waiter_wakes_on_release(void **state)
 {
     dlock_client *holder = open_client(group_server.url, 0, 0);
@@ -127,7 +109,7 @@ static void test_listen_waiter_wakes_on_release(void **state)
     pthread_t t;
     (void)state;
     assert_int_equal(pthread_create(&t, NULL, wait_for_lock, &w), 0);
-    await_listener(r, "listen:busy");
+    wait_for_listener(r, "listen:busy");
     usleep(200 * 1000); /* its try after subscribing is done: it sleeps now */
     released_ms = test_now_ms();
     assert_int_equal(dlock_lock_release(held), 0);

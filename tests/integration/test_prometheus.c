@@ -417,6 +417,37 @@ static void test_prometheus_run_writes_the_file(void **state)
     assert_non_null(strstr(proc.err, "No such file or directory"));
 }
 
+/* A run that found the lock held, waited more than 0.5 s and got it: one
+ * call of the library, so one acquisition, one wait, nothing busy, and one
+ * wait observed, above 0.5 s. */
+static void test_prometheus_run_that_waited_is_one_wait(void **state)
+{
+    redisContext *redis = *state;
+    dlock_client *c = open_metered(group_server.url, 0);
+    dlock_lock *held = must_acquire(c, "m-waited", 30000, NULL);
+    char path[256], *p;
+    cli_proc proc;
+
+    scratch(path, sizeof(path), "waited.prom");
+    assert_int_equal(cli_start(&proc, group_server.url,
+                               (const char *const[]){"run", "-w", "30s", "--metrics-file", path,
+                                                     "m-waited", "--", "true", NULL},
+                               NULL), 0);
+    wait_for_listener(redis, "m-waited"); /* it found the lock held */
+    usleep(500 * 1000);
+    assert_int_equal(dlock_lock_release(held), 0);
+    assert_int_equal(cli_wait(&proc, 20000 * test_slowdown()), 0);
+    p = parsed_file(path);
+    assert_int_equal(count(p, "dlock_acquisitions_total", "name=\"m-waited\""), 1);
+    assert_int_equal(count(p, "dlock_busy_total", "name=\"m-waited\""), 0);
+    assert_int_equal(count(p, "dlock_waits_total", "name=\"m-waited\""), 1);
+    assert_int_equal(count(p, "dlock_wait_seconds_count", "name=\"m-waited\""), 1);
+    assert_int_equal(bucket(p, "dlock_wait_seconds", "0.5", "m-waited"), 0);
+    free(p);
+    dlock_lock_free(held);
+    dlock_client_close(c);
+}
+
 /* Busy (75), a wait of more than 0.5 s, lost (70) and unreachable (69):
  * each run writes what it saw. */
 static void test_prometheus_run_writes_it_when_it_fails(void **state)
@@ -488,6 +519,8 @@ int main(void)
         cmocka_unit_test(test_prometheus_text_while_locks_come_and_go),
         cmocka_unit_test(test_prometheus_counts_server_errors_without_the_password),
         cmocka_unit_test(test_prometheus_run_writes_the_file),
+        cmocka_unit_test_setup_teardown(test_prometheus_run_that_waited_is_one_wait,
+                                        setup_group_redis, teardown_group_redis),
         cmocka_unit_test_setup_teardown(test_prometheus_run_writes_it_when_it_fails,
                                         setup_group_redis, teardown_group_redis),
     };

@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -193,6 +194,110 @@ static void test_wait_retries_through_connection_errors(void **state)
     assert_true(w.attempts >= 2);
 }
 
+/* What on_retry saw of a wait for a busy lock; the callback asks who
+ * holds it with another client, as the command's status line does. */
+struct told {
+    dlock_client *reader;
+    atomic_int busy, others, saw_holder, saw_detail;
+    atomic_llong longest_sleep_ms, shortest_sleep_ms;
+};
+
+static void tell(int code, const char *detail, int64_t retry_in_ms, void *arg)
+{
+    struct told *t = arg;
+    dlock_status *st = NULL;
+    if (code != DLOCK_EBUSY) {
+        atomic_fetch_add(&t->others, 1);
+        return;
+    }
+    atomic_fetch_add(&t->busy, 1);
+    if (strstr(detail, "held by another owner"))
+        atomic_fetch_add(&t->saw_detail, 1);
+    if (retry_in_ms > atomic_load(&t->longest_sleep_ms))
+        atomic_store(&t->longest_sleep_ms, retry_in_ms);
+    if (retry_in_ms < atomic_load(&t->shortest_sleep_ms))
+        atomic_store(&t->shortest_sleep_ms, retry_in_ms);
+    if (dlock_status_query(&st, t->reader, "wait:told") == 0 && dlock_status_held(st))
+        atomic_fetch_add(&t->saw_holder, 1);
+    dlock_status_free(st);
+}
+
+struct release_when_told {
+    struct told *told;
+    dlock_lock *lock;
+    int rc;
+};
+
+/* Releases the lock once the waiter was told of three busy sleeps (or 10
+ * s, times the slowdown, if it is not). */
+static void *release_when_told(void *arg)
+{
+    struct release_when_told *r = arg;
+    long long until = test_now_ms() + 10000LL * test_slowdown();
+    while (atomic_load(&r->told->busy) < 3 && test_now_ms() < until)
+        usleep(10 * 1000);
+    r->rc = dlock_lock_release(r->lock);
+    return NULL;
+}
+
+static void cancel_on_busy(int code, const char *detail, int64_t retry_in_ms, void *arg)
+{
+    (void)detail;
+    (void)retry_in_ms;
+    if (code == DLOCK_EBUSY)
+        dlock_client_cancel(arg);
+}
+
+/* A wait tells on_retry of each sleep after a busy try (DLOCK_EBUSY, the
+ * detail, a sleep of at most backoff_max_ms), and the callback may ask
+ * another client who holds the lock; the wait is one call in the counters
+ * (one acquisition, one wait, nothing busy). The callback may cancel the
+ * wait. */
+static void test_wait_tells_on_retry_of_each_busy_sleep(void **state)
+{
+    test_redis *server = *state;
+    dlock_client *holder = open_client(server->url, 0, 0);
+    dlock_client *c = open_client(server->url, 0, 0);
+    struct told t = {.reader = open_client(server->url, 0, 0), .shortest_sleep_ms = INT64_MAX};
+    struct release_when_told later = {&t, must_acquire(holder, "wait:told", 30000, NULL), -1};
+    dlock_acquire_options opts = DLOCK_ACQUIRE_OPTIONS_INIT;
+    dlock_stats stats = {.version = DLOCK_STATS_VERSION};
+    dlock_lock *lock = NULL;
+    pthread_t thread;
+
+    opts.wait_ms = 20000LL * test_slowdown();
+    opts.backoff_max_ms = 200;
+    opts.on_retry = tell;
+    opts.on_retry_arg = &t;
+    assert_int_equal(pthread_create(&thread, NULL, release_when_told, &later), 0);
+    assert_int_equal(dlock_lock_acquire(&lock, c, "wait:told", 30000, &opts), 0);
+    pthread_join(thread, NULL);
+    assert_int_equal(later.rc, 0);
+    assert_true(atomic_load(&t.busy) >= 3);
+    assert_int_equal(atomic_load(&t.others), 0);
+    assert_int_equal(atomic_load(&t.saw_detail), atomic_load(&t.busy));
+    assert_int_equal(atomic_load(&t.saw_holder), atomic_load(&t.busy));
+    assert_true(atomic_load(&t.shortest_sleep_ms) >= 1);
+    assert_true(atomic_load(&t.longest_sleep_ms) <= 200);
+    assert_int_equal(dlock_client_stats(c, &stats), 0);
+    assert_int_equal(stats.acquisitions, 1);
+    assert_int_equal(stats.busy, 0);
+    assert_int_equal(stats.waits, 1);
+    assert_int_equal(dlock_lock_release(lock), 0);
+    dlock_lock_free(lock);
+    dlock_lock_free(later.lock);
+
+    later.lock = must_acquire(holder, "wait:told", 30000, NULL);
+    opts.on_retry = cancel_on_busy;
+    opts.on_retry_arg = c;
+    assert_int_equal(dlock_lock_acquire(&lock, c, "wait:told", 30000, &opts), DLOCK_ECANCELED);
+    assert_int_equal(dlock_lock_release(later.lock), 0);
+    dlock_lock_free(later.lock);
+    dlock_client_close(t.reader);
+    dlock_client_close(c);
+    dlock_client_close(holder);
+}
+
 static void test_wait_bad_options_refused(void **state)
 {
     test_redis *server = *state;
@@ -316,6 +421,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_wait_cancel_from_another_thread, setup_server,
                                         teardown_server),
         cmocka_unit_test_setup_teardown(test_wait_retries_through_connection_errors, setup_server,
+                                        teardown_server),
+        cmocka_unit_test_setup_teardown(test_wait_tells_on_retry_of_each_busy_sleep, setup_server,
                                         teardown_server),
         cmocka_unit_test_setup_teardown(test_wait_bad_options_refused, setup_server,
                                         teardown_server),

@@ -92,6 +92,24 @@ void wait_for_key(redisContext *c, const char *key)
     assert_true(key_exists(c, key));
 }
 
+/* How many listen on the release channel of `name`. */
+static long long listeners(redisContext *c, const char *name)
+{
+    redisReply *r = run(c, "PUBSUB NUMSUB %s", aux_key(name, "released"));
+    long long n = r->type == REDIS_REPLY_ARRAY && r->elements == 2 ? r->element[1]->integer : 0;
+    freeReplyObject(r);
+    return n;
+}
+
+void wait_for_listener(redisContext *c, const char *name)
+{
+    long long until = test_now_ms() + 10000LL * test_slowdown();
+    while (listeners(c, name) == 0 && test_now_ms() < until)
+        usleep(2000);
+    if (listeners(c, name) == 0)
+        fail_msg("nobody subscribed to %s", aux_key(name, "released"));
+}
+
 char *digest(redisContext *c)
 {
     redisReply *r = run(c, "DEBUG DIGEST");

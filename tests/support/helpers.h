@@ -39,6 +39,11 @@ void wait_for_zcard(redisContext *c, const char *key, long long n);
  * test if it does not by then. */
 void wait_for_key(redisContext *c, const char *key);
 
+/* Waits (10 s at most, times the slowdown) until someone listens on the
+ * release channel of lock `name` (a waiter that found it busy); fails the
+ * test if nobody does by then. */
+void wait_for_listener(redisContext *c, const char *name);
+
 /* The server's whole data set, as DEBUG DIGEST: unchanged means nothing was
  * written. Caller frees. */
 char *digest(redisContext *c);

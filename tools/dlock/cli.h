@@ -202,9 +202,8 @@ int cmd_guard(struct cli *cli, int argc, char **argv);
 void cli_print_status(const char *name, const dlock_status *st, bool json);
 
 /* Writes the client's counters (dlock_client_stats) to `path` as one JSON
- * object, for a command whose one acquire ended busy or not. Returns 0, or
- * -1 after saying why. */
-int cli_write_stats(dlock_client *client, const char *path, bool ended_busy);
+ * object. Returns 0, or -1 after saying why. */
+int cli_write_stats(dlock_client *client, const char *path);
 
 /* Replaces the file at `path` with the client's counters as Prometheus text
  * (dlock_client_metrics()), atomically. Returns 0, or -1 after saying why. */

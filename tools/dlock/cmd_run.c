@@ -528,7 +528,6 @@ int cmd_run(struct cli *cli, int argc, char **argv)
     struct cli_command_opts o;
     dlock_client *client;
     dlock_lock *lock = NULL;
-    bool ended_busy;
     int rc = cli_parse_command(&cli_command_run, argc, argv, &o);
     if (rc)
         return rc == CLI_HELP ? EXIT_DONE : rc;
@@ -546,7 +545,6 @@ int cmd_run(struct cli *cli, int argc, char **argv)
     acquiring_client = client;
     rc = cli_acquire(cli, client, o.name, &o.wait, &lock);
     acquiring_client = NULL;
-    ended_busy = rc == DLOCK_EBUSY;
     if (rc == DLOCK_EBUSY) {
         rc = cli_busy(cli, client, o.name, o.busy_code);
     } else if (rc == DLOCK_ECANCELED) {
@@ -563,7 +561,7 @@ int cmd_run(struct cli *cli, int argc, char **argv)
     }
     dlock_lock_free(lock);
     if (o.stats_json)
-        cli_write_stats(client, o.stats_json, ended_busy);
+        cli_write_stats(client, o.stats_json);
     if (o.metrics_file)
         cli_write_metrics(client, o.metrics_file);
     dlock_client_close(client);

@@ -173,26 +173,32 @@ int cli_parse_exit_code(const char *s, int *code)
     return 0;
 }
 
+static void client_options(const struct cli *cli, int inspect, const struct cli_command_opts *o,
+                           dlock_client_options *opts)
+{
+    opts->inspect = inspect;
+    opts->replicas = o ? o->replicas : 0;
+    opts->restart_delay_ms = o ? o->restart_delay_ms : 0;
+    opts->urls = cli->urls;
+    opts->n_urls = cli->n_urls;
+    opts->user = cli->user;
+    opts->password = getenv("DLOCK_PASSWORD");
+    opts->tls = cli->tls;
+    opts->tls_ca_file = cli->cacert;
+    opts->tls_ca_dir = cli->cacertdir;
+    opts->tls_cert_file = cli->cert;
+    opts->tls_key_file = cli->key;
+    opts->tls_sni = cli->sni;
+    opts->tls_insecure = cli->insecure;
+}
+
 static int open_client(const struct cli *cli, int inspect, const struct cli_command_opts *o,
                        dlock_client **out)
 {
     dlock_client_options opts = DLOCK_CLIENT_OPTIONS_INIT;
     char why[512];
     int rc;
-    opts.inspect = inspect;
-    opts.replicas = o ? o->replicas : 0;
-    opts.restart_delay_ms = o ? o->restart_delay_ms : 0;
-    opts.urls = cli->urls;
-    opts.n_urls = cli->n_urls;
-    opts.user = cli->user;
-    opts.password = getenv("DLOCK_PASSWORD");
-    opts.tls = cli->tls;
-    opts.tls_ca_file = cli->cacert;
-    opts.tls_ca_dir = cli->cacertdir;
-    opts.tls_cert_file = cli->cert;
-    opts.tls_key_file = cli->key;
-    opts.tls_sni = cli->sni;
-    opts.tls_insecure = cli->insecure;
+    client_options(cli, inspect, o, &opts);
     if (cli->insecure)
         cli_error("--insecure: server certificates and names are not verified");
     rc = dlock_client_open(out, &opts, why, sizeof(why));
@@ -294,107 +300,135 @@ int cli_busy(const struct cli *cli, dlock_client *client, const char *name, int 
     return busy_code;
 }
 
-/* What is left of the wait that began at `start`: a wait_ms to pass on. */
-static int64_t wait_left(const struct cli_wait *how, int64_t start)
-{
-    int64_t left = how->wait_ms - (cli_now_ms() - start);
-    if (how->wait_ms == DLOCK_WAIT_FOREVER)
-        return DLOCK_WAIT_FOREVER;
-    return left > 0 ? left : 0;
-}
-
-/* What a wait retried (the library's on_retry): the failures it saw, so
- * that one that ends the wait reads as what it gave up on; -v tells each. */
-struct retries {
+/* What the command shows of a wait, told by the library before each of
+ * its sleeps (on_retry): with -v whom it waits for and each retry after a
+ * failure; on a terminal a status line that says who holds the lock, or
+ * what keeps us from the servers, and how long we have waited. It keeps
+ * the failures retried, so that one that ends the wait reads as what it
+ * gave up on. */
+struct wait_view {
     const struct cli *cli;
     const char *name;
     int64_t start;
-    uint32_t seen; /* bit -code of each failure retried */
+    uint32_t seen;        /* bit -code of each failure retried */
+    bool told_holder;     /* -v said whom we wait for */
+    bool status_line;     /* stderr is a terminal, and not quiet */
+    bool on_screen;       /* the status line is, unfinished */
+    int64_t shown_ms;     /* when it was last written */
+    dlock_client *reader; /* asks who holds the lock: the waiting client may not */
 };
 
-static void tell_retry(const struct retries *r, int code, const char *detail, int64_t retry_in_ms)
+/* The holder of the name, asked with a client of our own (opened on first
+ * use, on the waiting one's servers, with its credentials) while the
+ * waiting one is inside its acquire; false if nobody holds the lock or the
+ * servers could not say. */
+static bool holder_of(struct wait_view *v, char *out, size_t len)
 {
-    cli_debug(r->cli, "%s: %s; trying again in %lld ms (waited %.1f s)", r->name,
-              *detail ? detail : dlock_strerror(code), (long long)retry_in_ms,
-              (double)(cli_now_ms() - r->start) / 1000);
+    if (!v->reader) {
+        dlock_client_options opts = DLOCK_CLIENT_OPTIONS_INIT;
+        char why[512];
+        client_options(v->cli, 0, NULL, &opts);
+        if (dlock_client_open(&v->reader, &opts, why, sizeof(why)) < 0)
+            return false;
+    }
+    return query_holder(v->reader, v->name, out, len);
 }
 
-static void note_retry(int code, const char *detail, int64_t retry_in_ms, void *arg)
+/* A message goes on a line of its own, not after the status line. */
+static void clear_status_line(struct wait_view *v)
 {
-    struct retries *r = arg;
-    if (code < 0 && code > -32)
-        r->seen |= 1u << -code;
-    tell_retry(r, code, detail, retry_in_ms);
+    if (v->on_screen)
+        fputs("\r\033[K", stderr);
+    v->on_screen = false;
 }
 
-static bool retried(const struct retries *r, int rc)
-{
-    return rc < 0 && rc > -32 && (r->seen & (1u << -rc));
-}
-
-/* On a terminal: waits in slices and says between them what we wait for
- * (who holds the lock, or what keeps us from the servers), on a line that
- * each update overwrites. */
-static int wait_on_terminal(dlock_client *client, const char *name, const struct cli_wait *how,
-                            dlock_acquire_options *opts, const struct retries *r,
-                            dlock_lock **out)
+/* Once the wait has lasted a second, and at most once a second. */
+static void show_status_line(struct wait_view *v, int code, const char *detail)
 {
     char holder[400];
-    int rc;
-    for (;;) {
-        int64_t left = wait_left(how, r->start);
-        opts->wait_ms = left == DLOCK_WAIT_FOREVER || left > STATUS_EVERY_MS ? STATUS_EVERY_MS : left;
-        rc = dlock_lock_acquire(out, client, name, how->ttl_ms, opts);
-        if ((rc != DLOCK_EBUSY && !retried(r, rc)) || opts->wait_ms == left)
-            break;
-        if (rc != DLOCK_EBUSY)
-            snprintf(holder, sizeof(holder), "unreachable: %s", dlock_client_errmsg(client));
-        else if (!query_holder(client, name, holder, sizeof(holder)))
-            snprintf(holder, sizeof(holder), "just released");
-        fprintf(stderr, "\r\033[Kdlock: waiting for %s, %s (waited %.1f s)", name, holder,
-                (double)(cli_now_ms() - r->start) / 1000);
+    int64_t now = cli_now_ms();
+    if (now - v->start < STATUS_EVERY_MS || (v->shown_ms && now - v->shown_ms < STATUS_EVERY_MS))
+        return;
+    if (code != DLOCK_EBUSY)
+        snprintf(holder, sizeof(holder), "unreachable: %s", detail);
+    else if (!holder_of(v, holder, sizeof(holder)))
+        snprintf(holder, sizeof(holder), "just released");
+    fprintf(stderr, "\r\033[Kdlock: waiting for %s, %s (waited %.1f s)", v->name, holder,
+            (double)(now - v->start) / 1000);
+    v->on_screen = true;
+    v->shown_ms = now;
+}
+
+/* -v, once, even in a log where no terminal shows the status line. */
+static void tell_holder(struct wait_view *v)
+{
+    char holder[400];
+    if (!v->cli->verbose || v->told_holder)
+        return;
+    v->told_holder = true;
+    if (holder_of(v, holder, sizeof(holder))) {
+        clear_status_line(v);
+        cli_debug(v->cli, "waiting for %s, %s", v->name, holder);
     }
-    fputs("\r\033[K", stderr);
-    return rc;
+}
+
+static void tell_retry(struct wait_view *v, int code, const char *detail, int64_t retry_in_ms)
+{
+    if (code < 0 && code > -32)
+        v->seen |= 1u << -code;
+    if (!v->cli->verbose)
+        return;
+    clear_status_line(v);
+    cli_debug(v->cli, "%s: %s; trying again in %lld ms (waited %.1f s)", v->name,
+              *detail ? detail : dlock_strerror(code), (long long)retry_in_ms,
+              (double)(cli_now_ms() - v->start) / 1000);
+}
+
+/* The library's on_retry: before each sleep of the wait. */
+static void on_wait(int code, const char *detail, int64_t retry_in_ms, void *arg)
+{
+    struct wait_view *v = arg;
+    if (code == DLOCK_EBUSY)
+        tell_holder(v);
+    else
+        tell_retry(v, code, detail, retry_in_ms);
+    if (v->status_line)
+        show_status_line(v, code, detail);
+}
+
+static bool retried(const struct wait_view *v, int rc)
+{
+    return rc < 0 && rc > -32 && (v->seen & (1u << -rc));
 }
 
 /* A wait that ends on a failure it was retrying gave up on the servers:
  * say for how long it tried, and what it saw last. */
-static void report_failure(dlock_client *client, int rc, const struct retries *r)
+static void report_failure(dlock_client *client, int rc, const struct wait_view *v)
 {
-    if (retried(r, rc))
-        cli_error("%s: gave up after %.1f s: %s", r->name,
-                  (double)(cli_now_ms() - r->start) / 1000, dlock_client_errmsg(client));
+    if (retried(v, rc))
+        cli_error("%s: gave up after %.1f s: %s", v->name,
+                  (double)(cli_now_ms() - v->start) / 1000, dlock_client_errmsg(client));
     else
-        cli_acquire_failed(client, rc, r->name);
+        cli_acquire_failed(client, rc, v->name);
 }
 
-/* The wait after a first try that did not get the lock. */
-static int wait_after_try(const struct cli *cli, dlock_client *client, const struct cli_wait *how,
-                          dlock_acquire_options *opts, struct retries *r, dlock_lock **out)
-{
-    char holder[400];
-    /* -v says it in a log too, where no terminal shows the status line. */
-    if (cli->verbose && query_holder(client, r->name, holder, sizeof(holder)))
-        cli_debug(cli, "waiting for %s, %s", r->name, holder);
-    if (!cli->quiet && isatty(STDERR_FILENO))
-        return wait_on_terminal(client, r->name, how, opts, r, out);
-    opts->wait_ms = wait_left(how, r->start);
-    return dlock_lock_acquire(out, client, r->name, how->ttl_ms, opts);
-}
-
+/* One library call, the try and the wait (a fair waiter's place is its
+ * token's, and the counters count what the call was): what we show of the
+ * wait comes from its on_retry. */
 int cli_acquire(const struct cli *cli, dlock_client *client, const char *name,
                 const struct cli_wait *how, dlock_lock **out)
 {
     dlock_acquire_options opts = DLOCK_ACQUIRE_OPTIONS_INIT;
-    struct retries r = {cli, name, cli_now_ms(), 0};
-    bool waited;
+    struct wait_view v = {.cli = cli, .name = name, .start = cli_now_ms(),
+                          .status_line = !cli->quiet && isatty(STDERR_FILENO)};
+    double took;
     int rc;
 
     /* A wait rides out servers that fail (dlock(1), "When servers fail
      * during a wait"): the library retries, we tell. */
-    opts.on_retry = note_retry;
-    opts.on_retry_arg = &r;
+    opts.on_retry = on_wait;
+    opts.on_retry_arg = &v;
+    opts.wait_ms = how->wait_ms;
     opts.auto_renew = how->auto_renew;
     opts.max_hold_ms = how->max_hold_ms;
     opts.on_lost = how->on_lost;
@@ -403,27 +437,16 @@ int cli_acquire(const struct cli *cli, dlock_client *client, const char *name,
     opts.fair = how->fair;
     opts.lease_ms = how->lease_ms;
     opts.shared = how->shared;
-    /* A fair waiter's place is its token's: one call, one place. */
-    opts.wait_ms = how->fair ? how->wait_ms : 0;
     rc = dlock_lock_acquire(out, client, name, how->ttl_ms, &opts);
-    /* One try first: only a busy lock, or a failure that may pass (exit
-     * 69: the library's wait knows which do), start a wait worth telling
-     * of. */
-    waited = !how->fair && how->wait_ms != 0 &&
-             (rc == DLOCK_EBUSY || (rc < 0 && cli_exit_code(rc) == EXIT_UNAVAILABLE));
-    if (waited) {
-        if (rc != DLOCK_EBUSY)
-            tell_retry(&r, rc, dlock_client_errmsg(client), 0);
-        rc = wait_after_try(cli, client, how, &opts, &r, out);
-        if (rc == 0)
-            cli_debug(cli, "acquired %s after %.1f s", name,
-                      (double)(cli_now_ms() - r.start) / 1000);
-        else if (rc == DLOCK_EBUSY)
-            cli_debug(cli, "gave up waiting for %s after %.1f s", name,
-                      (double)(cli_now_ms() - r.start) / 1000);
-    }
+    clear_status_line(&v);
+    dlock_client_close(v.reader);
+    took = (double)(cli_now_ms() - v.start) / 1000;
+    if (rc == 0 && dlock_lock_attempts(*out) > 1)
+        cli_debug(cli, "acquired %s after %.1f s", name, took);
+    else if (rc == DLOCK_EBUSY && how->wait_ms != 0)
+        cli_debug(cli, "gave up waiting for %s after %.1f s", name, took);
     if (rc < 0 && rc != DLOCK_EBUSY && rc != DLOCK_ECANCELED)
-        report_failure(client, rc, &r);
+        report_failure(client, rc, &v);
     return rc;
 }
 

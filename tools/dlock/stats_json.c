@@ -18,16 +18,12 @@ static void write_nodes(FILE *f, dlock_client *client, const dlock_stats *s)
     fprintf(f, "]");
 }
 
-int cli_write_stats(dlock_client *client, const char *path, bool ended_busy)
+int cli_write_stats(dlock_client *client, const char *path)
 {
     dlock_stats s = {.version = DLOCK_STATS_VERSION};
     FILE *f;
     if (dlock_client_stats(client, &s) < 0)
         return -1;
-    /* The command's one acquire is several library calls (a try, then the
-     * wait, in slices on a terminal): counted as the one call it is. */
-    s.busy = ended_busy;
-    s.waits = s.waits > 0;
     if (!(f = fopen(path, "we"))) {
         cli_error("--stats-json %s: %s", path, strerror(errno));
         return -1;
