@@ -260,7 +260,7 @@ static void test_cli_run_kills_a_command_that_ignores_sigterm(void **state)
     assert_true(child > 0);
     freeReplyObject(run(redis, "DEL cli:stubborn"));
     assert_int_equal(cli_wait(&proc, 10000), 70);
-    assert_true(process_gone((pid_t)child, 2000));
+    assert_true(process_gone((pid_t)child, 10000));
 }
 
 static void test_cli_lost_lock_stops_a_whole_pipeline(void **state)
@@ -279,7 +279,7 @@ static void test_cli_lost_lock_stops_a_whole_pipeline(void **state)
     assert_true(group > 0);
     freeReplyObject(run(redis, "DEL cli:pipeline"));
     assert_int_equal(cli_wait(&proc, 15000), 70);
-    assert_true(process_gone((pid_t)-group, 2000)); /* no member of the group is left */
+    assert_true(process_gone((pid_t)-group, 10000)); /* no member of the group is left */
 }
 
 static void test_cli_sigterm_reaches_the_command_and_releases(void **state)
@@ -336,7 +336,7 @@ static void test_cli_sigkill_of_dlock_takes_the_command_down(void **state)
     assert_true(child > 0);
     kill(proc.pid, SIGKILL);
     assert_int_equal(cli_wait(&proc, 10000), 128 + 9);
-    assert_true(process_gone((pid_t)child, 2000));
+    assert_true(process_gone((pid_t)child, 10000));
 }
 
 static void test_cli_exit_codes(void **state)

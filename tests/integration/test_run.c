@@ -224,7 +224,7 @@ static void run_and_suspend(pty_shell *sh, const char *run_line, const char *pid
     *group = wait_for_number(pidfile);
     assert_true(*group > 0);
     pty_shell_type(sh, "\x1a");
-    assert_true(pty_shell_expect(sh, "Stopped", 5000));
+    assert_true(pty_shell_expect(sh, "Stopped", 15000));
     /* The prompt is back: the shell runs what we type. */
     pty_shell_type(sh, "echo \"back=$((40 + 2))\"\n");
     assert_true(pty_shell_expect(sh, "back=42", 5000));
@@ -319,7 +319,7 @@ static void test_run_terminal_stop_sent_to_dlock_stops_the_command(void **state)
     dlock = proc_stat_field((pid_t)group, 1);
     assert_true(dlock > 1);
     assert_int_equal(kill((pid_t)dlock, SIGTSTP), 0);
-    assert_true(pty_shell_expect(sh, "Stopped", 5000));
+    assert_true(pty_shell_expect(sh, "Stopped", 15000));
     until = test_now_ms() + 5000LL * test_slowdown();
     while (proc_stat_field((pid_t)group, 0) != 'T' && test_now_ms() < until)
         usleep(10000);
