@@ -11,7 +11,7 @@ See the package's README for the whole API.
 from ._lib import LibraryError, live_handles, load
 from .client import Client, Lock
 from .errors import (AuthError, Busy, Canceled, Error, InvalidArgument, LimitMismatch, Lost,
-                     NoQuorum, NoReplicas, NotOwner, OutOfMemory, ProtocolError, ServerError,
+                     NoQuorum, NoReplicas, NotOwner, OutOfMemory, Paused, ProtocolError, ServerError,
                      SystemFailure, Timeout, TLSError, Unavailable, WrongType)
 from .info import Finding, Holder, NodeStats, NodeStatus, Report, Severity, Stats, Status
 
@@ -27,7 +27,7 @@ def library_version():
 __all__ = [
     "AuthError", "Busy", "Canceled", "Client", "Error", "Finding", "Holder", "InvalidArgument",
     "LibraryError", "LimitMismatch", "Lock", "Lost", "NoQuorum", "NoReplicas", "NodeStats",
-    "NodeStatus", "NotOwner", "OutOfMemory", "ProtocolError", "Report", "ServerError", "Severity",
+    "NodeStatus", "NotOwner", "OutOfMemory", "Paused", "ProtocolError", "Report", "ServerError", "Severity",
     "Stats", "Status", "SystemFailure", "TLSError", "Timeout", "Unavailable", "WrongType",
     "library_version", "live_handles", "load",
 ]

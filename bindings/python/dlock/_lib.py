@@ -62,11 +62,14 @@ class ClientOptions(ctypes.Structure):
         ("inspect", c_int),
         ("replicas", c_int),
         ("restart_delay_ms", c_int64),
+        ("metrics_names_max", c_unsigned),
     ]
 
 
 # void (*dlock_lost_fn)(dlock_lock *lock, int reason, void *arg)
 LOST_FN = ctypes.CFUNCTYPE(None, c_void_p, c_int, c_void_p)
+# void (*dlock_retry_fn)(int code, const char *detail, int64_t retry_in_ms, void *arg)
+RETRY_FN = ctypes.CFUNCTYPE(None, c_int, c_char_p, c_int64, c_void_p)
 
 
 class AcquireOptions(ctypes.Structure):
@@ -83,6 +86,8 @@ class AcquireOptions(ctypes.Structure):
         ("fair", c_int),
         ("lease_ms", c_int64),
         ("shared", c_int),
+        ("on_retry", RETRY_FN),
+        ("on_retry_arg", c_void_p),
     ]
 
 

@@ -55,6 +55,11 @@ class Lost(Error):
     """DLOCK_ELOST, and a lock found lost when its `with` block ends."""
 
 
+class Paused(Lost):
+    """DLOCK_EPAUSED: the lock's validity ran out while the process was not
+    running (stopped, or a paused VM), so no renewal could be sent in time."""
+
+
 class ProtocolError(Error):
     """DLOCK_EPROTO: the server's reply made no sense."""
 
@@ -105,6 +110,7 @@ CLASSES = {
     "DLOCK_ESYSTEM": SystemFailure,
     "DLOCK_ELIMIT": LimitMismatch,
     "DLOCK_ENOREPLICAS": NoReplicas,
+    "DLOCK_EPAUSED": Paused,
 }
 
 _by_code = {}
