@@ -1,15 +1,17 @@
 /* dlock's mutex protocol, as SPIN sees it: the Lua scripts of
  * src/engine/scripts.c (acquire, release, extend with repair, fence_max)
  * and the attempt layer of src/engine/attempt.c (one fan-out to N nodes,
- * majority, validity, fence write-back, cleanup of a failed attempt).
+ * majority, validity, fence write-back, cleanup of a failed attempt);
+ * with N > 1, a client's extends go on a connection of their own (the
+ * renewal thread's), so that one may run after the release.
  * docs/model.md says what is modelled, with which bounds and assumptions,
  * and what each configuration of scripts/model checks.
  *
  * scripts/model compares these pins with the sha1sum of each file; a
  * change to either file fails it until this model was reviewed against the
  * change and its pin updated:
- * pin src/engine/scripts.c 953ccdd41b7c8ce3c7693d26c5ea970ad71fd7b2
- * pin src/engine/attempt.c 8383d29102797943cde9537f7d704c9f51c31268
+ * pin src/engine/scripts.c 179de0165cd1be84733e9f8c7e996946d1953bb7
+ * pin src/engine/attempt.c 41f73f3c50b547db8d927ae91ad511739fb48101
  *
  * Time. There is no absolute clock: every time in the model is kept
  * relative to "now" and moved by the clock process, one tick at a time, so
@@ -85,8 +87,15 @@
 #define DELAYS 0        /* LIVE: ticks that may pass while an attempt could
                            go on (a slow request, a paused client) */
 #endif
+#ifndef CHECK_GHOST
+#define CHECK_GHOST (NN > 1 && !LIVE)  /* no repair after our own release */
+#endif
+#ifndef CHECK_REPAIR
+#define CHECK_REPAIR 0  /* a holder's key is put back where it went missing */
+#endif
 /* Mutations, for the negative controls: NO_WRITE_BACK, NO_TIME_FLOOR,
- * NO_RETRY. */
+ * NO_RETRY; REPAIR_BY_FENCE (repair only where the stored fence is below
+ * ours), NO_GHOST_CHECK (repair wherever our key is missing). */
 
 /* A tick holds SUB readings of a clock: a grant reads the clock after
  * every grant before it (time moves between two events one causes), so
@@ -103,10 +112,19 @@ byte down[NN];                /* ticks before a crashed node may restart */
 byte ktok[NN];                /* the lock key: token (0: none) ... */
 short krem[NN];               /* ... and ticks until it expires */
 short fence[NN];              /* the fence key (its day-long TTL never ends here) */
+short freed[NN];              /* the key freed: the largest fence released here */
 bool snapped[NN];             /* the node's last snapshot, if any */
 byte stok[NN];
 short srem[NN];
 short sfence[NN];
+short sfreed[NN];
+#if CHECK_GHOST || CHECK_REPAIR
+/* The properties' bookkeeping: the tokens whose release ran on node i
+ * (bit TBIT(tok)), and the token of each client's lock. */
+byte released[NN];
+byte htok[NC];
+#define TBIT(t) (1 << (((t) / 16) * 4 + (t) % 16 - 1))
+#endif
 byte losses = LOSSES, crash_keep = CRASH_KEEP, crash_lose = CRASH_LOSE;
 byte rollbacks = ROLLBACK;
 bool stepped = (STEP == 0);
@@ -130,6 +148,15 @@ bool pend[NC * NN];
  * connection carries one call: a new call replaces a request that is still
  * in flight (the old one is lost). */
 bool open[NC];
+/* With N > 1, extends go on the client's renewal connection to each node:
+ * their own request in flight (rpend), token and fence; onr: the open
+ * call is that one. */
+#if NN > 1
+bool rpend[NC * NN];
+byte rtok[NC];
+short rarg[NC];
+#endif
+bool onr[NC];
 byte cyes[NC], cans[NC];
 short cfence[NC];
 byte cdl[NC];                 /* ticks until the call's deadline */
@@ -149,6 +176,11 @@ short last_fence = FLOOR;     /* the token of the last acquisition that counted 
  * left in this tick). */
 #define SERVABLE(i, c) \
     (up[i] && pend[(c) * NN + (i)] && (cop[c] != ACQ || us < SUB - 1))
+#if NN > 1
+#define RSERVABLE(i, c) (up[i] && rpend[(c) * NN + (i)])
+#else
+#define RSERVABLE(i, c) false
+#endif
 /* A majority said yes, or no majority can say yes any more. */
 #define DECIDED(c) (cyes[c] >= QUORUM || cyes[c] + NN - cans[c] < QUORUM)
 
@@ -171,7 +203,8 @@ bool backoff[NC];             /* started an acquire call this tick */
 #define PEND_UP(c) SERVABLE(0, c)
 #define MAJ_FREE (ktok[0] == 0)
 #elif NN == 3
-#define PEND_UP(c) (SERVABLE(0, c) || SERVABLE(1, c) || SERVABLE(2, c))
+#define PEND_UP(c) (SERVABLE(0, c) || SERVABLE(1, c) || SERVABLE(2, c) || \
+                    RSERVABLE(0, c) || RSERVABLE(1, c) || RSERVABLE(2, c))
 #define MAJ_FREE ((ktok[0] == 0) + (ktok[1] == 0) + (ktok[2] == 0) >= QUORUM)
 #else
 #error "LIVE is written for NN = 1 or 3"
@@ -208,25 +241,56 @@ inline acquire_script(i, tok) {
     fi
 }
 
-inline release_script(i, tok) {
+/* arg: the fence of a lock that was held, raised into `freed` whether the
+ * key is ours here or not; FLOOR for a failed attempt's cleanup (no
+ * effect on the max). */
+inline release_script(i, tok, arg) {
     if
     :: ktok[i] == tok -> ktok[i] = 0; krem[i] = 0; res = YES
     :: else -> res = NO
     fi;
+    if
+    :: freed[i] < arg -> freed[i] = arg
+    :: else -> skip
+    fi;
+#if CHECK_GHOST || CHECK_REPAIR
+    released[i] = released[i] | TBIT(tok);
+#endif
     f = FLOOR
 }
 
 /* Repair allowed when arg != FLOOR - 1: arg is then the holder's fence,
- * and only on a node whose fence is below it (one that lost the grant's
- * writes; one that kept them saw the key go). */
+ * and only on a node where no release of that fence or a later one ran
+ * (freed below it): one that lost our key to a restart or an expiry,
+ * whoever came and went there since. The fence is raised, never lowered. */
 #define NO_REPAIR (FLOOR - 1)
-inline extend_script(i, tok, arg) {
+#if defined(REPAIR_BY_FENCE)
+#define REPAIRABLE(i, arg) (fence[i] < arg)
+#elif defined(NO_GHOST_CHECK)
+#define REPAIRABLE(i, arg) true
+#else
+#define REPAIRABLE(i, arg) (freed[i] < arg)
+#endif
+/* Client c's extend of token tok runs on node i. */
+inline extend_script(i, tok, arg, c) {
     if
     :: ktok[i] == tok -> krem[i] = TTL - DRIFT; res = YES
-    :: ktok[i] == 0 && arg != NO_REPAIR && fence[i] < arg ->
-        ktok[i] = tok; krem[i] = TTL - DRIFT; fence[i] = arg;
+    :: ktok[i] == 0 && arg != NO_REPAIR && REPAIRABLE(i, arg) ->
+#if CHECK_GHOST
+        /* never after our own release here: a ghost key */
+        assert(!(released[i] & TBIT(tok)));
+#endif
+        ktok[i] = tok; krem[i] = TTL - DRIFT;
+        fence[i] = (fence[i] < arg -> arg : fence[i]);
         res = REPAIRED
-    :: else -> res = NO
+    :: else ->
+#if CHECK_REPAIR
+        /* a key missing where the holder, who still holds the lock, did
+         * not release it, with no other key there: put back */
+        assert(!(ktok[i] == 0 && arg != NO_REPAIR && arg > FLOOR && BELIEVES(c) &&
+                 htok[c] == tok && !(released[i] & TBIT(tok))));
+#endif
+        res = NO
     fi;
     f = FLOOR
 }
@@ -246,12 +310,17 @@ inline fence_max_script(i, arg) {
             pend[(c) * NN + (i)] = false; \
             if \
             :: cop[c] == ACQ -> acquire_script(i, ctok[c]) \
-            :: cop[c] == REL -> release_script(i, ctok[c]) \
-            :: cop[c] == EXT -> extend_script(i, ctok[c], carg[c]) \
+            :: cop[c] == REL -> release_script(i, ctok[c], carg[c]) \
+            :: cop[c] == EXT -> extend_script(i, ctok[c], carg[c], c) \
             :: cop[c] == FMAX -> fence_max_script(i, carg[c]) \
             fi; \
+            TALLY(c, !onr[c]) \
+        }
+
+/* A reply counts while its call is open (and is that connection's). */
+#define TALLY(c, mine) \
             if \
-            :: open[c] -> \
+            :: open[c] && mine -> \
                 cans[c]++; \
                 if \
                 :: res == YES -> cyes[c]++; cfence[c] = (f > cfence[c] -> f : cfence[c]) \
@@ -259,23 +328,44 @@ inline fence_max_script(i, arg) {
                 fi \
             :: else -> skip \
             fi; \
-            res = 0; f = 0 \
-        }
+            res = 0; f = 0
 
 #define LOSE(i, c) \
     :: losses > 0 && pend[(c) * NN + (i)] -> \
         d_step { pend[(c) * NN + (i)] = false; losses-- }
 
+/* Node i runs client c's extend from the renewal connection. */
+#if NN > 1
+#define RSERVE(i, c) \
+    :: RSERVABLE(i, c) -> \
+        d_step { \
+            rpend[(c) * NN + (i)] = false; \
+            extend_script(i, rtok[c], rarg[c], c); \
+            TALLY(c, onr[c]) \
+        }
+#define RLOSE(i, c) \
+    :: losses > 0 && rpend[(c) * NN + (i)] -> \
+        d_step { rpend[(c) * NN + (i)] = false; losses-- }
+#else
+#define RSERVE(i, c)
+#define RLOSE(i, c)
+#endif
+
 /* A crash drops what the node had not run yet. */
 inline crash(i) {
     up[i] = false;
-    for (j : 0 .. NC - 1) { pend[j * NN + i] = false }
+    for (j : 0 .. NC - 1) {
+        pend[j * NN + i] = false;
+#if NN > 1
+        rpend[j * NN + i] = false
+#endif
+    }
     j = 0
 }
 
 /* Restores the last snapshot (empty unless one was taken). */
 inline lose_data(i) {
-    ktok[i] = stok[i]; krem[i] = srem[i]; fence[i] = sfence[i];
+    ktok[i] = stok[i]; krem[i] = srem[i]; fence[i] = sfence[i]; freed[i] = sfreed[i];
     if
     :: krem[i] <= 0 -> ktok[i] = 0; krem[i] = 0
     :: else -> skip
@@ -289,12 +379,19 @@ end:
     do
     SERVE(i, 0)
     SERVE(i, 1)
+    RSERVE(i, 0)
+    RSERVE(i, 1)
     LOSE(i, 0)
     LOSE(i, 1)
+    RLOSE(i, 0)
+    RLOSE(i, 1)
     :: rollbacks > 0 && up[i] && !(LIVE && snapped[i]) ->
         /* LIVE: one snapshot, else taking them for ever is a step that
          * weak fairness accepts in place of serving */
-        d_step { snapped[i] = true; stok[i] = ktok[i]; srem[i] = krem[i]; sfence[i] = fence[i] }
+        d_step {
+            snapped[i] = true; stok[i] = ktok[i]; srem[i] = krem[i]; sfence[i] = fence[i];
+            sfreed[i] = freed[i]
+        }
     :: crash_keep > 0 && up[i] ->
         d_step { crash_keep--; crash(i); down[i] = 1 }
     :: crash_lose > 0 && up[i] ->
@@ -348,11 +445,14 @@ end:
                 :: else -> skip
                 fi;
                 DEC(srem[i]); DEC(down[i]);
-                AGE(fence[i]); AGE(sfence[i])
+                AGE(fence[i]); AGE(sfence[i]); AGE(freed[i]); AGE(sfreed[i])
             }
             for (i : 0 .. NC - 1) {
                 DEC(cdl[i]); DEC(vu[i]); DEC(cvu[i]);
-                AGE(cF[i]); AGE(cfence[i]); AGE(carg[i])
+                AGE(cF[i]); AGE(cfence[i]); AGE(carg[i]);
+#if NN > 1
+                AGE(rarg[i]);
+#endif
             }
             AGE(last_fence);
             us = 0; i = 0
@@ -367,10 +467,24 @@ end:
  * starts when its guard held. */
 inline call_all(o, t, a, deadline, validity) {
     cop[c] = o; ctok[c] = t; carg[c] = a;
-    open[c] = true; cyes[c] = 0; cans[c] = 0; cfence[c] = FLOOR;
+    open[c] = true; onr[c] = false; cyes[c] = 0; cans[c] = 0; cfence[c] = FLOOR;
     cvu[c] = validity; cdl[c] = deadline;
     for (k : 0 .. NN - 1) { pend[c * NN + k] = up[k] }
     k = 0
+}
+
+/* An extend: on the renewal connection with N > 1 (a new one replaces an
+ * extend still in flight there, never the main connection's requests). */
+inline call_extend(t, a, deadline, validity) {
+#if NN > 1
+    rtok[c] = t; rarg[c] = a;
+    open[c] = true; onr[c] = true; cyes[c] = 0; cans[c] = 0; cfence[c] = FLOOR;
+    cvu[c] = validity; cdl[c] = deadline;
+    for (k : 0 .. NN - 1) { rpend[c * NN + k] = up[k] }
+    k = 0
+#else
+    call_all(EXT, t, a, deadline, validity)
+#endif
 }
 
 /* Waits until the call is decided or its deadline passed, and closes it. */
@@ -383,14 +497,33 @@ inline settle() {
 
 #define MIN(a, b) (a < b -> a : b)
 
-/* The cleanup release of a failed attempt or of a lost lock: sent to every
- * node, not waited for (it publishes nothing either way). */
+/* The cleanup release of a failed attempt (FLOOR: it held nothing; a lost
+ * lock's, below, carries its fence): sent to every node, not waited for
+ * (it publishes nothing either way). A release records its fence (in
+ * `freed`) with N > 1 only, as the code: with one node nothing repairs. */
+#if NN > 1
+#define RELEASED(f) f
+#else
+#define RELEASED(f) FLOOR
+#endif
 inline clean_up() {
     d_step { call_all(REL, tok, FLOOR, 0, 0); open[c] = false }
 }
 
+#if CHECK_GHOST || CHECK_REPAIR
+#define HOLDS(t) htok[c] = t
+#else
+#define HOLDS(t) skip
+#endif
+
 inline forget() {
-    held[c] = false; vu[c] = 0; cF[c] = FLOOR
+    held[c] = false; vu[c] = 0; cF[c] = FLOOR; HOLDS(0)
+}
+
+/* A lost lock: the belief ends, then its cleanup goes out, with its fence. */
+inline lost() {
+    held[c] = false; vu[c] = 0; HOLDS(0);
+    d_step { call_all(REL, tok, RELEASED(cF[c]), 0, 0); open[c] = false; cF[c] = FLOOR }
 }
 
 proctype client(byte c) {
@@ -422,7 +555,7 @@ idle:
             if
             :: d_step {
                     (NN == 1 || cyes[c] >= QUORUM) && cvu[c] > 0;
-                    held[c] = true; vu[c] = cvu[c]; ATTEMPT_DONE;
+                    held[c] = true; vu[c] = cvu[c]; HOLDS(tok); ATTEMPT_DONE;
 #if CHECK_MUTEX
                     assert(!(BELIEVES(0) && BELIEVES(1)));
 #endif
@@ -458,17 +591,16 @@ holding:
     do
     :: vu[c] == 0 ->
         /* the validity ran out before an extend succeeded: lost */
-        forget();
-        clean_up();
+        lost();
         goto idle
     :: d_step {
             extends < EXTENDS && vu[c] > 0;
             extends++;
             /* repair with N > 1 only, and only inside the validity */
 #if NN > 1
-            call_all(EXT, tok, cF[c], MIN(NDL, vu[c]), TTL - DRIFT)
+            call_extend(tok, cF[c], MIN(NDL, vu[c]), TTL - DRIFT)
 #else
-            call_all(EXT, tok, NO_REPAIR, MIN(NDL, vu[c]), TTL - DRIFT)
+            call_extend(tok, NO_REPAIR, MIN(NDL, vu[c]), TTL - DRIFT)
 #endif
         }
         settle();
@@ -483,14 +615,13 @@ holding:
             }
         :: cyes[c] < QUORUM && cans[c] >= QUORUM ->
             /* enough verdicts, not enough of them ours: lost */
-            forget();
-            clean_up();
+            lost();
             goto idle
         :: else -> skip            /* no verdict: the old validity stands */
         fi
     :: true ->
         /* the caller releases: from here on it does not hold the lock */
-        d_step { forget(); call_all(REL, tok, FLOOR, 0, 0); open[c] = false }
+        d_step { call_all(REL, tok, RELEASED(cF[c]), 0, 0); open[c] = false; forget() }
         goto idle
     od;
 
@@ -504,9 +635,16 @@ init {
         for (i : 0 .. NN - 1) {
             up[i] = true;
             fence[i] = FLOOR;
-            sfence[i] = FLOOR
+            sfence[i] = FLOOR;
+            freed[i] = FLOOR;
+            sfreed[i] = FLOOR
         }
-        for (i : 0 .. NC - 1) { cF[i] = FLOOR; cfence[i] = FLOOR; carg[i] = FLOOR }
+        for (i : 0 .. NC - 1) {
+            cF[i] = FLOOR; cfence[i] = FLOOR; carg[i] = FLOOR;
+#if NN > 1
+            rarg[i] = FLOOR;
+#endif
+        }
         off[0] = OFF;
         fence[0] = (AHEAD > 0 -> AHEAD * SUB : FLOOR);  /* not in any snapshot */
         for (i : 0 .. NN - 1) { run node(i) }

@@ -7,8 +7,8 @@
  * scripts/model compares these pins with the sha1sum of each file; a
  * change to either file fails it until this model was reviewed against the
  * change and its pin updated:
- * pin src/engine/scripts.c 953ccdd41b7c8ce3c7693d26c5ea970ad71fd7b2
- * pin src/engine/attempt.c 8383d29102797943cde9537f7d704c9f51c31268
+ * pin src/engine/scripts.c 179de0165cd1be84733e9f8c7e996946d1953bb7
+ * pin src/engine/attempt.c 41f73f3c50b547db8d927ae91ad511739fb48101
  *
  * Time is kept as in dlock.pml: relative to "now", moved one tick at a time
  * by the clock process; a permit keeps the ticks left until its score (its

@@ -82,7 +82,8 @@ int dlock__keys_make(dlock__keys *keys, const char *name, char *why, size_t why_
     keys->fence = dlock__aux_key(name, "fence");
     keys->owner = dlock__aux_key(name, "owner");
     keys->channel = dlock__aux_key(name, "released");
-    if (!keys->lock || !keys->fence || !keys->owner || !keys->channel) {
+    keys->freed = dlock__aux_key(name, "freed");
+    if (!keys->lock || !keys->fence || !keys->owner || !keys->channel || !keys->freed) {
         dlock__keys_clear(keys);
         snprintf(why, why_len, "out of memory");
         return DLOCK_ENOMEM;
@@ -96,5 +97,6 @@ void dlock__keys_clear(dlock__keys *keys)
     free(keys->fence);
     free(keys->owner);
     free(keys->channel);
+    free(keys->freed);
     memset(keys, 0, sizeof(*keys));
 }

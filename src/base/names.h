@@ -17,6 +17,7 @@ typedef struct dlock__keys {
     char *fence;   /* {T}:dlock:fence:K */
     char *owner;   /* {T}:dlock:owner:K */
     char *channel; /* {T}:dlock:released:K */
+    char *freed;   /* {T}:dlock:freed:K (Redlock: the largest fence released) */
 } dlock__keys;
 
 /* Checks `name` and derives its keys. A name with a brace needs a valid

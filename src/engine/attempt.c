@@ -284,15 +284,17 @@ void dlock__claim_clear(dlock__claim *cl)
  * arguments for the step, the kind's auxiliary keys, and an acquire's
  * limit. The call borrows the words, so they live here beside it. */
 struct kind_call {
-    const char *keys[3 + DLOCK__KIND_AUX_MAX];
+    const char *keys[3 + DLOCK__KIND_AUX_MAX + 1];
     const char *args[7];
     char limit[12];
     dlock__script_call call;
 };
 
+/* `freed`: the name's key `freed` goes last (a release or extend that
+ * reads it, see dlock__kind). */
 static int encode_kind_call(struct kind_call *kc, const dlock__claim *cl,
                             enum dlock__script_id id, const char *const *keys, int nkeys,
-                            const char *const *args, int nargs)
+                            const char *const *args, int nargs, bool freed)
 {
     unsigned naux = id == cl->kind->extend ? cl->kind->extend_aux : DLOCK__KIND_AUX_MAX;
     int k = 0, a = 0;
@@ -300,6 +302,8 @@ static int encode_kind_call(struct kind_call *kc, const dlock__claim *cl,
         kc->keys[k] = keys[k];
     for (unsigned i = 0; i < naux && cl->kind->aux[i]; i++)
         kc->keys[k++] = cl->aux[i];
+    if (freed)
+        kc->keys[k++] = cl->keys.freed;
     for (; a < nargs; a++)
         kc->args[a] = args[a];
     if (id == cl->kind->acquire && cl->kind->limited) {
@@ -359,7 +363,7 @@ static void clean_up_attempt(dlock__claim *cl, dlock__lane *lane,
         needed |= read_answer(r, GRANT).vote == VOTE_YES ||
                   (r->sent && r->status != DLOCK__REPLIED);
     }
-    if (!needed || encode_kind_call(&kc, cl, cl->kind->release, keys, 2, args, 3) < 0)
+    if (!needed || encode_kind_call(&kc, cl, cl->kind->release, keys, 2, args, 3, false) < 0)
         return;
     dlock__fanout(lane->conns, c->n, &kc.call.call,
                   dlock__node_deadline(c, ttl_ms, dlock__now_ns()), cleanup, decided, &d);
@@ -542,7 +546,7 @@ static int acquire_once(dlock__claim *cl, dlock__lane *lane, int64_t ttl_ms, boo
     dlock__owner_format(owner, sizeof(owner), c->host, (long)dlock__token_pool_pid(c->tokens),
                         cl->token);
     cl->attempts++;
-    rc = encode_kind_call(&kc, cl, cl->kind->acquire, keys, 3, args, 4);
+    rc = encode_kind_call(&kc, cl, cl->kind->acquire, keys, 3, args, 4, false);
     if (rc < 0) {
         dlock__set_error(lane, "cannot encode the acquire command");
         return rc;
@@ -656,11 +660,19 @@ int dlock__attempt_release(dlock__claim *cl, dlock__lane *lane, bool publish)
 {
     dlock_client *c = cl->client;
     dlock__node_result results[DLOCK__NODES_MAX];
+    char fence[24], fence_ttl[24];
     const char *const keys[] = {cl->keys.lock, cl->keys.owner};
-    const char *const args[] = {cl->token, cl->keys.channel, publish ? "1" : "0"};
+    const char *const args[] = {cl->token, cl->keys.channel, publish ? "1" : "0", fence,
+                                fence_ttl};
     struct decision d = {.tally.quorum = dlock__quorum(c), .kind = COUNT};
     struct kind_call kc;
-    int rc = encode_kind_call(&kc, cl, cl->kind->release, keys, 2, args, 3);
+    /* A lock taken here (an adopted one has no fence) records its release
+     * where a late extend of its own could repair it (Redlock). */
+    bool freed = c->n > 1 && cl->kind->freed && cl->fence > 0;
+    int rc;
+    snprintf(fence, sizeof(fence), "%" PRIu64, cl->fence);
+    snprintf(fence_ttl, sizeof(fence_ttl), "%" PRId64, c->fence_ttl_ms);
+    rc = encode_kind_call(&kc, cl, cl->kind->release, keys, 2, args, freed ? 5 : 3, freed);
     if (rc < 0) {
         dlock__set_error(lane, "cannot encode the command");
         return rc;
@@ -708,7 +720,8 @@ static int encode_extend(struct extend_job *job, const dlock__claim *cl, int64_t
     job->args[2] = job->repair ? "1" : "0";
     job->args[3] = job->fence;
     job->args[4] = job->fence_ttl;
-    return encode_kind_call(&job->call, cl, cl->kind->extend, job->keys, 3, job->args, 5);
+    return encode_kind_call(&job->call, cl, cl->kind->extend, job->keys, 3, job->args, 5,
+                            job->repair && cl->kind->freed);
 }
 
 /* Claim j's part of the batch `results`, laid out by `g`. */

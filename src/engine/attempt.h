@@ -41,6 +41,10 @@ typedef struct dlock__kind {
      * name's epoch key too: the fence of the shared holders that come
      * after it (docs/shared.md). */
     bool epoch;
+    /* With several servers, the release of a held lock raises the name's
+     * key `freed` to its fence, and the extend's repair reads it: a repair
+     * never brings our key back after our own release (scripts.c). */
+    bool freed;
 } dlock__kind;
 
 /* The exclusive lock: NAME is a string holding the holder's token. */

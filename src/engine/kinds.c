@@ -16,6 +16,7 @@ const dlock__kind dlock__kind_mutex = {
     .limited = false,
     .extend_aux = 0,
     .epoch = true,
+    .freed = true,
 };
 
 /* A mutex acquire that does not wait: the mutex without the writer set,
@@ -31,6 +32,7 @@ const dlock__kind dlock__kind_mutex_try = {
     .limited = false,
     .extend_aux = 0,
     .epoch = true,
+    .freed = true,
 };
 
 /* The counting semaphore: NAME is a sorted set of permits (scripts.c). */

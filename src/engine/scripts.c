@@ -118,11 +118,25 @@ static const char acquire_lua[] = FENCE_OF_LUA
 /* Not ours: a writer that gives up its wait leaves the waiting writers
  * (KEYS[4], see SHARED_MARKER; looked at with PTTL first, as in the
  * acquire), but not in a cleanup (ARGV[3] "0"): a reply that came too late
- * must not end a wait that goes on. */
-static const char release_lua[] = PUBLISH_LUA
-    "if redis.call('GET', KEYS[1]) ~= ARGV[1] then\n"
-    "  if KEYS[4] and ARGV[3] == '1' and redis.call('PTTL', KEYS[4]) ~= -2 then\n"
-    "    redis.call('ZREM', KEYS[4], ARGV[1])\n"
+ * must not end a wait that goes on. With several servers, the release of a
+ * lock that was held (or lost) names its fence in ARGV[4] and the key
+ * `freed` last in KEYS: raised to that fence (never lowered, ARGV[5] its
+ * TTL), whether the key was still ours here or not, it keeps the extend's
+ * repair from bringing our key back after this (see extend_lua). A failed
+ * attempt's cleanup names none: it held nothing. */
+static const char release_lua[] = FENCE_PARSE_LUA PUBLISH_LUA
+    "local freed = ARGV[4] and KEYS[#KEYS]\n"
+    "local writer = KEYS[4] ~= freed and KEYS[4]\n"
+    "local ours = redis.call('GET', KEYS[1]) == ARGV[1]\n"
+    "local leave = not ours and writer and ARGV[3] == '1' and redis.call('PTTL', writer) ~= -2\n"
+    "local raise = freed and\n"
+    "  not ((fence_parse(redis.call('GET', freed), freed) or -1) >= tonumber(ARGV[4]))\n"
+    "if raise then\n"
+    "  redis.call('SET', freed, ARGV[4], 'PX', ARGV[5])\n"
+    "end\n"
+    "if not ours then\n"
+    "  if leave then\n"
+    "    redis.call('ZREM', writer, ARGV[1])\n"
     "  end\n"
     "  return 0\n"
     "end\n"
@@ -132,6 +146,14 @@ static const char release_lua[] = PUBLISH_LUA
     "end\n"
     "return 1\n";
 
+/* Repair (Redlock, ARGV[3] "1", KEYS[4] the key `freed`): a server
+ * without our key where no release of our fence or a later one ran
+ * (`freed` below ours) lost it to a restart or an expiry, whoever was
+ * granted and gone there since (another client's failed attempt): it gets
+ * our key back, and its fence is raised to ours. One whose `freed` is ours
+ * or above saw our own release (this extend overtook it on another
+ * connection): no repair, so no ghost key. The caller does not count a
+ * repair as a vote. */
 static const char extend_lua[] = FENCE_OF_LUA
     "local current = redis.call('GET', KEYS[1])\n"
     "if current == ARGV[1] then\n"
@@ -142,19 +164,22 @@ static const char extend_lua[] = FENCE_OF_LUA
     "if current or ARGV[3] ~= '1' then\n"
     "  return 0\n"
     "end\n"
-    "-- Repair (Redlock): a node whose fence is below ours lost our grant's\n"
-    "-- writes (a restart); give it back our key and our fence. One that\n"
-    "-- kept our fence saw our key go (a release this extend overtook, an\n"
-    "-- expiry): no repair. The caller does not count this as a vote.\n"
     "local stored, err = fence_of(KEYS[3])\n"
     "if not stored then\n"
     "  return redis.error_reply(err)\n"
     "end\n"
-    "if stored >= tonumber(ARGV[4]) then\n"
+    "local freed, why = fence_of(KEYS[4])\n"
+    "if not freed then\n"
+    "  return redis.error_reply(why)\n"
+    "end\n"
+    "local ours = tonumber(ARGV[4])\n"
+    "if freed >= ours then\n"
     "  return 0\n"
     "end\n"
     "redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])\n"
-    "redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[5])\n"
+    "if stored < ours then\n"
+    "  redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[5])\n"
+    "end\n"
     "return 2\n";
 
 /* KEYS: the fence key, and the name's epoch key when the grant's kind has

@@ -11,12 +11,14 @@ enum dlock__script_id {
      * Returns {1, fence as a decimal string} (granted) or {0, PTTL of the
      * lock} (held by another). */
     DLOCK__SCRIPT_ACQUIRE,
-    /* KEYS lock, owner; ARGV token, channel, "1" to publish or "0".
-     * Returns 1 (released) or 0 (not ours). */
+    /* KEYS lock, owner, the kind's auxiliary keys, and with several
+     * servers, for a lock that was held, `freed` last; ARGV token, channel,
+     * "1" to publish or "0", then with `freed` the lock's fence and
+     * fence_ttl_ms. Returns 1 (released) or 0 (not ours). */
     DLOCK__SCRIPT_RELEASE,
-    /* KEYS lock, owner, fence; ARGV token, ttl_ms, "1" to repair a missing
-     * key (Redlock) or "0", fence, fence_ttl_ms. Returns 1 (extended), 2
-     * (repaired: not a vote) or 0. */
+    /* KEYS lock, owner, fence, and `freed` when repairing; ARGV token,
+     * ttl_ms, "1" to repair a missing key (Redlock) or "0", fence,
+     * fence_ttl_ms. Returns 1 (extended), 2 (repaired: not a vote) or 0. */
     DLOCK__SCRIPT_EXTEND,
     /* KEYS lock, fence, owner. Read-only. Returns {type of the lock key,
      * PTTL, fence or false, owner record of the current holder or false}. */

@@ -548,16 +548,32 @@ static void test_redlock_extend_repairs_a_restarted_node(void **state)
     assert_true(strtoull(stored, NULL, 10) >= dlock_lock_fence(lock));
     free(stored);
 
-    /* A node that lost only the key and kept our fence (our own release
-     * reached it before a renewal's late extend, say) is not repaired. */
+    /* A node that lost the key where another client was granted since (a
+     * failed attempt of its, cleaned up: the fence above ours) gets it
+     * back, and keeps the larger fence. */
     freeReplyObject(run(r, "DEL rl:repair"));
+    freeReplyObject(run(r, "SET %s %" PRIu64, aux_key("rl:repair", "fence"),
+                        dlock_lock_fence(lock) + 1000));
+    assert_int_equal(dlock_lock_extend(lock, 30000), 0);
+    usleep(20 * 1000);
+    assert_true(key_exists(r, "rl:repair"));
+    stored = get_string(r, aux_key("rl:repair", "fence"));
+    assert_int_equal(strtoull(stored, NULL, 10), dlock_lock_fence(lock) + 1000);
+    free(stored);
+
+    /* One where our own release ran (it raised `freed` to our fence; a
+     * renewal's late extend on another connection comes after it) is not
+     * repaired: no ghost key. */
+    freeReplyObject(run(r, "DEL rl:repair"));
+    freeReplyObject(run(r, "SET %s %" PRIu64, aux_key("rl:repair", "freed"),
+                        dlock_lock_fence(lock)));
     assert_int_equal(dlock_lock_extend(lock, 30000), 0);
     usleep(20 * 1000);
     assert_false(key_exists(r, "rl:repair"));
 
     /* A node that lost the key but holds garbage under the fence key is not
      * repaired: the garbage stays (named in the error), the others vote. */
-    freeReplyObject(run(r, "DEL rl:repair"));
+    freeReplyObject(run(r, "DEL rl:repair %s", aux_key("rl:repair", "freed")));
     freeReplyObject(run(r, "SET %s 1e400", aux_key("rl:repair", "fence")));
     assert_int_equal(dlock_lock_extend(lock, 30000), 0);
     assert_false(key_exists(r, "rl:repair"));
@@ -565,7 +581,19 @@ static void test_redlock_extend_repairs_a_restarted_node(void **state)
     assert_string_equal(stored, "1e400");
     free(stored);
     redisFree(r);
+    /* The release records our fence as released on every node, ours there
+     * or not. */
     assert_int_equal(dlock_lock_release(lock), 0);
+    usleep(20 * 1000);
+    for (int i = 0; i < NODES; i++) {
+        r = test_redis_connect(&servers[i], NULL);
+        stored = get_string(r, aux_key("rl:repair", "freed"));
+        assert_non_null(stored);
+        assert_int_equal(strtoull(stored, NULL, 10), dlock_lock_fence(lock));
+        assert_true(pttl_of(r, aux_key("rl:repair", "freed")) > 3600 * 1000LL);
+        free(stored);
+        redisFree(r);
+    }
     dlock_lock_free(lock);
     dlock_client_close(c);
 }
@@ -613,6 +641,96 @@ static void test_redlock_three_node_holder_loses_on_a_restart(void **state)
     assert_int_equal(dlock_lock_release(lock), DLOCK_ELOST);
     dlock_lock_free(lock);
     dlock_client_close(c);
+}
+
+/* How many of the first `n` nodes hold `key` at all. */
+static int first_nodes_holding(int n, const char *key)
+{
+    int held = 0;
+    for (int i = 0; i < n; i++) {
+        redisContext *r = test_redis_connect(&servers[i], NULL);
+        held += r && key_exists(r, key);
+        redisFree(r);
+    }
+    return held;
+}
+
+/* One try of a competitor that does not wait (acquire -n), through a new
+ * client, so that it reaches a server that has just restarted at once
+ * rather than after a reconnect back-off. Returns 1 if it got the lock
+ * (then released). */
+static int compete_once(const char *const *urls, size_t n, const char *name, int64_t ttl_ms)
+{
+    dlock_client *c = open_nodes(urls, n, 0, 0);
+    dlock_acquire_options opts = DLOCK_ACQUIRE_OPTIONS_INIT;
+    dlock_lock *lock = NULL;
+    int got;
+    opts.wait_ms = 0;
+    got = dlock_lock_acquire(&lock, c, name, ttl_ms, &opts) == 0;
+    if (got)
+        dlock_lock_release(lock);
+    dlock_lock_free(lock);
+    dlock_client_close(c);
+    return got;
+}
+
+/* Competes every 200 ms until `until_ms`; returns how many tries got it. */
+static int compete_until(const char *const *urls, size_t n, const char *name, int64_t ttl_ms,
+                         long long until_ms)
+{
+    int got = 0;
+    while (test_now_ms() < until_ms) {
+        got += compete_once(urls, n, name, ttl_ms);
+        usleep(200 * 1000);
+    }
+    return got;
+}
+
+/* Three servers restart empty one at a time, a TTL apart, while another
+ * client tries to take the lock: its try on a restarted server is granted
+ * there (a fence above the holder's) and cleaned up. The holder's renewal
+ * must still put its key back on that server, or the next restart leaves
+ * it one server of three. */
+static void test_redlock_holder_survives_restarts_one_at_a_time_with_a_competitor(void **state)
+{
+    const char *name = "rl:rolling";
+    const char *urls[3] = {servers[0].url, servers[1].url, servers[2].url};
+    long long slow = test_slowdown(), ttl_ms = 1000 * slow, child_ms = 4000 * slow;
+    char ttl[32], sleep_s[32];
+    const char *args[16];
+    long long started, until;
+    int n = 0, got = 0;
+    cli_proc holder;
+    (void)state;
+    snprintf(ttl, sizeof(ttl), "%lldms", ttl_ms);
+    snprintf(sleep_s, sizeof(sleep_s), "%lld", child_ms / 1000);
+    for (int i = 0; i < 3; i++) {
+        args[n++] = "-r";
+        args[n++] = urls[i];
+    }
+    args[n++] = "run";
+    args[n++] = "-t";
+    args[n++] = ttl;
+    args[n++] = name;
+    args[n++] = "--";
+    args[n++] = "sleep";
+    args[n++] = sleep_s;
+    args[n] = NULL;
+    assert_int_equal(cli_start(&holder, NULL, args, NULL), 0);
+    started = test_now_ms();
+    until = started + 10000 * slow;
+    while (first_nodes_holding(3, name) < 3 && test_now_ms() < until)
+        usleep(10 * 1000);
+    assert_int_equal(first_nodes_holding(3, name), 3);
+
+    assert_int_equal(test_redis_restart(&servers[0]), 0); /* empty */
+    got += compete_until(urls, 3, name, ttl_ms, test_now_ms() + ttl_ms);
+    assert_int_equal(test_redis_restart(&servers[1]), 0); /* empty, a TTL later */
+    /* Until shortly before the child ends: the holder's validity lasts. */
+    got += compete_until(urls, 3, name, ttl_ms, started + child_ms - 500);
+    assert_int_equal(got, 0);
+    assert_int_equal(cli_wait(&holder, (int)(20000 * slow)), 0);
+    assert_int_equal(first_nodes_holding(3, name), 0); /* released everywhere */
 }
 
 struct waiter {
@@ -787,6 +905,7 @@ int main(void)
         T(test_redlock_timed_out_acquire_then_retry),
         T(test_redlock_extend_repairs_a_restarted_node),
         T(test_redlock_three_node_holder_loses_on_a_restart),
+        T(test_redlock_holder_survives_restarts_one_at_a_time_with_a_competitor),
         T(test_redlock_waiter_wakes_on_release),
         T(test_redlock_from_the_command),
         T(test_redlock_fence_check_by_the_majority),
