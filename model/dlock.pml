@@ -11,7 +11,7 @@
  * change to either file fails it until this model was reviewed against the
  * change and its pin updated:
  * pin src/engine/scripts.c 179de0165cd1be84733e9f8c7e996946d1953bb7
- * pin src/engine/attempt.c 41f73f3c50b547db8d927ae91ad511739fb48101
+ * pin src/engine/attempt.c 07706b7eae89f11951c164f0fb51658b4d03e09b
  *
  * Time. There is no absolute clock: every time in the model is kept
  * relative to "now" and moved by the clock process, one tick at a time, so

@@ -10,7 +10,7 @@
  * change to either file fails it until this model was reviewed against the
  * change and its pin updated:
  * pin src/engine/scripts.c 179de0165cd1be84733e9f8c7e996946d1953bb7
- * pin src/engine/attempt.c 41f73f3c50b547db8d927ae91ad511739fb48101
+ * pin src/engine/attempt.c 07706b7eae89f11951c164f0fb51658b4d03e09b
  *
  * Time is kept as in dlock.pml and fair.pml: relative to "now", moved one
  * tick at a time by the clock process. NAME, each reader's entry and each
