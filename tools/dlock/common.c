@@ -192,6 +192,7 @@ static int open_client(const struct cli *cli, int inspect, const struct cli_comm
     opts.tls_key_file = cli->key;
     opts.tls_sni = cli->sni;
     opts.tls_insecure = cli->insecure;
+    opts.audit = cli->audit;
     if (cli->insecure)
         cli_error("--insecure: server certificates and names are not verified");
     rc = dlock_client_open(out, &opts, why, sizeof(why));
@@ -420,7 +421,7 @@ int cli_acquire(const struct cli *cli, dlock_client *client, const char *name,
 
 /* The length of the valid UTF-8 sequence at s (1 to 4), or 0: no overlong
  * forms, no surrogates, nothing above U+10FFFF (RFC 3629). */
-static size_t utf8_length(const unsigned char *s)
+size_t cli_utf8_length(const unsigned char *s)
 {
     /* the second byte's range, narrower after E0, ED, F0 and F4 */
     unsigned char lo = s[0] == 0xe0 ? 0xa0 : s[0] == 0xf0 ? 0x90 : 0x80;
@@ -449,7 +450,7 @@ void cli_write_json_string(FILE *f, const char *s)
     const unsigned char *p = (const unsigned char *)s;
     putc('"', f);
     while (*p) {
-        size_t len = utf8_length(p);
+        size_t len = cli_utf8_length(p);
         if (*p == '"' || *p == '\\')
             fprintf(f, "\\%c", *p);
         else if (*p < 0x20 || *p == 0x7f)
