@@ -296,7 +296,7 @@ struct kind_call {
     const char *keys[3 + DLOCK__KIND_AUX_MAX + 1];
     const char *args[7 + DLOCK__AUDIT_WORDS];
     char limit[12];
-    char fence[24], maxlen[24], pid[24], held[24], left[24]; /* the audit's */
+    char fence[24], maxlen[24], pid[24], held[24], left[24], keep[24]; /* the audit's */
     dlock__script_call call;
 };
 
@@ -305,7 +305,7 @@ struct kind_call {
  * "grant", "extend", "release", "cleanup" or "loss". held_ms and left_ms
  * let a release or a loss tell its hold's window when the stream lost its
  * grant (a restart): since the grant, and what was left of the validity,
- * by the client's clock. */
+ * by the client's clock. The stream lives as long as the fence key. */
 static void add_audit_trailer(struct kind_call *kc, const dlock__claim *cl, const char *note,
                               int *k, int *a)
 {
@@ -325,6 +325,7 @@ static void add_audit_trailer(struct kind_call *kc, const dlock__claim *cl, cons
                            DLOCK__NS_PER_MS));
     snprintf(kc->maxlen, sizeof(kc->maxlen), "%u", c->audit_maxlen);
     snprintf(kc->pid, sizeof(kc->pid), "%ld", (long)dlock__token_pool_pid(c->tokens));
+    snprintf(kc->keep, sizeof(kc->keep), "%" PRId64, c->fence_ttl_ms);
     kc->keys[(*k)++] = cl->audit_key;
     kc->args[(*a)++] = kc->fence;
     kc->args[(*a)++] = kc->maxlen;
@@ -333,6 +334,7 @@ static void add_audit_trailer(struct kind_call *kc, const dlock__claim *cl, cons
     kc->args[(*a)++] = note;
     kc->args[(*a)++] = kc->held;
     kc->args[(*a)++] = kc->left;
+    kc->args[(*a)++] = kc->keep;
     kc->args[(*a)++] = "dlock:audit";
 }
 

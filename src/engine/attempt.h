@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #define DLOCK__KIND_AUX_MAX 5
-#define DLOCK__AUDIT_WORDS 8 /* the audit trailer's ARGV (scripts.c) */
+#define DLOCK__AUDIT_WORDS 9 /* the audit trailer's ARGV (scripts.c) */
 
 /* A claim's kind: the primitive it is (mutex, semaphore, ...), told by the
  * scripts its acquire, release and extend send. Every script of a kind

@@ -47,7 +47,8 @@
  * ends its acquire, release and extend calls with a trailer, KEYS the
  * name's stream {T}:dlock:audit:NAME and ARGV fence, maxlen, host, pid,
  * note (why the call is made: grant, release, cleanup, loss), held_ms
- * (since the grant, client clock), left_ms (of the validity), then the
+ * (since the grant, client clock), left_ms (of the validity), keep_ms (the
+ * stream lives that long after its last entry: the fence TTL), then the
  * marker "dlock:audit". The prologue takes the trailer off, so that the
  * rest of the script sees the words a client without the audit sends, and
  * checks the stream's type before anything is written. audit() appends an
@@ -58,10 +59,10 @@
 #define AUDIT_LUA                                                                                  \
     "local audit_key, audit_arg = nil, {}\n"                                                       \
     "if ARGV[#ARGV] == 'dlock:audit' then\n"                                                       \
-    "  for i = 7, 1, -1 do\n"                                                                      \
-    "    audit_arg[i] = ARGV[#ARGV - 8 + i]\n"                                                     \
+    "  for i = 8, 1, -1 do\n"                                                                      \
+    "    audit_arg[i] = ARGV[#ARGV - 9 + i]\n"                                                     \
     "  end\n"                                                                                      \
-    "  for _ = 1, 8 do\n"                                                                          \
+    "  for _ = 1, 9 do\n"                                                                          \
     "    table.remove(ARGV)\n"                                                                     \
     "  end\n"                                                                                      \
     "  audit_key = table.remove(KEYS)\n"                                                           \
@@ -86,6 +87,7 @@
     "    'token', token, 'fence', fence or audit_arg[1], 'host', host, 'pid', pid, 'time', now,\n"  \
     "    'ttl', ttl or '', 'reason', ended and audit_arg[5] or '',\n"                              \
     "    'held', ended and audit_arg[6] or '', 'left', ended and audit_arg[7] or '')\n"            \
+    "  redis.call('PEXPIRE', audit_key, audit_arg[8])\n"                                          \
     "end\n"                                                                                        \
     "local function audit_end(token, ours)\n"                                                      \
     "  local note = audit_arg[5]\n"                                                                \

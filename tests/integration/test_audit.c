@@ -120,6 +120,8 @@ static void test_audit_records_each_grant_extend_and_release(void **state)
     dlock_lock_free(lock);
 
     assert_int_equal(stream_length(redis, "audit:clean"), 5);
+    /* It lives as long as the fence key (a day by default). */
+    assert_true(pttl_of(redis, aux_key("audit:clean", "audit")) > 86000000);
     assert_field(redis, "audit:clean", 0, "event", "grant");
     assert_field(redis, "audit:clean", 0, "fence", fence);
     assert_field(redis, "audit:clean", 0, "ttl", "5000");
@@ -172,7 +174,7 @@ static void test_audit_off_changes_nothing_on_the_wire(void **state)
     dlock_lock_free(lock);
 
     /* Four scripts: the plain acquire and release, then the audited ones,
-     * each with the stream and the 8 words of the trailer more. */
+     * each with the stream and the 9 words of the trailer more. */
     while (saw_plain + saw_audited < 4 && redisGetReply(monitor, (void **)&r) == REDIS_OK) {
         if (strstr(r->str, "\"EVALSHA\"")) {
             int audit = strstr(r->str, "\"dlock:audit\"") != NULL;
@@ -181,8 +183,8 @@ static void test_audit_off_changes_nothing_on_the_wire(void **state)
         }
         freeReplyObject(r);
     }
-    assert_int_equal(words[1][0], words[0][0] + 9);
-    assert_int_equal(words[1][1], words[0][1] + 9);
+    assert_int_equal(words[1][0], words[0][0] + 10);
+    assert_int_equal(words[1][1], words[0][1] + 10);
     assert_int_equal(saw_plain, 2);
     assert_int_equal(saw_audited, 2);
     redisFree(monitor);
@@ -203,7 +205,7 @@ static void test_audit_finds_a_paused_holder(void **state)
 
     assert_int_equal(cli_start(&holder, server.url,
                                (const char *const[]){"--audit", "run", "-t", "1s", "audit:paused",
-                                                     "--", "sleep", "4", NULL},
+                                                     "--", "sleep", "60", NULL},
                                NULL),
                      0);
     wait_for_key(redis, "audit:paused");
@@ -211,7 +213,8 @@ static void test_audit_finds_a_paused_holder(void **state)
     usleep(1500 * 1000);
     assert_int_equal(DLOCK(&other, 20000, "--audit", "run", "-n", "audit:paused", "--", "true"), 0);
     assert_int_equal(kill(holder.pid, SIGCONT), 0);
-    assert_int_equal(cli_wait(&holder, 20000), 70); /* lost while the command ran */
+    if (cli_wait(&holder, 20000) != 70) /* lost while the command ran */
+        fail_msg("holder: %d, %s", holder.status, holder.err);
 
     out = audit_json("audit:paused", 1);
     assert_non_null(strstr(out, "holds 2\n"));
