@@ -775,7 +775,7 @@ typedef enum dlock_audit_end {
  * are server time, microseconds since the epoch. */
 typedef struct dlock_audit_hold {
     char token[DLOCK_TOKEN_LEN + 1];
-    uint64_t fence;       /* the largest recorded for it; 0: none */
+    uint64_t fence;       /* its client's (an extend or end says), else its largest grant's */
     char host[256];       /* of the holder; "" if no entry named it */
     long pid;             /* of the holder; 0 if no entry named it */
     int exclusive;        /* 0: a semaphore's permit or a shared holder */

@@ -79,29 +79,36 @@ static bool is_grant(const char *event)
 }
 
 /* What the entries of one token say, before it is a hold. */
+/* Per server, the grant that stands: an acquire's retries send one token,
+ * so an attempt granted on a few servers and taken back by its cleanup
+ * comes before the grant that counted. */
 struct tally {
+    int64_t granted[SERVERS_MAX]; /* per server: its standing grant's time; 0: none */
     int64_t key_end[SERVERS_MAX]; /* per server: last grant/extend + TTL; 0: none */
-    bool granted[SERVERS_MAX];
     bool used;          /* extended, or ended otherwise than by a cleanup */
     bool cleaned;       /* a failed attempt's cleanup took it back */
     size_t released, expired;
     int64_t held_start; /* what an end's held time says the start was; 0: none */
     int64_t left_end;   /* what an end's left time says the validity's end was; 0: none */
+    uint64_t client_fence; /* what an extend or an end says the client was given */
 };
 
 static void take_entry(dlock_audit_hold *h, struct tally *t, const dlock__audit_entry *e)
 {
     size_t s = e->server < SERVERS_MAX ? e->server : SERVERS_MAX - 1;
     bool ends = strcmp(e->event, "release") == 0 || strcmp(e->event, "loss") == 0;
-    h->fence = e->fence > h->fence ? e->fence : h->fence;
+    /* With several servers a grant's own fence may be above the one its
+     * client took (the largest of a majority): the client's wins. */
+    if (is_grant(e->event))
+        h->fence = e->fence > h->fence ? e->fence : h->fence;
+    else if (e->fence)
+        t->client_fence = e->fence;
     if (e->host[0] && (!h->host[0] || is_grant(e->event))) {
         copy(h->host, sizeof(h->host), e->host);
         h->pid = e->pid;
     }
     if (is_grant(e->event) || strcmp(e->event, "repair") == 0) {
-        if (!t->granted[s] && (!h->start_us || e->time_us < h->start_us))
-            h->start_us = e->time_us;
-        t->granted[s] = true;
+        t->granted[s] = t->granted[s] ? t->granted[s] : e->time_us;
         h->exclusive &= strcmp(e->event, "grant") == 0 || strcmp(e->event, "repair") == 0;
     }
     if (e->ttl_ms > 0) {
@@ -113,6 +120,7 @@ static void take_entry(dlock_audit_hold *h, struct tally *t, const dlock__audit_
         return;
     if (strcmp(e->reason, "cleanup") == 0) {
         t->cleaned = true;
+        t->granted[s] = t->key_end[s] = 0;
         return;
     }
     t->used = true;
@@ -137,17 +145,36 @@ static int cmp_desc(const void *a, const void *b)
     return (x < y) - (x > y);
 }
 
+/* The k-th largest (from 1) of v[0..SERVERS_MAX), 0 among them meaning
+ * none; 0 if fewer than k. */
+static int64_t kth_largest(const int64_t *v, size_t k)
+{
+    int64_t sorted[SERVERS_MAX];
+    memcpy(sorted, v, sizeof(sorted));
+    qsort(sorted, SERVERS_MAX, sizeof(sorted[0]), cmp_desc);
+    return sorted[k - 1];
+}
+
 /* The hold from its tally: how it ended, when its validity did (on a
  * majority's clocks, else by its client's word), when it began. */
 static void settle(dlock_audit_hold *h, const struct tally *t, size_t servers)
 {
     size_t quorum = servers / 2 + 1;
-    int64_t ends[SERVERS_MAX];
-    memcpy(ends, t->key_end, sizeof(ends));
-    qsort(ends, SERVERS_MAX, sizeof(ends[0]), cmp_desc);
-    for (size_t s = 0; s < SERVERS_MAX; s++)
-        h->servers += t->granted[s];
-    h->valid_us = ends[quorum - 1] ? ends[quorum - 1] : t->left_end;
+    for (size_t s = 0; s < SERVERS_MAX; s++) {
+        h->servers += t->granted[s] != 0;
+        if (t->granted[s] && (!h->start_us || t->granted[s] < h->start_us))
+            h->start_us = t->granted[s];
+    }
+    /* A majority's: the hold began when the last of them granted, and its
+     * validity ended when the key left the first of them. */
+    if (h->servers >= quorum) {
+        int64_t late[SERVERS_MAX];
+        for (size_t s = 0; s < SERVERS_MAX; s++)
+            late[s] = t->granted[s] ? INT64_MAX - t->granted[s] : 0;
+        h->start_us = INT64_MAX - kth_largest(late, quorum);
+    }
+    h->fence = t->client_fence ? t->client_fence : h->fence;
+    h->valid_us = h->servers >= quorum ? kth_largest(t->key_end, quorum) : t->left_end;
     if (h->end != DLOCK_AUDIT_LOST && (t->released || t->expired))
         h->end = t->released >= quorum || !t->expired ? DLOCK_AUDIT_RELEASED : DLOCK_AUDIT_EXPIRED;
     if (h->servers < quorum && t->held_start && (!h->start_us || t->held_start < h->start_us))

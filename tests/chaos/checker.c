@@ -43,6 +43,10 @@ struct checker {
     struct chaos_msg losses[4096];
     size_t n_losses;
     struct verdict live;
+    /* What checker_judge() found overlapping, for the audit (audit.c). */
+    struct chaos_overlap overlaps[4096];
+    size_t n_overlaps;
+    long validity_overlaps_of[CHAOS_NAMES_MAX];
 };
 
 int64_t chaos_now_ns(void)
@@ -62,6 +66,17 @@ struct checker *checker_new(const struct chaos_config *cfg, FILE *history)
     for (int i = 0; i < CHAOS_CLIENTS_MAX; i++)
         k->current[i] = -1;
     return k;
+}
+
+size_t checker_section_overlaps(const struct checker *k, const struct chaos_overlap **out)
+{
+    *out = k->overlaps;
+    return k->n_overlaps;
+}
+
+long checker_validity_overlaps(const struct checker *k, int name)
+{
+    return k->validity_overlaps_of[name];
 }
 
 void checker_free(struct checker *k)
@@ -520,6 +535,7 @@ void checker_judge(struct checker *k, struct verdict *v)
                 continue; /* shared holders together: what they are for */
             if (b->start < a_end) {
                 v->validity_overlaps++;
+                k->validity_overlaps_of[a->sem_name]++;
                 if (overlap_permitted(k, a, b)) {
                     long long jump = largest_jump(k, a->start, b->start);
                     v->permitted_overlaps++;
@@ -529,8 +545,12 @@ void checker_judge(struct checker *k, struct verdict *v)
                     v->bug_overlaps++;
             }
             if (a->enter && b->enter && b->enter < (a->exit ? a->exit : INT64_MAX) &&
-                a->client != b->client)
+                a->client != b->client) {
                 v->section_overlaps++;
+                if (k->n_overlaps < sizeof(k->overlaps) / sizeof(k->overlaps[0]))
+                    k->overlaps[k->n_overlaps++] =
+                        (struct chaos_overlap){a->sem_name, a->fence, b->fence};
+            }
             /* The store took a's write after a newer holder had written. */
             if (a->write_accepted && b->write_accepted && b->write_t < a->write_t &&
                 failover_between(k, a, b))
