@@ -3,7 +3,6 @@
 
 #include <dlock.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #define FLAGGED_MAX 4096
@@ -47,10 +46,6 @@ static int judge_name(dlock_client *c, int name, struct flagged *f, struct audit
         flag(f, holds[findings[i].a].fence);
         flag(f, holds[findings[i].b].fence);
         out->overlaps += findings[i].kind == DLOCK_AUDIT_OVERLAP;
-        if (getenv("AUDIT_DEBUG"))
-            fprintf(stderr, "finding %s kind %d a %llu b %llu amount %lld servers %u end %d\n", key, findings[i].kind,
-                    (unsigned long long)holds[findings[i].a].fence, (unsigned long long)holds[findings[i].b].fence,
-                    (long long)findings[i].amount_us, holds[findings[i].a].servers, holds[findings[i].a].end);
     }
     out->findings += (long)n;
     dlock_audit_free(audit);
@@ -85,8 +80,10 @@ void audit_agree(const struct chaos_config *cfg, const char urls[][64], const st
             break;
         }
         for (size_t i = 0; i < n_pairs; i++) {
-            if (pairs[i].name != name || is_flagged(&f, pairs[i].fence_a) ||
-                is_flagged(&f, pairs[i].fence_b))
+            if (pairs[i].name != name || !pairs[i].knowable)
+                continue;
+            out->checked++;
+            if (is_flagged(&f, pairs[i].fence_a) || is_flagged(&f, pairs[i].fence_b))
                 continue;
             out->missed++;
             fprintf(stderr, "dlock-chaos: audit: chaos:%d: no finding about the overlapping "

@@ -669,7 +669,7 @@ int main(int argc, char **argv)
                "\"permits\":%d,\"max_holders\":%ld,\"holders_over_limit\":%ld,"
                "\"fifo_violations\":%ld,\"stalls\":%ld,\"max_stall_ms\":%ld,"
                "\"shared_fence_splits\":%ld,\"audit_findings\":%ld,\"audit_overlaps\":%ld,"
-               "\"audit_missed\":%ld,\"audit_extra\":%ld}\n",
+               "\"audit_checked\":%ld,\"audit_missed\":%ld,\"audit_extra\":%ld}\n",
                r.sc->name, r.cfg.seed, outcome,
                problem ? problem : invalid ? invalid : v.grants < r.cfg.min_grants ? "too few grants" : "",
                r.cfg.nodes, r.cfg.clients, r.cfg.seconds, r.faults, v.grants, v.failed_acquires,
@@ -680,7 +680,8 @@ int main(int argc, char **argv)
                v.max_attempt_ms, v.jumps[0], v.jumps[1], v.jumps[2], v.jump_overlaps[0],
                v.jump_overlaps[1], v.jump_overlaps[2], stray, r.cfg.permits, v.max_holders,
                v.holders_over_limit, v.fifo_violations, v.stalls, v.max_stall_ms,
-               v.shared_fence_splits, audit.findings, audit.overlaps, audit.missed, audit.extra);
+               v.shared_fence_splits, audit.findings, audit.overlaps, audit.checked,
+               audit.missed, audit.extra);
         checker_free(r.checker);
         nodes_stop(&r.nodes);
         if (history)
