@@ -49,6 +49,8 @@ bool dlock__audit_entry_parse(dlock__audit_entry *e, size_t server, const char *
             copy(e->host, sizeof(e->host), v);
         else if (strcmp(k, "reason") == 0)
             copy(e->reason, sizeof(e->reason), v);
+        else if (strcmp(k, "kind") == 0)
+            copy(e->kind, sizeof(e->kind), v);
         else if (strcmp(k, "fence") == 0)
             ok = parse_int(v, &fence);
         else if (strcmp(k, "pid") == 0)
@@ -111,6 +113,8 @@ static void take_entry(dlock_audit_hold *h, struct tally *t, const dlock__audit_
         t->granted[s] = t->granted[s] ? t->granted[s] : e->time_us;
         h->exclusive &= strcmp(e->event, "grant") == 0 || strcmp(e->event, "repair") == 0;
     }
+    if (e->kind[0])
+        h->exclusive &= strcmp(e->kind, "grant") == 0;
     if (e->ttl_ms > 0) {
         t->key_end[s] = e->time_us + e->ttl_ms * 1000;
         h->ttl_ms = (int)e->ttl_ms;

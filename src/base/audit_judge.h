@@ -21,6 +21,7 @@ typedef struct dlock__audit_entry {
     int64_t time_us;
     int64_t ttl_ms;  /* grant, extend, repair */
     char reason[8];  /* release, loss: release, expired, cleanup, loss */
+    char kind[8];    /* the hold's: grant (exclusive), permit, shared; "": not said */
     int64_t held_ms; /* release, loss: since the grant, by the client */
     int64_t left_ms; /* release, loss: of the validity, by the client */
 } dlock__audit_entry;

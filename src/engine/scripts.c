@@ -55,7 +55,9 @@
  * entry (server time in µs, the TTL it was given) in the call that grants
  * or ends, so that no grant lacks its record; without the trailer it does
  * nothing, and the script costs what it did. A grant's event is "grant"
- * (an exclusive hold), "permit" (a semaphore's) or "shared". */
+ * (an exclusive hold), "permit" (a semaphore's) or "shared"; every entry's
+ * `kind` says which of them the hold is (an end whose grant was trimmed
+ * off the stream still tells). */
 #define AUDIT_LUA                                                                                  \
     "local audit_key, audit_arg = nil, {}\n"                                                       \
     "if ARGV[#ARGV] == 'dlock:audit' then\n"                                                       \
@@ -71,7 +73,7 @@
     "    return redis.error_reply('WRONGTYPE ' .. audit_key .. ' is a ' .. t .. ', not an audit stream')\n"\
     "  end\n"                                                                                      \
     "end\n"                                                                                        \
-    "local function audit(event, token, fence, ttl, record)\n"                                     \
+    "local function audit(event, token, fence, ttl, record, kind)\n"                               \
     "  if not audit_key then\n"                                                                    \
     "    return\n"                                                                                 \
     "  end\n"                                                                                      \
@@ -86,18 +88,19 @@
     "  redis.call('XADD', audit_key, 'MAXLEN', '~', audit_arg[2], '*', 'event', event,\n"          \
     "    'token', token, 'fence', fence or audit_arg[1], 'host', host, 'pid', pid, 'time', now,\n"  \
     "    'ttl', ttl or '', 'reason', ended and audit_arg[5] or '',\n"                              \
-    "    'held', ended and audit_arg[6] or '', 'left', ended and audit_arg[7] or '')\n"            \
+    "    'held', ended and audit_arg[6] or '', 'left', ended and audit_arg[7] or '',\n"            \
+    "    'kind', kind or ((event == 'permit' or event == 'shared') and event or 'grant'))\n"      \
     "  redis.call('PEXPIRE', audit_key, audit_arg[8])\n"                                          \
     "end\n"                                                                                        \
-    "local function audit_end(token, ours)\n"                                                      \
+    "local function audit_end(token, ours, kind)\n"                                                \
     "  local note = audit_arg[5]\n"                                                                \
     "  if note == 'loss' then\n"                                                                   \
-    "    audit('loss', token)\n"                                                                   \
+    "    audit('loss', token, nil, nil, nil, kind)\n"                                              \
     "  elseif ours then\n"                                                                         \
-    "    audit('release', token)\n"                                                                \
+    "    audit('release', token, nil, nil, nil, kind)\n"                                           \
     "  elseif note == 'release' then\n"                                                            \
     "    audit_arg[5] = 'expired'\n"                                                               \
-    "    audit('release', token)\n"                                                                \
+    "    audit('release', token, nil, nil, nil, kind)\n"                                           \
     "  end\n"                                                                                      \
     "end\n"
 
@@ -378,7 +381,7 @@ static const char sem_release_lua[] = AUDIT_LUA PUBLISH_LUA SEMAPHORE_LUA
     "if mine and ARGV[3] == '1' then\n"
     "  publish(ARGV[2], ARGV[1])\n"
     "end\n"
-    "audit_end(ARGV[1], mine)\n"
+    "audit_end(ARGV[1], mine, 'permit')\n"
     "return mine and 1 or 0\n";
 
 /* KEYS as the mutex's extend, then limit, slots, owners, fences; ARGV as
@@ -393,7 +396,7 @@ static const char sem_extend_lua[] = AUDIT_LUA SEMAPHORE_LUA
     "local mine = live_score(name, ARGV[1], now)\n"
     "if mine then\n"
     "  redis.call('ZADD', name, 'XX', now + tonumber(ARGV[2]), ARGV[1])\n"
-    "  audit('extend', ARGV[1], nil, ARGV[2])\n"
+    "  audit('extend', ARGV[1], nil, ARGV[2], nil, 'permit')\n"
     "end\n"
     "reap(name, limit, slots, owners, now)\n"
     "return mine and 1 or 0\n";
@@ -703,13 +706,13 @@ static const char shared_release_lua[] = AUDIT_LUA PUBLISH_LUA SHARED_LUA
     "local name, readers, rowners = KEYS[1], KEYS[5], KEYS[6]\n"
     "local token = ARGV[1]\n"
     "if redis.call('GET', name) ~= '" SHARED_MARKER "' then\n"
-    "  audit_end(token, false)\n"
+    "  audit_end(token, false, 'shared')\n"
     "  return 0\n"
     "end\n"
     "local now = clock()\n"
     "local score = redis.call('ZSCORE', readers, token)\n"
     "if not (score and tonumber(score) > now) then\n"
-    "  audit_end(token, false)\n"
+    "  audit_end(token, false, 'shared')\n"
     "  return 0\n"
     "end\n"
     "redis.call('ZREM', readers, token)\n"
@@ -717,7 +720,7 @@ static const char shared_release_lua[] = AUDIT_LUA PUBLISH_LUA SHARED_LUA
     "if not live(name, readers, rowners, now) and ARGV[3] == '1' then\n"
     "  publish(ARGV[2], token)\n"
     "end\n"
-    "audit_end(token, true)\n"
+    "audit_end(token, true, 'shared')\n"
     "return 1\n";
 
 /* KEYS as the mutex's extend (queue and writer included), then readers
@@ -749,7 +752,7 @@ static const char shared_extend_lua[] = AUDIT_LUA FENCE_OF_LUA SHARED_LUA
     "  redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[5])\n"
     "end\n"
     "live(name, readers, rowners, now)\n"
-    "audit(held and 'extend' or 'repair', token, nil, ARGV[2])\n"
+    "audit(held and 'extend' or 'repair', token, nil, ARGV[2], nil, 'shared')\n"
     "return held and 1 or 2\n";
 
 /* KEYS NAME, queue, writer, readers, rowners, epoch. Read-only. Returns
