@@ -48,8 +48,8 @@
  * name's stream {T}:dlock:audit:NAME and ARGV fence, maxlen, host, pid,
  * note (why the call is made: grant, release, cleanup, loss), held_ms
  * (since the grant, client clock), left_ms (of the validity), keep_ms (the
- * stream lives that long after its last entry: the fence TTL), then the
- * marker "dlock:audit". The prologue takes the trailer off, so that the
+ * stream lives that long after its last grant or extend: the fence TTL),
+ * then the marker "dlock:audit". The prologue takes the trailer off, so that the
  * rest of the script sees the words a client without the audit sends, and
  * checks the stream's type before anything is written. audit() appends an
  * entry (server time in µs, the TTL it was given) in the call that grants
@@ -90,7 +90,9 @@
     "    'ttl', ttl or '', 'reason', ended and audit_arg[5] or '',\n"                              \
     "    'held', ended and audit_arg[6] or '', 'left', ended and audit_arg[7] or '',\n"            \
     "    'kind', kind or ((event == 'permit' or event == 'shared') and event or 'grant'))\n"      \
-    "  redis.call('PEXPIRE', audit_key, audit_arg[8])\n"                                          \
+    "  if not ended then\n"                                                                        \
+    "    redis.call('PEXPIRE', audit_key, audit_arg[8])\n"                                        \
+    "  end\n"                                                                                      \
     "end\n"                                                                                        \
     "local function audit_end(token, ours, kind)\n"                                                \
     "  local note = audit_arg[5]\n"                                                                \
