@@ -55,9 +55,10 @@ static void write_escaped(FILE *f, const char *s)
     }
 }
 
+/* Its release or loss; an open hold: the end of its validity. */
 static int64_t hold_end(const dlock_audit_hold *h)
 {
-    int64_t end = h->end_us > h->valid_us ? h->end_us : h->valid_us;
+    int64_t end = h->end_us ? h->end_us : h->valid_us;
     return end > h->start_us ? end : h->start_us;
 }
 
