@@ -110,7 +110,10 @@ static void take_entry(dlock_audit_hold *h, struct tally *t, const dlock__audit_
         h->pid = e->pid;
     }
     if (is_grant(e->event) || strcmp(e->event, "repair") == 0) {
-        t->granted[s] = t->granted[s] ? t->granted[s] : e->time_us;
+        /* A grant after the standing one's key expired (a fair lock handed
+         * to a waiter that did not take it, then taken by it) begins anew. */
+        if (!t->granted[s] || (t->key_end[s] && e->time_us >= t->key_end[s]))
+            t->granted[s] = e->time_us;
         h->exclusive &= strcmp(e->event, "grant") == 0 || strcmp(e->event, "repair") == 0;
     }
     if (e->kind[0])

@@ -285,6 +285,68 @@ static void test_audit_skips_attempts_and_foreign_entries(void **state)
     free(out);
 }
 
+/* A token granted again after its key expired (a fair lock handed to a
+ * waiter that did not take it, then taken by the waiter itself) holds from
+ * the second grant: no overlap with the hold between. */
+static void test_audit_a_grant_after_expiry_begins_anew(void **state)
+{
+    redisContext *redis = *state;
+    char *out;
+    xadd(redis, "audit:anew", "grant", TOKEN_A, "100", T0, "1000", "");
+    xadd(redis, "audit:anew", "grant", TOKEN_B, "200", T0 + 1500000, "1000", "");
+    xadd(redis, "audit:anew", "release", TOKEN_B, "200", T0 + 1800000, "", "release");
+    xadd(redis, "audit:anew", "grant", TOKEN_A, "300", T0 + 3000000, "1000", "");
+    xadd(redis, "audit:anew", "release", TOKEN_A, "300", T0 + 3500000, "", "release");
+    out = audit_json("audit:anew", 0);
+    assert_string_equal(out, "holds 2\n");
+    free(out);
+}
+
+/* Three servers: each keeps its own stream; a hold that a majority
+ * recorded is clean, one whose record only one server kept is not. */
+static void test_audit_reads_every_server_of_a_redlock(void **state)
+{
+    test_redis more[2];
+    const char *urls[3] = {server.url};
+    dlock_client *c;
+    dlock_lock *lock;
+    dlock_audit *audit = NULL;
+    const dlock_audit_finding *f;
+    const dlock_audit_hold *h;
+    redisContext *nodes[2];
+    (void)state;
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(test_redis_start(&more[i], NULL), 0);
+        urls[i + 1] = more[i].url;
+        nodes[i] = redisConnect("127.0.0.1", more[i].port);
+        assert_non_null(nodes[i]);
+    }
+    c = open_audited(urls, 3);
+    lock = must_acquire(c, "audit:redlock", 5000, NULL);
+    assert_int_equal(dlock_lock_release(lock), 0);
+    dlock_lock_free(lock);
+    assert_int_equal(stream_length(nodes[0], "audit:redlock"), 2);
+    assert_int_equal(dlock_audit_read(&audit, c, "audit:redlock", 0), 0);
+    assert_int_equal(dlock_audit_holds(audit, &h), 1);
+    assert_int_equal(h[0].servers, 3);
+    assert_int_equal(dlock_audit_findings(audit, &f), 0);
+    assert_int_equal(dlock_audit_entries(audit), 6);
+    dlock_audit_free(audit);
+
+    /* Two servers lost the record (a restart without persistence). */
+    freeReplyObject(run(*state, "DEL %s", aux_key("audit:redlock", "audit")));
+    freeReplyObject(run(nodes[0], "DEL %s", aux_key("audit:redlock", "audit")));
+    assert_int_equal(dlock_audit_read(&audit, c, "audit:redlock", 0), 0);
+    assert_int_equal(dlock_audit_findings(audit, &f), 1);
+    assert_int_equal(f[0].kind, DLOCK_AUDIT_NO_MAJORITY);
+    dlock_audit_free(audit);
+    dlock_client_close(c);
+    for (int i = 0; i < 2; i++) {
+        redisFree(nodes[i]);
+        test_redis_stop(&more[i]);
+    }
+}
+
 static void test_audit_draws_a_timeline(void **state)
 {
     redisContext *redis = *state;
@@ -335,6 +397,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_audit_finds_a_fence_that_went_back,
                                         setup_group_redis, teardown_group_redis),
         cmocka_unit_test_setup_teardown(test_audit_skips_attempts_and_foreign_entries,
+                                        setup_group_redis, teardown_group_redis),
+        cmocka_unit_test_setup_teardown(test_audit_a_grant_after_expiry_begins_anew,
+                                        setup_group_redis, teardown_group_redis),
+        cmocka_unit_test_setup_teardown(test_audit_reads_every_server_of_a_redlock,
                                         setup_group_redis, teardown_group_redis),
         cmocka_unit_test_setup_teardown(test_audit_draws_a_timeline, setup_group_redis,
                                         teardown_group_redis),
