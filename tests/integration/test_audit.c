@@ -57,6 +57,14 @@ static char *audit_json(const char *name, int status)
     return out;
 }
 
+/* audit_check.py's lines for NAME must be `want`. */
+static void assert_audit(const char *name, int status, const char *want)
+{
+    char *out = audit_json(name, status);
+    assert_string_equal(out, want);
+    free(out);
+}
+
 static void xadd(redisContext *redis, const char *name, const char *event, const char *token,
                  const char *fence, long long time_us, const char *ttl, const char *reason)
 {
@@ -229,14 +237,11 @@ static void test_audit_finds_a_paused_holder(void **state)
 static void test_audit_finds_two_holders_at_once(void **state)
 {
     redisContext *redis = *state;
-    char *out;
     xadd(redis, "audit:two", "grant", TOKEN_A, "100", T0, "10000", "");
     xadd(redis, "audit:two", "grant", TOKEN_B, "101", T0 + 1000000, "10000", "");
     xadd(redis, "audit:two", "release", TOKEN_A, "100", T0 + 4000000, "", "release");
-    out = audit_json("audit:two", 1);
     /* B's grant came 3 s before A's release. */
-    assert_string_equal(out, "holds 2\noverlap 0 1 3000000\n");
-    free(out);
+    assert_audit("audit:two", 1, "holds 2\noverlap 0 1 3000000\n");
 }
 
 /* Within the drift allowance (TTL x 1 % + 2 ms), a grant right at the end
@@ -244,29 +249,21 @@ static void test_audit_finds_two_holders_at_once(void **state)
 static void test_audit_allows_the_drift(void **state)
 {
     redisContext *redis = *state;
-    char *out;
     xadd(redis, "audit:drift", "grant", TOKEN_A, "100", T0, "10000", "");
     xadd(redis, "audit:drift", "grant", TOKEN_B, "101", T0 + 10000000 - 100000, "10000", "");
-    out = audit_json("audit:drift", 0);
-    assert_string_equal(out, "holds 2\n");
-    free(out);
+    assert_audit("audit:drift", 0, "holds 2\n");
     xadd(redis, "audit:drift2", "grant", TOKEN_A, "100", T0, "10000", "");
     xadd(redis, "audit:drift2", "grant", TOKEN_B, "101", T0 + 10000000 - 103000, "10000", "");
-    out = audit_json("audit:drift2", 1);
-    assert_string_equal(out, "holds 2\noverlap 0 1 103000\n");
-    free(out);
+    assert_audit("audit:drift2", 1, "holds 2\noverlap 0 1 103000\n");
 }
 
 static void test_audit_finds_a_fence_that_went_back(void **state)
 {
     redisContext *redis = *state;
-    char *out;
     xadd(redis, "audit:fence", "grant", TOKEN_A, "500", T0, "1000", "");
     xadd(redis, "audit:fence", "release", TOKEN_A, "500", T0 + 200000, "", "release");
     xadd(redis, "audit:fence", "grant", TOKEN_B, "300", T0 + 2000000, "1000", "");
-    out = audit_json("audit:fence", 1);
-    assert_string_equal(out, "holds 2\nfence-back 0 1 200\n");
-    free(out);
+    assert_audit("audit:fence", 1, "holds 2\nfence-back 0 1 200\n");
 }
 
 /* A cleaned-up attempt is no hold; an entry that is not ours is left out. */
@@ -274,15 +271,12 @@ static void test_audit_skips_attempts_and_foreign_entries(void **state)
 {
     redisContext *redis = *state;
     redisReply *r;
-    char *out;
     xadd(redis, "audit:skip", "grant", TOKEN_A, "100", T0, "10000", "");
     xadd(redis, "audit:skip", "release", TOKEN_A, "100", T0 + 100, "", "cleanup");
     xadd(redis, "audit:skip", "grant", TOKEN_B, "101", T0 + 1000, "10000", "");
     r = run(redis, "XADD %s * note hello", aux_key("audit:skip", "audit"));
     freeReplyObject(r);
-    out = audit_json("audit:skip", 0);
-    assert_string_equal(out, "holds 1\n");
-    free(out);
+    assert_audit("audit:skip", 0, "holds 1\n");
 }
 
 /* A token granted again after its key expired (a fair lock handed to a
@@ -291,15 +285,12 @@ static void test_audit_skips_attempts_and_foreign_entries(void **state)
 static void test_audit_a_grant_after_expiry_begins_anew(void **state)
 {
     redisContext *redis = *state;
-    char *out;
     xadd(redis, "audit:anew", "grant", TOKEN_A, "100", T0, "1000", "");
     xadd(redis, "audit:anew", "grant", TOKEN_B, "200", T0 + 1500000, "1000", "");
     xadd(redis, "audit:anew", "release", TOKEN_B, "200", T0 + 1800000, "", "release");
     xadd(redis, "audit:anew", "grant", TOKEN_A, "300", T0 + 3000000, "1000", "");
     xadd(redis, "audit:anew", "release", TOKEN_A, "300", T0 + 3500000, "", "release");
-    out = audit_json("audit:anew", 0);
-    assert_string_equal(out, "holds 2\n");
-    free(out);
+    assert_audit("audit:anew", 0, "holds 2\n");
 }
 
 /* Three servers: each keeps its own stream; a hold that a majority
