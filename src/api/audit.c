@@ -15,7 +15,8 @@
 
 /* Entries per XRANGE: one reply stays below the reader's array limit
  * (DLOCK__REPLY_ARRAY_MAX). */
-#define PAGE "50"
+#define PAGE 50
+#define PAGE_TEXT "50"
 #define FIELDS_MAX 32
 
 struct dlock_audit {
@@ -82,7 +83,7 @@ static int read_server(dlock_client *c, size_t server, const char *key, int64_t 
     size_t read = 0;
     snprintf(start, sizeof(start), "%" PRId64, since_ms);
     while (read < DLOCK_AUDIT_READ_MAX) {
-        const char *argv[] = {"XRANGE", key, start, "+", "COUNT", PAGE};
+        const char *argv[] = {"XRANGE", key, start, "+", "COUNT", PAGE_TEXT};
         dlock__reply *r = NULL;
         char last[48] = "";
         int rc = dlock__probe_slot(c, server, (int)dlock__key_slot(key, strlen(key)), 6, argv,
@@ -96,7 +97,7 @@ static int read_server(dlock_client *c, size_t server, const char *key, int64_t 
         if (rc < 0)
             return rc;
         read += (size_t)rc;
-        if (rc < atoi(PAGE))
+        if (rc < PAGE)
             break;
         snprintf(start, sizeof(start), "(%s", last); /* after the last one */
     }

@@ -287,7 +287,7 @@ static void find(dlock__audit_verdict *v, size_t servers)
 static int group(dlock__audit_verdict *v, struct tally **tallies, const dlock__audit_entry *entries,
                  size_t n, size_t servers)
 {
-    const dlock__audit_entry **order = malloc((n ? n : 1) * sizeof(*order));
+    const dlock__audit_entry **order = malloc((n ? n : 1) * sizeof(const dlock__audit_entry *));
     struct tally *t = calloc(n ? n : 1, sizeof(*t));
     v->holds = calloc(n ? n : 1, sizeof(*v->holds));
     if (!order || !t || !v->holds) {
@@ -297,7 +297,7 @@ static int group(dlock__audit_verdict *v, struct tally **tallies, const dlock__a
     }
     for (size_t i = 0; i < n; i++)
         order[i] = &entries[i];
-    qsort(order, n, sizeof(*order), cmp_token);
+    qsort(order, n, sizeof(const dlock__audit_entry *), cmp_token);
     for (size_t i = 0; i < n; i++) {
         dlock_audit_hold *h = &v->holds[v->n_holds];
         if (i == 0 || strcmp(order[i]->token, order[i - 1]->token) != 0) {

@@ -95,7 +95,7 @@ static char *entry_field(redisContext *redis, const char *name, size_t i, const 
     char *value = NULL;
     assert_true(r->elements > i);
     redisReply *fields = r->element[i]->element[1];
-    for (size_t j = 0; j + 1 < fields->elements; j += 2)
+    for (size_t j = 0; !value && j + 1 < fields->elements; j += 2)
         if (strcmp(fields->element[j]->str, field) == 0)
             value = strdup(fields->element[j + 1]->str);
     freeReplyObject(r);
@@ -138,10 +138,10 @@ static void test_audit_records_each_grant_extend_and_release(void **state)
     assert_field(redis, "audit:clean", 2, "event", "release");
     assert_field(redis, "audit:clean", 2, "reason", "release");
     value = entry_field(redis, "audit:clean", 0, "pid");
-    assert_int_equal(atol(value), (long)getpid());
+    assert_int_equal(strtol(value, NULL, 10), (long)getpid());
     free(value);
     value = entry_field(redis, "audit:clean", 0, "time");
-    assert_true(atoll(value) > T0);
+    assert_true(strtoll(value, NULL, 10) > T0);
     free(value);
     dlock_client_close(c);
 

@@ -91,14 +91,14 @@ static void axis(const struct frame *fr, int rows)
     for (int64_t t = (fr->from_us / step + 1) * step; t < fr->to_us; t += step) {
         time_t secs = (time_t)(t / 1000000);
         struct tm tm;
-        char label[32];
+        char text[32];
         double x = x_of(fr, t);
         gmtime_r(&secs, &tm);
-        strftime(label, sizeof(label), "%H:%M:%S", &tm);
+        strftime(text, sizeof(text), "%H:%M:%S", &tm);
         fprintf(fr->f,
                 "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#ddd\"/>\n"
                 "<text x=\"%.1f\" y=\"%d\" font-size=\"10\" text-anchor=\"middle\">%s",
-                x, TOP - 8, x, bottom, x, TOP - 12, label);
+                x, TOP - 8, x, bottom, x, TOP - 12, text);
         if (step < 1000000)
             fprintf(fr->f, ".%03d", (int)(t % 1000000 / 1000));
         fputs("</text>\n", fr->f);

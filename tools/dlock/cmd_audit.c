@@ -145,7 +145,7 @@ static int parse(int argc, char **argv, struct audit_opts *o)
         }
     }
     if (argc - optind != 1)
-        return cli_usage_error("audit", argc - optind ? "too many operands" : "missing NAME");
+        return cli_usage_error("audit", argc > optind ? "too many operands" : "missing NAME");
     o->name = argv[optind];
     return 0;
 }
