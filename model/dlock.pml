@@ -8,8 +8,8 @@
  * scripts/model compares these pins with the sha1sum of each file; a
  * change to either file fails it until this model was reviewed against the
  * change and its pin updated:
- * pin src/engine/scripts.c 953ccdd41b7c8ce3c7693d26c5ea970ad71fd7b2
- * pin src/engine/attempt.c 8383d29102797943cde9537f7d704c9f51c31268
+ * pin src/engine/scripts.c 792bd70a216ec690d9fe3518f5a2d4f84164070b
+ * pin src/engine/attempt.c bada367bd7de7ee9e6dcf5b4bd08b837e5b8bd53
  *
  * Time. There is no absolute clock: every time in the model is kept
  * relative to "now" and moved by the clock process, one tick at a time, so
