@@ -84,15 +84,17 @@
     "  end\n"                                                                                      \
     "  local t = redis.call('TIME')\n"                                                             \
     "  local now = string.format('%d', tonumber(t[1]) * 1000000 + tonumber(t[2]))\n"               \
-    "  local ended = event == 'release' or event == 'loss'\n"                                      \
+    "  if event == 'release' or event == 'loss' then\n"                                            \
+    "    redis.call('XADD', audit_key, 'MAXLEN', '~', audit_arg[2], '*', 'event', event,\n"        \
+    "      'token', token, 'fence', audit_arg[1], 'host', host, 'pid', pid, 'time', now,\n"       \
+    "      'reason', audit_arg[5], 'held', audit_arg[6], 'left', audit_arg[7],\n"                  \
+    "      'kind', kind or 'grant')\n"                                                             \
+    "    return\n"                                                                                 \
+    "  end\n"                                                                                      \
     "  redis.call('XADD', audit_key, 'MAXLEN', '~', audit_arg[2], '*', 'event', event,\n"          \
     "    'token', token, 'fence', fence or audit_arg[1], 'host', host, 'pid', pid, 'time', now,\n"  \
-    "    'ttl', ttl or '', 'reason', ended and audit_arg[5] or '',\n"                              \
-    "    'held', ended and audit_arg[6] or '', 'left', ended and audit_arg[7] or '',\n"            \
-    "    'kind', kind or ((event == 'permit' or event == 'shared') and event or 'grant'))\n"      \
-    "  if not ended then\n"                                                                        \
-    "    redis.call('PEXPIRE', audit_key, audit_arg[8])\n"                                        \
-    "  end\n"                                                                                      \
+    "    'ttl', ttl, 'kind', kind or ((event == 'permit' or event == 'shared') and event or 'grant'))\n"\
+    "  redis.call('PEXPIRE', audit_key, audit_arg[8])\n"                                          \
     "end\n"                                                                                        \
     "local function audit_end(token, ours, kind)\n"                                                \
     "  local note = audit_arg[5]\n"                                                                \
