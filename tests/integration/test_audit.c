@@ -88,6 +88,19 @@ static long long stream_length(redisContext *redis, const char *name)
     return n;
 }
 
+/* How many entries of the name's stream have `event`. */
+static int count_events(redisContext *redis, const char *name, const char *event)
+{
+    redisReply *r = run(redis, "XRANGE %s - +", aux_key(name, "audit"));
+    int n = 0;
+    for (size_t i = 0; i < r->elements; i++) {
+        redisReply *fields = r->element[i]->element[1];
+        n += fields->elements >= 2 && strcmp(fields->element[1]->str, event) == 0;
+    }
+    freeReplyObject(r);
+    return n;
+}
+
 /* The value of `field` in entry `i` of the name's stream, malloc'ed. */
 static char *entry_field(redisContext *redis, const char *name, size_t i, const char *field)
 {
@@ -224,6 +237,8 @@ static void test_audit_finds_a_paused_holder(void **state)
     if (cli_wait(&holder, 20000) != 70) /* lost while the command ran */
         fail_msg("holder: %d, %s", holder.status, holder.err);
 
+    /* The renewal thread's cleanup recorded the loss it found. */
+    assert_int_equal(count_events(redis, "audit:paused", "loss"), 1);
     out = audit_json("audit:paused", 1);
     assert_non_null(strstr(out, "holds 2\n"));
     assert_non_null(strstr(out, "past-validity 0 0 "));
