@@ -11,7 +11,7 @@
  * scripts/model compares these pins with the sha1sum of each file; a
  * change to either file fails it until this model was reviewed against the
  * change and its pin updated:
- * pin src/engine/scripts.c 792bd70a216ec690d9fe3518f5a2d4f84164070b
+ * pin src/engine/scripts.c 753e3f9d50bf8d757a897170c672768780fc28de
  * pin src/engine/attempt.c bada367bd7de7ee9e6dcf5b4bd08b837e5b8bd53
  *
  * Time is kept as in dlock.pml: relative to "now", moved one tick at a time
