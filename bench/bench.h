@@ -29,6 +29,7 @@ struct bench_args {
     int cs_us;   /* semaphore: the critical section */
     int fair; /* contended: fair locks (a queue) instead of notify-all */
     int renew; /* contended: locks auto-renewed (as `dlock run` holds them) */
+    int audit; /* the client's audit option (uncontended-audit) */
 };
 
 /* Time and statistics. */

@@ -118,6 +118,7 @@ dlock_client *bench_client(const struct bench_args *a)
     opts.node_timeout_ms = a->node_timeout_ms;
     opts.replicas = a->replicas;
     opts.restart_delay_ms = a->restart_delay_ms;
+    opts.audit = a->audit;
     if (dlock_client_open(&c, &opts, why, sizeof(why)) < 0) {
         fprintf(stderr, "dlock-bench: %s\n", why);
         return NULL;

@@ -2,7 +2,8 @@
  *             [--locks K] [--clients M] [--ttl MS] [--max-cycles N]
  *             [--node-timeout MS] [--permits N] [--cs-us US] [--fair] [--renew]
  *             [--replicas K] [--restart-delay MS]
- * Workloads: floor, floor-minimal, uncontended, redlock (uncontended on
+ * Workloads: floor, floor-minimal, uncontended, uncontended-audit (the
+ * same with the client's audit on), redlock (uncontended on
  * every --port), redlock-minority (the same, on its own name, while
  * scripts/bench holds some of the nodes paused: the first --port must
  * answer, since commands are counted there), contended, renew, many,
@@ -27,6 +28,7 @@ static const struct {
     {"floor-handoff", bench_floor_handoff},
     {"floor-handoff-direct", bench_floor_handoff}, /* the release grants the lock */
     {"uncontended", bench_uncontended},
+    {"uncontended-audit", bench_uncontended}, /* with the audit stream written */
     {"redlock", bench_uncontended}, /* uncontended, with several --port */
     {"redlock-minority", bench_uncontended},
     {"contended", bench_contended},
@@ -95,7 +97,7 @@ int main(int argc, char **argv)
     if (optind != argc - 1 || a.n_ports == 0 || a.seconds <= 0 ||
         a.max_cycles < 1 || a.locks < 1 || a.clients < 1 || a.ttl_ms < 30) {
         fprintf(stderr, "usage: dlock-bench floor|floor-minimal|floor-handoff|floor-handoff-direct|"
-                        "uncontended|redlock|"
+                        "uncontended|uncontended-audit|redlock|"
                         "redlock-minority|contended|renew|many|semaphore|replicas --port P "
                         "[--port P2 ...] [--seconds S] [--procs N] [--locks K] [--clients M] "
                         "[--ttl MS] [--max-cycles N] [--node-timeout MS] [--permits N] "
@@ -103,6 +105,7 @@ int main(int argc, char **argv)
         return 64;
     }
     a.workload = argv[optind];
+    a.audit = strcmp(a.workload, "uncontended-audit") == 0;
     for (size_t i = 0; i < sizeof(workloads) / sizeof(workloads[0]); i++)
         if (strcmp(a.workload, workloads[i].name) == 0)
             return workloads[i].run(&a);

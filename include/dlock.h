@@ -198,14 +198,27 @@ typedef struct dlock_client_options {
      * stays small. 0: DLOCK_METRICS_NAMES_DEFAULT; at most
      * DLOCK_METRICS_NAMES_MAX. */
     unsigned metrics_names_max;
+
+    /* Nonzero: the audit (docs/operations.md). Every grant, extend,
+     * release and loss of this client appends an entry to the name's
+     * stream {T}:dlock:audit:NAME on each server, in the script call that
+     * grants or ends the hold (a loss: in the renewal thread's cleanup
+     * call, best effort); dlock_audit_read() judges the streams. Off, the
+     * scripts get exactly the words they get without it. */
+    int audit;
+    /* The stream's cap (XADD MAXLEN ~): 0: DLOCK_AUDIT_MAXLEN_DEFAULT; at
+     * most DLOCK_AUDIT_MAXLEN_MAX. */
+    unsigned audit_maxlen;
 } dlock_client_options;
 
 #define DLOCK_REPLICAS_MAX 1000
 #define DLOCK_METRICS_NAMES_DEFAULT 100
 #define DLOCK_METRICS_NAMES_MAX 100000
+#define DLOCK_AUDIT_MAXLEN_DEFAULT 1000
+#define DLOCK_AUDIT_MAXLEN_MAX 10000000
 
 #define DLOCK_CLIENT_OPTIONS_INIT                                                                  \
-    { DLOCK_CLIENT_OPTIONS_VERSION, NULL, 0, NULL, NULL, 0, 0, 0, 0, 0.0, 0, NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0 }
+    { DLOCK_CLIENT_OPTIONS_VERSION, NULL, 0, NULL, NULL, 0, 0, 0, 0, 0.0, 0, NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0, 0 }
 
 /* Fills *opts with defaults. Returns DLOCK_EINVAL for an unknown version. */
 DLOCK_EXTERN int dlock_client_options_init(dlock_client_options *opts, unsigned version);
@@ -789,6 +802,96 @@ DLOCK_EXTERN int dlock_client_metrics_text(char **out, const dlock_client *clien
 
 /* Frees a text of dlock_client_metrics_text(). NULL is ignored. */
 DLOCK_EXTERN void dlock_metrics_free(char *text);
+
+/* ------------------------------------------------------------------ */
+/* The audit: who held a name, when, and what went wrong               */
+/* ------------------------------------------------------------------ */
+
+/* How an audited hold ended, as its entries say. */
+typedef enum dlock_audit_end {
+    DLOCK_AUDIT_OPEN = 0,     /* no end recorded: still held, or its key expired unseen */
+    DLOCK_AUDIT_RELEASED = 1, /* released by its holder while its key was there */
+    DLOCK_AUDIT_EXPIRED = 2,  /* released by its holder after its key had gone */
+    DLOCK_AUDIT_LOST = 3      /* the holder's renewal found it lost */
+} dlock_audit_end;
+
+/* One token's hold of the name, merged from every server's stream. Times
+ * are server time, microseconds since the epoch. */
+typedef struct dlock_audit_hold {
+    char token[DLOCK_TOKEN_LEN + 1];
+    uint64_t fence;       /* its client's (an extend or end says), else its largest grant's */
+    char host[256];       /* of the holder; "" if no entry named it */
+    long pid;             /* of the holder; 0 if no entry named it */
+    int exclusive;        /* 0: a semaphore's permit or a shared holder */
+    int64_t start_us;     /* the grant; with no grant left on a majority, the earliest a
+                           * release or loss says it was (its client's held time) */
+    int64_t valid_us;     /* the end of its validity: the last grant or extend + TTL on
+                           * a majority (or what a release said was left); 0: unknown */
+    int64_t end_us;       /* the release or loss; 0 for an open hold */
+    dlock_audit_end end;
+    unsigned servers;     /* servers that recorded its grant (or a repair) */
+    int ttl_ms;           /* the TTL of its last grant or extend; 0: unknown */
+} dlock_audit_hold;
+
+/* What dlock_audit_read() finds. */
+typedef enum dlock_audit_kind {
+    /* Holds a and b (exclusive, a granted first) overlap: b's grant came
+     * amount_us before a's end (release, loss or validity, whichever is
+     * first), beyond the drift allowance of a's TTL x 1 % + 2 ms. */
+    DLOCK_AUDIT_OVERLAP = 1,
+    /* Hold b, granted after hold a, has a smaller fence by amount_us. */
+    DLOCK_AUDIT_FENCE_BACK = 2,
+    /* Hold a was released (or lost) amount_us after its validity ended:
+     * its holder worked past it. */
+    DLOCK_AUDIT_PAST_VALIDITY = 3,
+    /* Several servers: hold a was used (extended, released or lost) but
+     * fewer than a majority recorded its grant. */
+    DLOCK_AUDIT_NO_MAJORITY = 4
+} dlock_audit_kind;
+
+typedef struct dlock_audit_finding {
+    dlock_audit_kind kind;
+    size_t a, b;       /* indexes of the holds (b == a for a finding about one) */
+    int64_t at_us;     /* server time it happened */
+    int64_t amount_us; /* by how much (see the kind) */
+} dlock_audit_finding;
+
+/* What dlock_audit_read() found: read with the getters, free with
+ * dlock_audit_free(). */
+typedef struct dlock_audit dlock_audit;
+
+/* Entries read from one server's stream at most. */
+#define DLOCK_AUDIT_READ_MAX 100000
+
+/*
+ * Reads the audit stream of `name` ({T}:dlock:audit:NAME, written by
+ * clients with the `audit` option) on every server, with XRANGE in pages,
+ * the entries of the last `since_ms` (0: all the stream keeps; at most
+ * DLOCK_AUDIT_READ_MAX per server), and judges them: the holds, one per
+ * token, and the findings, each a reason to look (docs/operations.md).
+ * A hold whose grant is older than `since_ms` but whose end is not is
+ * judged from its end alone. On success *out is the caller's, to free with
+ * dlock_audit_free(). Returns 0; DLOCK_EINVAL (bad name, since_ms
+ * negative), DLOCK_EWRONGTYPE (the key is no stream), DLOCK_ENOMEM, or the
+ * I/O code of a server that did not answer (every server must).
+ */
+DLOCK_EXTERN int dlock_audit_read(dlock_audit **out, dlock_client *client, const char *name,
+                                  int64_t since_ms);
+
+/* The holds, ordered by start, in *out (owned by the audit, valid until it
+ * is freed); returns how many. */
+DLOCK_EXTERN size_t dlock_audit_holds(const dlock_audit *audit, const dlock_audit_hold **out);
+
+/* The findings, ordered by time, in *out (owned by the audit); returns
+ * how many. */
+DLOCK_EXTERN size_t dlock_audit_findings(const dlock_audit *audit,
+                                         const dlock_audit_finding **out);
+
+/* How many entries were read, from every server together. */
+DLOCK_EXTERN size_t dlock_audit_entries(const dlock_audit *audit);
+
+/* NULL is ignored. */
+DLOCK_EXTERN void dlock_audit_free(dlock_audit *audit);
 
 #ifdef __cplusplus
 }

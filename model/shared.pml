@@ -9,8 +9,8 @@
  * scripts/model compares these pins with the sha1sum of each file; a
  * change to either file fails it until this model was reviewed against the
  * change and its pin updated:
- * pin src/engine/scripts.c 179de0165cd1be84733e9f8c7e996946d1953bb7
- * pin src/engine/attempt.c 07706b7eae89f11951c164f0fb51658b4d03e09b
+ * pin src/engine/scripts.c cc9cb90b07c196d3bed93623272f2cbff57b5a10
+ * pin src/engine/attempt.c 99e15313aaf5de5819f5c7d991fbf020eaf0fcb0
  *
  * Time is kept as in dlock.pml and fair.pml: relative to "now", moved one
  * tick at a time by the clock process. NAME, each reader's entry and each

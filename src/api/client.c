@@ -80,6 +80,8 @@ static int check_options(const dlock_client_options *o, char *why, size_t why_le
         return refuse(why, why_len, "restart_delay_ms must not be negative or too large");
     if (o->metrics_names_max > DLOCK_METRICS_NAMES_MAX)
         return refuse(why, why_len, "metrics_names_max must be at most 100000");
+    if (o->audit_maxlen > DLOCK_AUDIT_MAXLEN_MAX)
+        return refuse(why, why_len, "audit_maxlen must be at most 10000000");
     return 0;
 }
 
@@ -234,6 +236,8 @@ int dlock_client_open(dlock_client **out, const dlock_client_options *opts, char
     c->drift_factor = o->drift_factor > 0 ? o->drift_factor : DEFAULT_DRIFT_FACTOR;
     c->replicas = o->replicas;
     c->restart_delay_ms = o->restart_delay_ms;
+    c->audit = o->audit != 0;
+    c->audit_maxlen = o->audit_maxlen ? o->audit_maxlen : DLOCK_AUDIT_MAXLEN_DEFAULT;
     if (gethostname(c->host, sizeof(c->host) - 1) < 0)
         snprintf(c->host, sizeof(c->host), "unknown");
     for (size_t i = 0; rc == 0 && i < (o->n_urls ? o->n_urls : 1); i++) {

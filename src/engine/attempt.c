@@ -244,6 +244,13 @@ int dlock__claim_init(dlock__claim *cl, dlock_client *c, dlock__lane *lane, cons
         return rc;
     }
     rc = dlock__claim_set_kind(cl, lane, &dlock__kind_mutex, 0);
+    if (rc == 0 && c->audit) {
+        cl->audit_key = dlock__aux_key(name, "audit");
+        if (!cl->audit_key) {
+            dlock__set_error(lane, "out of memory");
+            rc = DLOCK_ENOMEM;
+        }
+    }
     if (rc < 0)
         dlock__claim_clear(cl);
     return rc;
@@ -277,6 +284,8 @@ void dlock__claim_clear(dlock__claim *cl)
 {
     dlock__keys_clear(&cl->keys);
     free_aux(cl);
+    free(cl->audit_key);
+    cl->audit_key = NULL;
     dlock__wipe(cl->token, sizeof(cl->token));
 }
 
@@ -284,17 +293,56 @@ void dlock__claim_clear(dlock__claim *cl)
  * arguments for the step, the kind's auxiliary keys, and an acquire's
  * limit. The call borrows the words, so they live here beside it. */
 struct kind_call {
-    const char *keys[3 + DLOCK__KIND_AUX_MAX + 1];
-    const char *args[7];
+    const char *keys[3 + DLOCK__KIND_AUX_MAX + 2]; /* and `freed`, the audit's stream */
+    const char *args[7 + DLOCK__AUDIT_WORDS];
     char limit[12];
+    char fence[24], maxlen[24], pid[24], held[24], left[24], keep[24]; /* the audit's */
     dlock__script_call call;
 };
 
-/* `freed`: the name's key `freed` goes last (a release or extend that
- * reads it, see dlock__kind). */
+/* The audit's trailer (scripts.c, AUDIT_LUA): the stream, and what its
+ * entry says that the script does not know. `note` is why the call is made:
+ * "grant", "extend", "release", "cleanup" or "loss". held_ms and left_ms
+ * let a release or a loss tell its hold's window when the stream lost its
+ * grant (a restart): since the grant, and what was left of the validity,
+ * by the client's clock. The stream lives as long as the fence key. */
+static void add_audit_trailer(struct kind_call *kc, const dlock__claim *cl, const char *note,
+                              int *k, int *a)
+{
+    dlock_client *c = cl->client;
+    int64_t now = dlock__now_ns();
+    bool ended = strcmp(note, "release") == 0 || strcmp(note, "loss") == 0 ||
+                 strcmp(note, "cleanup") == 0;
+    kc->held[0] = kc->left[0] = kc->fence[0] = '\0';
+    if (cl->fence)
+        snprintf(kc->fence, sizeof(kc->fence), "%" PRIu64, cl->fence);
+    if (ended && cl->granted_ns)
+        snprintf(kc->held, sizeof(kc->held), "%" PRId64,
+                 (int64_t)((now - cl->granted_ns) / DLOCK__NS_PER_MS));
+    if (ended && cl->ttl_ms)
+        snprintf(kc->left, sizeof(kc->left), "%" PRId64,
+                 (int64_t)((validity_end(cl->started_ns, cl->ttl_ms, c->drift_factor) - now) /
+                           DLOCK__NS_PER_MS));
+    snprintf(kc->maxlen, sizeof(kc->maxlen), "%u", c->audit_maxlen);
+    snprintf(kc->pid, sizeof(kc->pid), "%ld", (long)dlock__token_pool_pid(c->tokens));
+    snprintf(kc->keep, sizeof(kc->keep), "%" PRId64, c->fence_ttl_ms);
+    kc->keys[(*k)++] = cl->audit_key;
+    kc->args[(*a)++] = kc->fence;
+    kc->args[(*a)++] = kc->maxlen;
+    kc->args[(*a)++] = c->host;
+    kc->args[(*a)++] = kc->pid;
+    kc->args[(*a)++] = note;
+    kc->args[(*a)++] = kc->held;
+    kc->args[(*a)++] = kc->left;
+    kc->args[(*a)++] = kc->keep;
+    kc->args[(*a)++] = "dlock:audit";
+}
+
+/* `freed`: the name's key `freed` goes after the kind's (a release or
+ * extend that reads it, see dlock__kind). */
 static int encode_kind_call(struct kind_call *kc, const dlock__claim *cl,
                             enum dlock__script_id id, const char *const *keys, int nkeys,
-                            const char *const *args, int nargs, bool freed)
+                            const char *const *args, int nargs, bool freed, const char *note)
 {
     unsigned naux = id == cl->kind->extend ? cl->kind->extend_aux : DLOCK__KIND_AUX_MAX;
     int k = 0, a = 0;
@@ -319,6 +367,8 @@ static int encode_kind_call(struct kind_call *kc, const dlock__claim *cl,
     if (id == cl->kind->acquire && cl->kind->queued && !cl->client->replicas &&
         !cl->client->restart_delay_ms)
         kc->args[a++] = "1";
+    if (cl->audit_key)
+        add_audit_trailer(kc, cl, note, &k, &a);
     return dlock__script_encode(&kc->call, id, k, kc->keys, a, kc->args);
 }
 
@@ -363,7 +413,7 @@ static void clean_up_attempt(dlock__claim *cl, dlock__lane *lane,
         needed |= read_answer(r, GRANT).vote == VOTE_YES ||
                   (r->sent && r->status != DLOCK__REPLIED);
     }
-    if (!needed || encode_kind_call(&kc, cl, cl->kind->release, keys, 2, args, 3, false) < 0)
+    if (!needed || encode_kind_call(&kc, cl, cl->kind->release, keys, 2, args, 3, false, "cleanup") < 0)
         return;
     dlock__fanout(lane->conns, c->n, &kc.call.call,
                   dlock__node_deadline(c, ttl_ms, dlock__now_ns()), cleanup, decided, &d);
@@ -546,7 +596,7 @@ static int acquire_once(dlock__claim *cl, dlock__lane *lane, int64_t ttl_ms, boo
     dlock__owner_format(owner, sizeof(owner), c->host, (long)dlock__token_pool_pid(c->tokens),
                         cl->token);
     cl->attempts++;
-    rc = encode_kind_call(&kc, cl, cl->kind->acquire, keys, 3, args, 4, false);
+    rc = encode_kind_call(&kc, cl, cl->kind->acquire, keys, 3, args, 4, false, "grant");
     if (rc < 0) {
         dlock__set_error(lane, "cannot encode the acquire command");
         return rc;
@@ -583,6 +633,7 @@ static int acquire_once(dlock__claim *cl, dlock__lane *lane, int64_t ttl_ms, boo
         cl->fence = d.tally.fence;
         cl->slot = d.tally.slot;
         cl->ttl_ms = ttl_ms;
+        cl->granted_ns = start;
         cl->started_ns = start;
         cl->valid_until_ns = valid_until;
     }
@@ -618,6 +669,7 @@ int dlock__attempt_handed(dlock__claim *cl, uint64_t fence, int64_t lease_end_ms
     cl->fence = fence;
     cl->slot = 0;
     cl->ttl_ms = ttl_ms;
+    cl->granted_ns = cl->asked_ns;
     cl->started_ns = cl->asked_ns;
     cl->valid_until_ns = valid_until;
     return 0;
@@ -656,6 +708,18 @@ static int verdict(const dlock_client *c, dlock__lane *lane, const dlock__node_r
     return rc;
 }
 
+/* What the audit calls a release: the end of a loss, a cleanup (no
+ * publish, or a waiter that never held leaving its queue), or the
+ * holder's own release (an adopted handle's too). */
+static const char *release_note(const dlock__claim *cl, bool publish)
+{
+    if (cl->lost)
+        return "loss";
+    if (!publish || (cl->attempts > 0 && cl->ttl_ms == 0))
+        return "cleanup";
+    return "release";
+}
+
 int dlock__attempt_release(dlock__claim *cl, dlock__lane *lane, bool publish)
 {
     dlock_client *c = cl->client;
@@ -672,7 +736,8 @@ int dlock__attempt_release(dlock__claim *cl, dlock__lane *lane, bool publish)
     int rc;
     snprintf(fence, sizeof(fence), "%" PRIu64, cl->fence);
     snprintf(fence_ttl, sizeof(fence_ttl), "%" PRId64, c->fence_ttl_ms);
-    rc = encode_kind_call(&kc, cl, cl->kind->release, keys, 2, args, freed ? 5 : 3, freed);
+    rc = encode_kind_call(&kc, cl, cl->kind->release, keys, 2, args, freed ? 5 : 3, freed,
+                          release_note(cl, publish));
     if (rc < 0) {
         dlock__set_error(lane, "cannot encode the command");
         return rc;
@@ -721,7 +786,7 @@ static int encode_extend(struct extend_job *job, const dlock__claim *cl, int64_t
     job->args[3] = job->fence;
     job->args[4] = job->fence_ttl;
     return encode_kind_call(&job->call, cl, cl->kind->extend, job->keys, 3, job->args, 5,
-                            job->repair && cl->kind->freed);
+                            job->repair && cl->kind->freed, "extend");
 }
 
 /* Claim j's part of the batch `results`, laid out by `g`. */

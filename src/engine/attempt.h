@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #define DLOCK__KIND_AUX_MAX 5
+#define DLOCK__AUDIT_WORDS 9 /* the audit trailer's ARGV (scripts.c) */
 
 /* A claim's kind: the primitive it is (mutex, semaphore, ...), told by the
  * scripts its acquire, release and extend send. Every script of a kind
@@ -64,10 +65,12 @@ typedef struct dlock__claim {
     const dlock__kind *kind; /* dlock__kind_mutex unless dlock__claim_set_kind() said */
     dlock__keys keys;
     char *aux[DLOCK__KIND_AUX_MAX]; /* the kind's auxiliary keys */
+    char *audit_key;                /* {T}:dlock:audit:NAME with the audit on, else NULL */
     unsigned limit;                 /* sent by an acquire of a limited kind */
     unsigned slot;                  /* of the last acquisition (0 for a kind without slots) */
     char token[DLOCK_TOKEN_LEN + 1];
     uint64_t fence;                 /* of the last acquisition; 0: adopted */
+    int64_t granted_ns;             /* start of the last acquisition; 0: adopted */
     _Atomic int64_t ttl_ms;         /* of the last acquire or extend; 0 when adopted */
     _Atomic int64_t started_ns;     /* start of the call that set the validity */
     _Atomic int64_t valid_until_ns; /* 0: not held */

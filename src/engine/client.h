@@ -43,6 +43,8 @@ struct dlock_client {
     double drift_factor;
     int replicas;             /* WAIT for this many after a grant or extend; 0: none */
     int64_t restart_delay_ms; /* the restart rule; 0: off */
+    bool audit;               /* grants and ends append to the name's audit stream */
+    unsigned audit_maxlen;    /* the stream's cap (XADD MAXLEN ~) */
     char host[DLOCK__HOST_MAX]; /* for owner records */
 
     dlock__lane main;                     /* the caller's thread */

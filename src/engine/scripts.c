@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_WORDS 16 /* EVALSHA, sha, numkeys, then up to 13 keys and arguments */
+#define MAX_WORDS 32 /* EVALSHA, sha, numkeys, then up to 29 keys and arguments */
 
 /* The one parser of a stored fencing token, shared by every script that
  * reads a fence key: a decimal integer from 0 to 2^53 - 2, so that the next
@@ -41,6 +41,71 @@
     FENCE_PARSE_LUA                                                                                \
     "local function fence_of(key)\n"                                                               \
     "  return fence_parse(redis.call('GET', key), key)\n"                                          \
+    "end\n"
+
+/* The audit (docs/operations.md#the-audit): a client with the audit on
+ * ends its acquire, release and extend calls with a trailer, KEYS the
+ * name's stream {T}:dlock:audit:NAME and ARGV fence, maxlen, host, pid,
+ * note (why the call is made: grant, release, cleanup, loss), held_ms
+ * (since the grant, client clock), left_ms (of the validity), keep_ms (the
+ * stream lives that long after its last grant or extend: the fence TTL),
+ * then the marker "dlock:audit". The prologue takes the trailer off, so that the
+ * rest of the script sees the words a client without the audit sends, and
+ * checks the stream's type before anything is written. audit() appends an
+ * entry (server time in µs, the TTL it was given) in the call that grants
+ * or ends, so that no grant lacks its record; without the trailer it does
+ * nothing, and the script costs what it did. A grant's event is "grant"
+ * (an exclusive hold), "permit" (a semaphore's) or "shared"; every entry's
+ * `kind` says which of them the hold is (an end whose grant was trimmed
+ * off the stream still tells). */
+#define AUDIT_LUA                                                                                  \
+    "local audit_key, audit_arg = nil, {}\n"                                                       \
+    "if ARGV[#ARGV] == 'dlock:audit' then\n"                                                       \
+    "  for i = 8, 1, -1 do\n"                                                                      \
+    "    audit_arg[i] = ARGV[#ARGV - 9 + i]\n"                                                     \
+    "  end\n"                                                                                      \
+    "  for _ = 1, 9 do\n"                                                                          \
+    "    table.remove(ARGV)\n"                                                                     \
+    "  end\n"                                                                                      \
+    "  audit_key = table.remove(KEYS)\n"                                                           \
+    "  local t = redis.call('TYPE', audit_key)['ok']\n"                                            \
+    "  if t ~= 'none' and t ~= 'stream' then\n"                                                    \
+    "    return redis.error_reply('WRONGTYPE ' .. audit_key .. ' is a ' .. t .. ', not an audit stream')\n"\
+    "  end\n"                                                                                      \
+    "end\n"                                                                                        \
+    "local function audit(event, token, fence, ttl, record, kind)\n"                               \
+    "  if not audit_key then\n"                                                                    \
+    "    return\n"                                                                                 \
+    "  end\n"                                                                                      \
+    "  local host, pid = audit_arg[3], audit_arg[4]\n"                                             \
+    "  local ok, o = record ~= nil and pcall(cjson.decode, record)\n"                              \
+    "  if ok and type(o) == 'table' and type(o.host) == 'string' and type(o.pid) == 'number' then\n"\
+    "    host, pid = o.host, string.format('%d', o.pid)\n"                                         \
+    "  end\n"                                                                                      \
+    "  local t = redis.call('TIME')\n"                                                             \
+    "  local now = string.format('%d', tonumber(t[1]) * 1000000 + tonumber(t[2]))\n"               \
+    "  if event == 'release' or event == 'loss' then\n"                                            \
+    "    redis.call('XADD', audit_key, 'MAXLEN', '~', audit_arg[2], '*', 'event', event,\n"        \
+    "      'token', token, 'fence', audit_arg[1], 'host', host, 'pid', pid, 'time', now,\n"       \
+    "      'reason', audit_arg[5], 'held', audit_arg[6], 'left', audit_arg[7],\n"                  \
+    "      'kind', kind or 'grant')\n"                                                             \
+    "    return\n"                                                                                 \
+    "  end\n"                                                                                      \
+    "  redis.call('XADD', audit_key, 'MAXLEN', '~', audit_arg[2], '*', 'event', event,\n"          \
+    "    'token', token, 'fence', fence or audit_arg[1], 'host', host, 'pid', pid, 'time', now,\n"  \
+    "    'ttl', ttl, 'kind', kind or ((event == 'permit' or event == 'shared') and event or 'grant'))\n"\
+    "  redis.call('PEXPIRE', audit_key, audit_arg[8])\n"                                          \
+    "end\n"                                                                                        \
+    "local function audit_end(token, ours, kind)\n"                                                \
+    "  local note = audit_arg[5]\n"                                                                \
+    "  if note == 'loss' then\n"                                                                   \
+    "    audit('loss', token, nil, nil, nil, kind)\n"                                              \
+    "  elseif ours then\n"                                                                         \
+    "    audit('release', token, nil, nil, nil, kind)\n"                                           \
+    "  elseif note == 'release' then\n"                                                            \
+    "    audit_arg[5] = 'expired'\n"                                                               \
+    "    audit('release', token, nil, nil, nil, kind)\n"                                           \
+    "  end\n"                                                                                      \
     "end\n"
 
 /* A name held shared (docs/shared.md) holds this marker, never a token
@@ -70,7 +135,7 @@
  * grant takes its own member out of KEYS[5]. So a name never held shared
  * costs no command more, and no sorted-set command (which a mutex's ACL
  * rule may lack). */
-static const char acquire_lua[] = FENCE_OF_LUA
+static const char acquire_lua[] = AUDIT_LUA FENCE_OF_LUA
     "local current = redis.call('GET', KEYS[1])\n"
     "if current and current ~= ARGV[1] then\n"
     "  if current == '" SHARED_MARKER "' and KEYS[5] then\n"
@@ -101,6 +166,7 @@ static const char acquire_lua[] = FENCE_OF_LUA
     "if waited then\n"
     "  redis.call('ZREM', KEYS[5], ARGV[1])\n"
     "end\n"
+    "audit('grant', ARGV[1], f, ARGV[2])\n"
     "return {1, f}\n";
 
 /* The release message, for waiters: sharded (SPUBLISH, heard on the
@@ -124,7 +190,7 @@ static const char acquire_lua[] = FENCE_OF_LUA
  * TTL), whether the key was still ours here or not, it keeps the extend's
  * repair from bringing our key back after this (see extend_lua). A failed
  * attempt's cleanup names none: it held nothing. */
-static const char release_lua[] = FENCE_PARSE_LUA PUBLISH_LUA
+static const char release_lua[] = AUDIT_LUA FENCE_PARSE_LUA PUBLISH_LUA
     "local freed = ARGV[4] and KEYS[#KEYS]\n"
     "local writer = KEYS[4] ~= freed and KEYS[4]\n"
     "local ours = redis.call('GET', KEYS[1]) == ARGV[1]\n"
@@ -138,12 +204,14 @@ static const char release_lua[] = FENCE_PARSE_LUA PUBLISH_LUA
     "  if leave then\n"
     "    redis.call('ZREM', writer, ARGV[1])\n"
     "  end\n"
+    "  audit_end(ARGV[1], false)\n"
     "  return 0\n"
     "end\n"
     "redis.call('DEL', KEYS[1], KEYS[2])\n"
     "if ARGV[3] == '1' then\n"
     "  publish(ARGV[2], ARGV[1])\n"
     "end\n"
+    "audit_end(ARGV[1], true)\n"
     "return 1\n";
 
 /* Repair (Redlock, ARGV[3] "1", KEYS[4] the key `freed`): a server
@@ -154,11 +222,12 @@ static const char release_lua[] = FENCE_PARSE_LUA PUBLISH_LUA
  * or above saw our own release (this extend overtook it on another
  * connection): no repair, so no ghost key. The caller does not count a
  * repair as a vote. */
-static const char extend_lua[] = FENCE_OF_LUA
+static const char extend_lua[] = AUDIT_LUA FENCE_OF_LUA
     "local current = redis.call('GET', KEYS[1])\n"
     "if current == ARGV[1] then\n"
     "  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
     "  redis.call('PEXPIRE', KEYS[2], ARGV[2])\n"
+    "  audit('extend', ARGV[1], nil, ARGV[2])\n"
     "  return 1\n"
     "end\n"
     "if current or ARGV[3] ~= '1' then\n"
@@ -180,6 +249,7 @@ static const char extend_lua[] = FENCE_OF_LUA
     "if stored < ours then\n"
     "  redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[5])\n"
     "end\n"
+    "audit('repair', ARGV[1], nil, ARGV[2])\n"
     "return 2\n";
 
 /* KEYS: the fence key, and the name's epoch key when the grant's kind has
@@ -273,7 +343,7 @@ static const char status_lua[] = FENCE_OF_LUA
  * names the limit in force). Busy: {0, ms until the soonest permit
  * expires}. Granted: {1, fence, slot}, the lowest slot no live permit
  * holds, fenced per slot; a retry of our own call keeps its slot. */
-static const char sem_acquire_lua[] = FENCE_PARSE_LUA SEMAPHORE_LUA
+static const char sem_acquire_lua[] = AUDIT_LUA FENCE_PARSE_LUA SEMAPHORE_LUA
     "local name, limit, slots, owners, fences = KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[7]\n"
     "local token, permits = ARGV[1], tonumber(ARGV[5])\n"
     "local wrong = kind_error(name)\n"
@@ -318,11 +388,12 @@ static const char sem_acquire_lua[] = FENCE_PARSE_LUA SEMAPHORE_LUA
     "redis.call('HSET', fences, slot, f)\n"
     "redis.call('PEXPIRE', fences, ARGV[3])\n"
     "reap(name, limit, slots, owners, now)\n"
+    "audit('permit', token, f, ARGV[2])\n"
     "return {1, f, slot}\n";
 
 /* KEYS as the mutex's release, then limit, slots, owners, fences; ARGV as
  * the mutex's. 1 (released) or 0 (not a live permit of that token). */
-static const char sem_release_lua[] = PUBLISH_LUA SEMAPHORE_LUA
+static const char sem_release_lua[] = AUDIT_LUA PUBLISH_LUA SEMAPHORE_LUA
     "local name, limit, slots, owners = KEYS[1], KEYS[3], KEYS[4], KEYS[5]\n"
     "local wrong = kind_error(name)\n"
     "if wrong then\n"
@@ -339,11 +410,12 @@ static const char sem_release_lua[] = PUBLISH_LUA SEMAPHORE_LUA
     "if mine and ARGV[3] == '1' then\n"
     "  publish(ARGV[2], ARGV[1])\n"
     "end\n"
+    "audit_end(ARGV[1], mine, 'permit')\n"
     "return mine and 1 or 0\n";
 
 /* KEYS as the mutex's extend, then limit, slots, owners, fences; ARGV as
  * the mutex's (no repair: a semaphore lives on one server). 1 or 0. */
-static const char sem_extend_lua[] = SEMAPHORE_LUA
+static const char sem_extend_lua[] = AUDIT_LUA SEMAPHORE_LUA
     "local name, limit, slots, owners = KEYS[1], KEYS[4], KEYS[5], KEYS[6]\n"
     "local wrong = kind_error(name)\n"
     "if wrong then\n"
@@ -353,6 +425,7 @@ static const char sem_extend_lua[] = SEMAPHORE_LUA
     "local mine = live_score(name, ARGV[1], now)\n"
     "if mine then\n"
     "  redis.call('ZADD', name, 'XX', now + tonumber(ARGV[2]), ARGV[1])\n"
+    "  audit('extend', ARGV[1], nil, ARGV[2], nil, 'permit')\n"
     "end\n"
     "reap(name, limit, slots, owners, now)\n"
     "return mine and 1 or 0\n";
@@ -445,7 +518,7 @@ static const char sem_status_lua[] = FENCE_PARSE_LUA SEMAPHORE_LUA
  * for the head ends first. A waiter whose lease ended behind a live head
  * has left: it joins again at the tail, as if it had been dropped. The
  * fence is read (and checked) only when the lock may be granted. */
-static const char fair_acquire_lua[] = FENCE_OF_LUA FAIR_LUA
+static const char fair_acquire_lua[] = AUDIT_LUA FENCE_OF_LUA FAIR_LUA
     "local lock, queue, presence, wake = KEYS[1], KEYS[4], KEYS[5], KEYS[6]\n"
     "local token, lease, direct = ARGV[1], tonumber(ARGV[5]), ARGV[6] == '1'\n"
     "local current = redis.call('GET', lock)\n"
@@ -467,6 +540,7 @@ static const char fair_acquire_lua[] = FENCE_OF_LUA FAIR_LUA
     "  redis.call('SET', lock, token, current and 'XX' or 'NX', 'PX', ARGV[2])\n"
     "  redis.call('SET', KEYS[2], f, 'PX', ARGV[3])\n"
     "  redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[2])\n"
+    "  audit('grant', token, f, ARGV[2])\n"
     "  return {1, f}\n"
     "end\n"
     "local ends = head == token and head_ends or tonumber(redis.call('ZSCORE', presence, token))\n"
@@ -521,7 +595,7 @@ static const char fair_acquire_lua[] = FENCE_OF_LUA FAIR_LUA
  * write, so that a key of another type fails before anything is written.
  * With no queue, a release publishes as the mutex's does (plain acquirers
  * wait on it). 1 or 0. */
-static const char fair_release_lua[] = FENCE_OF_LUA PUBLISH_LUA FAIR_LUA
+static const char fair_release_lua[] = AUDIT_LUA FENCE_OF_LUA PUBLISH_LUA FAIR_LUA
     "local lock, queue, presence, wake = KEYS[1], KEYS[3], KEYS[4], KEYS[5]\n"
     "local token = ARGV[1]\n"
     "local current = redis.call('GET', lock)\n"
@@ -553,6 +627,8 @@ static const char fair_release_lua[] = FENCE_OF_LUA PUBLISH_LUA FAIR_LUA
     "    record = string.gsub(record, '\"since\":%d+', '\"since\":' .. string.format('%d', now), 1)\n"
     "    redis.call('SET', KEYS[2], record, 'PX', px)\n"
     "    publish(channel, 'grant:' .. head .. ':' .. f .. ':' .. string.format('%d', head_ends))\n"
+    "    audit_end(token, true)\n"
+    "    audit('grant', head, f, string.format('%d', px), record)\n"
     "    return 1\n"
     "  end\n"
     "  redis.call('DEL', lock, KEYS[2])\n"
@@ -561,6 +637,7 @@ static const char fair_release_lua[] = FENCE_OF_LUA PUBLISH_LUA FAIR_LUA
     "  elseif ARGV[3] == '1' then\n"
     "    publish(ARGV[2], token)\n"
     "  end\n"
+    "  audit_end(token, true)\n"
     "  return 1\n"
     "end\n"
     "if ARGV[3] == '1' and redis.call('ZSCORE', presence, token) then\n"
@@ -572,6 +649,7 @@ static const char fair_release_lua[] = FENCE_OF_LUA PUBLISH_LUA FAIR_LUA
     "    end\n"
     "  end\n"
     "end\n"
+    "audit_end(token, false)\n"
     "return 0\n";
 
 /* Shared holders (docs/shared.md): NAME holds SHARED_MARKER with the PX
@@ -615,7 +693,7 @@ static const char fair_release_lua[] = FENCE_OF_LUA PUBLISH_LUA FAIR_LUA
  * an exclusive attempt that failed, so it is the epoch key, which only a
  * grant's write-back raises: the largest of a majority is the last
  * exclusive holder's token, which a majority got (1 before any). */
-static const char shared_acquire_lua[] = FENCE_OF_LUA SHARED_LUA
+static const char shared_acquire_lua[] = AUDIT_LUA FENCE_OF_LUA SHARED_LUA
     "local name, queue, writer, readers, rowners = KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[7]\n"
     "local token, several = ARGV[1], ARGV[5] == '1'\n"
     "local current = redis.call('GET', name)\n"
@@ -647,20 +725,23 @@ static const char shared_acquire_lua[] = FENCE_OF_LUA SHARED_LUA
     "redis.call('ZADD', readers, now + tonumber(ARGV[2]), token)\n"
     "redis.call('HSET', rowners, token, ARGV[4])\n"
     "live(name, readers, rowners, now)\n"
+    "audit('shared', token, string.format('%d', f), ARGV[2])\n"
     "return {1, string.format('%d', f)}\n";
 
 /* KEYS as the mutex's release (queue and writer included), then readers
  * and rowners; ARGV as the mutex's. The last holder out publishes (an
  * exclusive acquirer waits for that). 1 (released) or 0. */
-static const char shared_release_lua[] = PUBLISH_LUA SHARED_LUA
+static const char shared_release_lua[] = AUDIT_LUA PUBLISH_LUA SHARED_LUA
     "local name, readers, rowners = KEYS[1], KEYS[5], KEYS[6]\n"
     "local token = ARGV[1]\n"
     "if redis.call('GET', name) ~= '" SHARED_MARKER "' then\n"
+    "  audit_end(token, false, 'shared')\n"
     "  return 0\n"
     "end\n"
     "local now = clock()\n"
     "local score = redis.call('ZSCORE', readers, token)\n"
     "if not (score and tonumber(score) > now) then\n"
+    "  audit_end(token, false, 'shared')\n"
     "  return 0\n"
     "end\n"
     "redis.call('ZREM', readers, token)\n"
@@ -668,6 +749,7 @@ static const char shared_release_lua[] = PUBLISH_LUA SHARED_LUA
     "if not live(name, readers, rowners, now) and ARGV[3] == '1' then\n"
     "  publish(ARGV[2], token)\n"
     "end\n"
+    "audit_end(token, true, 'shared')\n"
     "return 1\n";
 
 /* KEYS as the mutex's extend (queue and writer included), then readers
@@ -676,7 +758,7 @@ static const char shared_release_lua[] = PUBLISH_LUA SHARED_LUA
  * ours (it lost our grant's writes) gets our entry and fence back unless an
  * exclusive holder has NAME there; 2, never a vote. One that kept our
  * fence saw our entry go (a release this extend overtook, an expiry): 0. */
-static const char shared_extend_lua[] = FENCE_OF_LUA SHARED_LUA
+static const char shared_extend_lua[] = AUDIT_LUA FENCE_OF_LUA SHARED_LUA
     "local name, readers, rowners = KEYS[1], KEYS[6], KEYS[7]\n"
     "local token = ARGV[1]\n"
     "local current = redis.call('GET', name)\n"
@@ -699,6 +781,7 @@ static const char shared_extend_lua[] = FENCE_OF_LUA SHARED_LUA
     "  redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[5])\n"
     "end\n"
     "live(name, readers, rowners, now)\n"
+    "audit(held and 'extend' or 'repair', token, nil, ARGV[2], nil, 'shared')\n"
     "return held and 1 or 2\n";
 
 /* KEYS NAME, queue, writer, readers, rowners, epoch. Read-only. Returns

@@ -174,6 +174,35 @@ struct verdict {
 void checker_judge(struct checker *k, struct verdict *v);
 void checker_free(struct checker *k);
 
+/* Two grants of a name whose critical sections overlapped. */
+struct chaos_overlap {
+    int name;
+    uint64_t fence_a, fence_b; /* a granted first */
+    /* The entries that tell of it were written with every node up, and no
+     * server lost its data (its streams with it) afterwards. */
+    bool knowable;
+};
+/* After checker_judge(): the section overlaps (the first 4096), and the
+ * overlapping validity windows of name `name`. */
+size_t checker_section_overlaps(const struct checker *k, const struct chaos_overlap **out);
+long checker_validity_overlaps(const struct checker *k, int name);
+
+/* The audit against the checker: every run's clients write the audit
+ * stream, and afterwards dlock_audit_read() must find, for every section
+ * overlap that its streams can know of (knowable), a finding about one of
+ * its two holds (an overlap, a hold past its validity...); and no overlap
+ * of grants on a name where the checker found no overlapping validity
+ * windows (unless a server's clock jumped: the audit reads server clocks). */
+struct audit_agreement {
+    long findings, overlaps; /* the audit's, over every name */
+    long checked;            /* knowable section overlaps */
+    long missed;             /* of those, with no finding about them */
+    long extra;              /* audit overlaps where the checker saw none */
+    bool unreadable;         /* a stream could not be read */
+};
+void audit_agree(const struct chaos_config *cfg, const char urls[][64], const struct checker *k,
+                 bool clocks_jumped, struct audit_agreement *out);
+
 int64_t chaos_now_ns(void);
 
 #endif

@@ -43,6 +43,10 @@ struct checker {
     struct chaos_msg losses[4096];
     size_t n_losses;
     struct verdict live;
+    /* What checker_judge() found overlapping, for the audit (audit.c). */
+    struct chaos_overlap overlaps[4096];
+    size_t n_overlaps;
+    long validity_overlaps_of[CHAOS_NAMES_MAX];
 };
 
 int64_t chaos_now_ns(void)
@@ -62,6 +66,55 @@ struct checker *checker_new(const struct chaos_config *cfg, FILE *history)
     for (int i = 0; i < CHAOS_CLIENTS_MAX; i++)
         k->current[i] = -1;
     return k;
+}
+
+/* When a server last lost its data (a restart without persistence, a
+ * failover that lost writes): its audit streams went with it. 0: never. */
+static int64_t last_data_loss(const struct checker *k)
+{
+    int64_t last = 0;
+    for (size_t i = 0; i < k->n_faults; i++) {
+        const struct fault_event *e = &k->faults[i];
+        if ((e->kind == FAULT_NODE_RESTART || e->kind == FAULT_FAILOVER) && e->data_lost &&
+            e->t_ns > last)
+            last = e->t_ns;
+    }
+    return last;
+}
+
+/* Was a node down (crashed, not restarted yet) at `t`? */
+static bool node_down_at(const struct checker *k, int64_t t)
+{
+    bool down[CHAOS_NODES_MAX] = {false};
+    for (size_t i = 0; i < k->n_faults && k->faults[i].t_ns <= t; i++) {
+        const struct fault_event *e = &k->faults[i];
+        if (e->kind == FAULT_NODE_CRASH || e->kind == FAULT_NODE_RESTART)
+            down[e->target % CHAOS_NODES_MAX] = e->kind == FAULT_NODE_CRASH;
+    }
+    for (int n = 0; n < CHAOS_NODES_MAX; n++)
+        if (down[n])
+            return true;
+    return false;
+}
+
+/* Could the audit know of the overlap of a and b? Only if the entries that
+ * tell it (a's end, b's grant) were written with every node up and no
+ * server lost its data afterwards. */
+static bool audit_can_know(const struct checker *k, const struct grant *a, const struct grant *b,
+                           int64_t lost)
+{
+    return a->end > lost && b->start > lost && !node_down_at(k, a->end);
+}
+
+size_t checker_section_overlaps(const struct checker *k, const struct chaos_overlap **out)
+{
+    *out = k->overlaps;
+    return k->n_overlaps;
+}
+
+long checker_validity_overlaps(const struct checker *k, int name)
+{
+    return k->validity_overlaps_of[name];
 }
 
 void checker_free(struct checker *k)
@@ -479,12 +532,14 @@ static void judge_fair(const struct checker *k, struct verdict *v)
 
 void checker_judge(struct checker *k, struct verdict *v)
 {
+    int64_t lost;
     *v = k->live;
     judge_loss_reports(k, v);
     for (size_t i = 0; i < k->n_faults; i++)
         if (k->faults[i].kind == FAULT_CLOCK_JUMP)
             v->jumps[jump_bucket(k->faults[i].amount)]++;
     v->grants = (long)k->n_grants;
+    lost = last_data_loss(k);
     if (k->cfg->permits > 1)
         judge_holders(k, v);
     qsort(k->grants, k->n_grants, sizeof(*k->grants), by_start);
@@ -520,6 +575,7 @@ void checker_judge(struct checker *k, struct verdict *v)
                 continue; /* shared holders together: what they are for */
             if (b->start < a_end) {
                 v->validity_overlaps++;
+                k->validity_overlaps_of[a->sem_name]++;
                 if (overlap_permitted(k, a, b)) {
                     long long jump = largest_jump(k, a->start, b->start);
                     v->permitted_overlaps++;
@@ -529,8 +585,12 @@ void checker_judge(struct checker *k, struct verdict *v)
                     v->bug_overlaps++;
             }
             if (a->enter && b->enter && b->enter < (a->exit ? a->exit : INT64_MAX) &&
-                a->client != b->client)
+                a->client != b->client) {
                 v->section_overlaps++;
+                if (k->n_overlaps < sizeof(k->overlaps) / sizeof(k->overlaps[0]))
+                    k->overlaps[k->n_overlaps++] = (struct chaos_overlap){
+                        a->sem_name, a->fence, b->fence, audit_can_know(k, a, b, lost)};
+            }
             /* The store took a's write after a newer holder had written. */
             if (a->write_accepted && b->write_accepted && b->write_t < a->write_t &&
                 failover_between(k, a, b))

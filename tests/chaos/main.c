@@ -568,6 +568,8 @@ int main(int argc, char **argv)
     const char *history_path = NULL, *shim = NULL, *problem;
     FILE *history = NULL;
     struct verdict v;
+    struct audit_agreement audit;
+    char node_urls[CHAOS_NODES_MAX][64];
     int opt, seconds = 0, min_grants = 0, stray, bad_exits, client_id = -1, client_fd = -1;
     int64_t end;
 
@@ -643,9 +645,13 @@ int main(int argc, char **argv)
     usleep((useconds_t)(r.cfg.stray_check_ms ? r.cfg.stray_check_ms : 2 * r.cfg.ttl_ms) * 1000);
     stray = nodes_stray_keys(&r.nodes, r.cfg.names);
     checker_judge(r.checker, &v);
+    nodes_urls(&r.nodes, node_urls);
+    audit_agree(&r.cfg, node_urls, r.checker, v.jumps[0] + v.jumps[1] + v.jumps[2] > 0, &audit);
 
     problem = bad_exits ? "a client did not exit cleanly within 2 s of SIGTERM"
               : stray != 0 ? "lock keys were left behind"
+              : audit.unreadable ? "the audit streams could not be read"
+              : audit.missed || audit.extra ? "the audit disagrees with the checker"
                            : r.sc->failed(&v);
     {
         const char *invalid = r.sc->did_not_bite(&v, &r);
@@ -662,7 +668,8 @@ int main(int argc, char **argv)
                "\"overlaps_by_jump_size\":[%ld,%ld,%ld],\"stray_keys\":%d,"
                "\"permits\":%d,\"max_holders\":%ld,\"holders_over_limit\":%ld,"
                "\"fifo_violations\":%ld,\"stalls\":%ld,\"max_stall_ms\":%ld,"
-               "\"shared_fence_splits\":%ld}\n",
+               "\"shared_fence_splits\":%ld,\"audit_findings\":%ld,\"audit_overlaps\":%ld,"
+               "\"audit_checked\":%ld,\"audit_missed\":%ld,\"audit_extra\":%ld}\n",
                r.sc->name, r.cfg.seed, outcome,
                problem ? problem : invalid ? invalid : v.grants < r.cfg.min_grants ? "too few grants" : "",
                r.cfg.nodes, r.cfg.clients, r.cfg.seconds, r.faults, v.grants, v.failed_acquires,
@@ -673,7 +680,8 @@ int main(int argc, char **argv)
                v.max_attempt_ms, v.jumps[0], v.jumps[1], v.jumps[2], v.jump_overlaps[0],
                v.jump_overlaps[1], v.jump_overlaps[2], stray, r.cfg.permits, v.max_holders,
                v.holders_over_limit, v.fifo_violations, v.stalls, v.max_stall_ms,
-               v.shared_fence_splits);
+               v.shared_fence_splits, audit.findings, audit.overlaps, audit.checked,
+               audit.missed, audit.extra);
         checker_free(r.checker);
         nodes_stop(&r.nodes);
         if (history)

@@ -27,6 +27,9 @@ complete_words run --k | grep -x -- --kill-after >/dev/null || fail "run --kill-
 complete_words status --j | grep -x -- --json >/dev/null || fail "status --json (from its usage line)"
 complete_words acquire - | grep -x -- -n >/dev/null || fail "acquire -n"
 [ "$(complete_words guard l)" = load-redis ] || fail "guard's action"
+complete_words --aud | grep -x -- --audit >/dev/null || fail "global --audit"
+complete_words audit --s | grep -x -- --svg >/dev/null || fail "audit --svg"
+complete_words audit --s | grep -x -- --since >/dev/null || fail "audit --since"
 # A name or an option's value is not completed as a subcommand or option.
 [ -z "$(complete_words run -t 5s)" ] || fail "run -t's value"
 [ -z "$(complete_words run myjob "")" ] || fail "after the name"

@@ -1,5 +1,6 @@
 /* Runs promtext.py on a text. See promtext.h. */
 #include "promtext.h"
+#include "python_run.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -8,51 +9,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
-/* Runs promtext.py on the file at `path`; its output in out[0..cap), and
- * its exit status. */
-static int run_parser(const char *path, char **out, size_t *len)
-{
-    size_t cap = 65536;
-    int pipefd[2], status = -1;
-    pid_t pid;
-    ssize_t n;
-    *out = malloc(cap);
-    *len = 0;
-    assert_non_null(*out);
-    assert_int_equal(pipe(pipefd), 0);
-    pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        dup2(pipefd[1], STDOUT_FILENO);
-        close(pipefd[0]);
-        close(pipefd[1]);
-        execl("/usr/bin/python3", "python3", PROMTEXT_SCRIPT, path, (char *)NULL);
-        _exit(127);
-    }
-    close(pipefd[1]);
-    while ((n = read(pipefd[0], *out + *len, cap - *len - 1)) > 0) {
-        *len += (size_t)n;
-        if (cap - *len < 4096) {
-            *out = realloc(*out, cap *= 2);
-            assert_non_null(*out);
-        }
-    }
-    close(pipefd[0]);
-    (*out)[*len] = '\0';
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    return status;
-}
-
 char *promtext_parse_file(const char *path)
 {
     char *out;
-    size_t len;
-    if (run_parser(path, &out, &len) != 0)
+    if (python_run(PROMTEXT_SCRIPT, (const char *const[]){path, NULL}, &out) != 0)
         fail_msg("the Prometheus parser refused the text in %s", path);
     return out;
 }

@@ -104,7 +104,7 @@ static int urls_from_environment(struct cli *cli)
 }
 
 enum { OPT_USER = 256, OPT_VERSION, OPT_TLS, OPT_CACERT, OPT_CACERTDIR, OPT_CERT, OPT_KEY,
-       OPT_SNI, OPT_INSECURE };
+       OPT_SNI, OPT_INSECURE, OPT_AUDIT };
 
 static const struct option options[] = {
     {"redis", required_argument, NULL, 'r'},
@@ -120,6 +120,7 @@ static const struct option options[] = {
     {"key", required_argument, NULL, OPT_KEY},
     {"sni", required_argument, NULL, OPT_SNI},
     {"insecure", no_argument, NULL, OPT_INSECURE},
+    {"audit", no_argument, NULL, OPT_AUDIT},
     {NULL, 0, NULL, 0},
 };
 
@@ -210,6 +211,9 @@ int cli_parse_global(struct cli *cli, int argc, char **argv)
         case OPT_INSECURE:
             cli->insecure = true;
             break;
+        case OPT_AUDIT:
+            cli->audit = true;
+            break;
         case ':':
             cli_offending_option(argv, options, option, sizeof(option));
             return cli_usage_error(NULL, "option '%s' needs a value", option);
@@ -218,6 +222,9 @@ int cli_parse_global(struct cli *cli, int argc, char **argv)
             return cli_usage_error(NULL, "unknown option '%s'", option);
         }
     }
+    /* DLOCK_AUDIT=1: the acquire and the release of a script's steps
+     * (dlock acquire, then dlock release) both audited. */
+    cli->audit |= getenv("DLOCK_AUDIT") && strcmp(getenv("DLOCK_AUDIT"), "1") == 0;
     return cli->n_urls ? 0 : urls_from_environment(cli);
 }
 

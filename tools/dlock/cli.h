@@ -20,6 +20,7 @@ struct cli {
     bool verbose, quiet;
     /* TLS, named as in redis-cli */
     bool tls, insecure;
+    bool audit; /* --audit or DLOCK_AUDIT=1: the client option `audit` */
     const char *cacert, *cacertdir, *cert, *key, *sni;
 };
 
@@ -186,6 +187,13 @@ void cli_print_json_string(const char *s);
 /* The same, to `f`. */
 void cli_write_json_string(FILE *f, const char *s);
 
+/* The length of the valid UTF-8 sequence at s (1 to 4), or 0. */
+size_t cli_utf8_length(const unsigned char *s);
+
+/* Writes the holds of `audit` as an SVG timeline to `path` (audit_svg.c).
+ * Returns 0, or -1 after saying why. */
+int cli_write_audit_svg(const dlock_audit *audit, const char *name, const char *path);
+
 int cmd_run(struct cli *cli, int argc, char **argv);
 int cmd_acquire(struct cli *cli, int argc, char **argv);
 int cmd_release(struct cli *cli, int argc, char **argv);
@@ -195,6 +203,7 @@ int cmd_list(struct cli *cli, int argc, char **argv);
 int cmd_doctor(struct cli *cli, int argc, char **argv);
 int cmd_check(struct cli *cli, int argc, char **argv);
 int cmd_guard(struct cli *cli, int argc, char **argv);
+int cmd_audit(struct cli *cli, int argc, char **argv);
 
 /* A status as status prints it: "NAME: held by ..., fence N" on a line, or
  * with json the fields of its JSON object ("name", "held", "ttl_ms",

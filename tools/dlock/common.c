@@ -190,6 +190,7 @@ static void client_options(const struct cli *cli, int inspect, const struct cli_
     opts->tls_key_file = cli->key;
     opts->tls_sni = cli->sni;
     opts->tls_insecure = cli->insecure;
+    opts->audit = cli->audit;
 }
 
 static int open_client(const struct cli *cli, int inspect, const struct cli_command_opts *o,
@@ -452,7 +453,7 @@ int cli_acquire(const struct cli *cli, dlock_client *client, const char *name,
 
 /* The length of the valid UTF-8 sequence at s (1 to 4), or 0: no overlong
  * forms, no surrogates, nothing above U+10FFFF (RFC 3629). */
-static size_t utf8_length(const unsigned char *s)
+size_t cli_utf8_length(const unsigned char *s)
 {
     /* the second byte's range, narrower after E0, ED, F0 and F4 */
     unsigned char lo = s[0] == 0xe0 ? 0xa0 : s[0] == 0xf0 ? 0x90 : 0x80;
@@ -481,7 +482,7 @@ void cli_write_json_string(FILE *f, const char *s)
     const unsigned char *p = (const unsigned char *)s;
     putc('"', f);
     while (*p) {
-        size_t len = utf8_length(p);
+        size_t len = cli_utf8_length(p);
         if (*p == '"' || *p == '\\')
             fprintf(f, "\\%c", *p);
         else if (*p < 0x20 || *p == 0x7f)

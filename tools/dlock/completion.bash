@@ -84,7 +84,7 @@ _dlock()
 
     if [[ $prev == -* ]] && _dlock_takes_value "$prev" "$options"; then
         case $prev in
-            --cacert | --cert | --key | --stats-json | --metrics-file)
+            --cacert | --cert | --key | --stats-json | --metrics-file | --svg)
                 mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
             --cacertdir) mapfile -t COMPREPLY < <(compgen -d -- "$cur") ;;
         esac

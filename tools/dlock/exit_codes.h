@@ -8,7 +8,8 @@
 /* X(code, name, text): the text fits one line of --help. */
 #define CLI_EXIT_CODES(X)                                                                          \
     X(0, DONE, "done; status: held")                                                               \
-    X(1, REFUSED, "release/extend refused: not the owner, or the lock is gone; status: free")      \
+    X(1, REFUSED, "release/extend refused: not the owner, or the lock is gone; status: free; "    \
+                  "audit: findings")                                                           \
     X(64, USAGE, "usage error")                                                                    \
     X(69, UNAVAILABLE, "Redis unreachable or timed out, no quorum, or it refused the command")     \
     X(70, LOST, "run: the lock was lost while the command ran; the command was stopped")           \

@@ -24,6 +24,7 @@ static const struct command commands[] = {
     {"doctor", cmd_doctor, "check whether the servers can keep a lock"},
     {"check", cmd_check, "say whether a fencing token is still the newest, and held"},
     {"guard", cmd_guard, "load the Redis guard that refuses an older fencing token"},
+    {"audit", cmd_audit, "find double holders and late releases in the audit stream"},
 };
 
 static const char usage[] =
@@ -50,6 +51,8 @@ static const char usage[] =
     "      --key FILE     its private key\n"
     "      --sni NAME     server name to send and verify (default: the URL's host)\n"
     "      --insecure     do not verify certificates or names (testing only)\n"
+    "      --audit        record every grant, extend, release and loss in the name's\n"
+    "                     audit stream (also $DLOCK_AUDIT=1); read it with 'dlock audit'\n"
     "  -v, --verbose      say what happens, waits too (for whom, how long)\n"
     "  -q, --quiet        no messages but errors\n"
     "  -h, --help         this help; 'dlock COMMAND --help' for a command's\n"
@@ -94,7 +97,8 @@ int main(int argc, char **argv)
         rc = EXIT_DONE;
     }
     else if (rc == 0 && optind >= argc)
-        rc = cli_usage_error(NULL, "missing COMMAND (run, acquire, release, extend, status, list, doctor, check, guard)");
+        rc = cli_usage_error(NULL, "missing COMMAND (run, acquire, release, extend, status, list, doctor, "
+                                        "check, guard, audit)");
     else if (rc == 0) {
         name = argv[optind];
         rc = -1;
