@@ -29,6 +29,7 @@ PERMITS_MAX = 1024
 LEASE_MIN_MS = 30
 LEASE_MAX_MS = 3600000
 REPLICAS_MAX = 1000
+AUDIT_MAXLEN_MAX = 10000000
 WAIT_FOREVER = -1
 
 c_char_p = ctypes.c_char_p
@@ -63,6 +64,8 @@ class ClientOptions(ctypes.Structure):
         ("replicas", c_int),
         ("restart_delay_ms", c_int64),
         ("metrics_names_max", c_unsigned),
+        ("audit", c_int),
+        ("audit_maxlen", c_unsigned),
     ]
 
 

@@ -49,7 +49,7 @@ class Client:
                  fence_ttl=None, drift_factor=None, tls=False, tls_ca_file=None,
                  tls_ca_dir=None, tls_cert_file=None, tls_key_file=None, tls_sni=None,
                  tls_insecure=False, replicas=0, restart_delay=None, inspect=False,
-                 pool_size=DEFAULT_POOL_SIZE):
+                 audit=False, audit_maxlen=None, pool_size=DEFAULT_POOL_SIZE):
         self._lib = _lib.get()
         self._guard = threading.Lock()
         self._idle = []
@@ -62,7 +62,7 @@ class Client:
             _args.urls(urls), user, password, connect_timeout, command_timeout,
             node_timeout, fence_ttl, drift_factor, tls, tls_ca_file, tls_ca_dir,
             tls_cert_file, tls_key_file, tls_sni, tls_insecure, replicas, restart_delay,
-            inspect)
+            inspect, audit, audit_maxlen)
         self._idle.append(self._open_conn())
         self.nodes = [self._lib.dlock_client_node_label(self._idle[0].handle, i).decode()
                       for i in range(self._lib.dlock_client_nodes(self._idle[0].handle))]
@@ -70,7 +70,7 @@ class Client:
     def _make_options(self, urls, user, password, connect_timeout, command_timeout,
                       node_timeout, fence_ttl, drift_factor, tls, tls_ca_file, tls_ca_dir,
                       tls_cert_file, tls_key_file, tls_sni, tls_insecure, replicas,
-                      restart_delay, inspect):
+                      restart_delay, inspect, audit, audit_maxlen):
         o = _lib.ClientOptions()
         self._lib.dlock_client_options_init(ctypes.byref(o), _lib.CLIENT_OPTIONS_VERSION)
         # The byte strings must outlive every open: keep them with the struct.
@@ -99,6 +99,11 @@ class Client:
         o.replicas = _args.integer(replicas, "replicas", 0, _lib.REPLICAS_MAX)
         o.restart_delay_ms = _args.optional_ms(restart_delay, "restart_delay")
         o.inspect = _args.flag(inspect, "inspect")
+        # The audit (the project's docs/operations.md): every grant and end
+        # of this client's locks in the name's stream, read by `dlock audit`.
+        o.audit = _args.flag(audit, "audit")
+        if audit_maxlen is not None:
+            o.audit_maxlen = _args.integer(audit_maxlen, "audit_maxlen", 1, _lib.AUDIT_MAXLEN_MAX)
         # ctypes keeps the bytes objects assigned to c_char_p fields alive
         # with the structure.
         return o

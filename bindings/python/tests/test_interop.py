@@ -47,3 +47,22 @@ def test_redis_py_lock_and_dlock_exclude_each_other(client, server, name):
     with client.lock(name, ttl=5):
         assert not r.lock(name, timeout=5).acquire(blocking=False)
     assert r.lock(name, timeout=5).acquire(blocking=False)
+
+
+def test_an_audited_client_is_read_by_dlock_audit(server, name):
+    with dlock.Client(server.url, audit=True, audit_maxlen=100) as audited:
+        for _ in range(3):
+            with audited.lock(name, ttl=5, renew=False):
+                pass
+    events = [e[1][b"event"] for e in redis.Redis(port=server.port).xrange(
+        "{%s}:dlock:audit:%s" % (name, name))]
+    assert events == [b"grant", b"release"] * 3
+    verdict = cli(server, "audit", "--json", name)
+    assert verdict.returncode == 0, verdict.stdout + verdict.stderr
+
+
+def test_audit_options_are_checked_before_any_network_call():
+    with pytest.raises(TypeError):
+        dlock.Client("redis://127.0.0.1:1", audit="yes")
+    with pytest.raises(ValueError):
+        dlock.Client("redis://127.0.0.1:1", audit=True, audit_maxlen=0)

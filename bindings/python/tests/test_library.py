@@ -41,6 +41,7 @@ def test_structures_match_the_header(tmp_path):
         "DLOCK_TOKEN_LEN": _lib.TOKEN_LEN, "DLOCK_NODES_MAX": _lib.NODES_MAX,
         "DLOCK_PERMITS_MAX": _lib.PERMITS_MAX, "DLOCK_LEASE_MIN_MS": _lib.LEASE_MIN_MS,
         "DLOCK_LEASE_MAX_MS": _lib.LEASE_MAX_MS, "DLOCK_REPLICAS_MAX": _lib.REPLICAS_MAX,
+        "DLOCK_AUDIT_MAXLEN_MAX": _lib.AUDIT_MAXLEN_MAX,
         "DLOCK_WAIT_FOREVER": _lib.WAIT_FOREVER,
     }
     for macro, value in constants.items():
