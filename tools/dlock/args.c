@@ -224,7 +224,8 @@ int cli_parse_global(struct cli *cli, int argc, char **argv)
     }
     /* DLOCK_AUDIT=1: the acquire and the release of a script's steps
      * (dlock acquire, then dlock release) both audited. */
-    cli->audit |= getenv("DLOCK_AUDIT") && strcmp(getenv("DLOCK_AUDIT"), "1") == 0;
+    const char *audit = getenv("DLOCK_AUDIT");
+    cli->audit |= audit && strcmp(audit, "1") == 0;
     return cli->n_urls ? 0 : urls_from_environment(cli);
 }
 
