@@ -162,10 +162,21 @@ static int64_t kth_largest(const int64_t *v, size_t k)
     return sorted[k - 1];
 }
 
+/* A hold and whether its start is known. With several servers, a hold
+ * whose grant fewer than a majority kept (the others lost their data)
+ * began when its client says (an end's held time); without that word its
+ * earliest grant seen is only a lower bound, which no overlap is judged by:
+ * such a hold is a no-majority finding instead. */
+struct judged {
+    dlock_audit_hold h;
+    bool start_known;
+};
+
 /* The hold from its tally: how it ended, when its validity did (on a
  * majority's clocks, else by its client's word), when it began. */
-static void settle(dlock_audit_hold *h, const struct tally *t, size_t servers)
+static void settle(struct judged *j, const struct tally *t, size_t servers)
 {
+    dlock_audit_hold *h = &j->h;
     size_t quorum = servers / 2 + 1;
     for (size_t s = 0; s < SERVERS_MAX; s++) {
         h->servers += t->granted[s] != 0;
@@ -184,7 +195,8 @@ static void settle(dlock_audit_hold *h, const struct tally *t, size_t servers)
     h->valid_us = h->servers >= quorum ? kth_largest(t->key_end, quorum) : t->left_end;
     if (h->end != DLOCK_AUDIT_LOST && (t->released || t->expired))
         h->end = t->released >= quorum || !t->expired ? DLOCK_AUDIT_RELEASED : DLOCK_AUDIT_EXPIRED;
-    if (h->servers < quorum && t->held_start && (!h->start_us || t->held_start < h->start_us))
+    j->start_known = servers == 1 || h->servers >= quorum || t->held_start;
+    if (h->servers < quorum && t->held_start)
         h->start_us = t->held_start;
     if (!h->start_us)
         h->start_us = h->end_us;
@@ -216,7 +228,8 @@ static int cmp_token(const void *a, const void *b)
 
 static int cmp_start(const void *a, const void *b)
 {
-    const dlock_audit_hold *x = a, *y = b;
+    const dlock_audit_hold *x = &((const struct judged *)a)->h;
+    const dlock_audit_hold *y = &((const struct judged *)b)->h;
     return (x->start_us > y->start_us) - (x->start_us < y->start_us);
 }
 
@@ -256,7 +269,7 @@ static void keep_latest(const dlock__audit_verdict *v, size_t *latest, size_t j)
 /* The holds in order of their start, each against the earlier ones: an
  * exclusive hold against every earlier hold, a shared one (or a permit)
  * against the exclusive ones only; its fence against the largest before. */
-static void find(dlock__audit_verdict *v, size_t servers)
+static void find(dlock__audit_verdict *v, const struct judged *js, size_t servers)
 {
     size_t any = SIZE_MAX, exclusive = SIZE_MAX, top = SIZE_MAX;
     for (size_t j = 0; j < v->n_holds; j++) {
@@ -269,7 +282,7 @@ static void find(dlock__audit_verdict *v, size_t servers)
              h->end_us > h->valid_us + dlock__audit_allowance_us(h->ttl_ms)))
             add(v, DLOCK_AUDIT_PAST_VALIDITY, j, j, h->end_us,
                 h->end_us > h->valid_us ? h->end_us - h->valid_us : 0);
-        if (against != SIZE_MAX)
+        if (against != SIZE_MAX && js[j].start_known)
             check_overlap(v, against, j);
         if (h->exclusive && h->fence && top != SIZE_MAX && h->fence < v->holds[top].fence)
             add(v, DLOCK_AUDIT_FENCE_BACK, top, j, h->start_us,
@@ -283,63 +296,71 @@ static void find(dlock__audit_verdict *v, size_t servers)
     qsort(v->findings, v->n_findings, sizeof(*v->findings), cmp_finding);
 }
 
-/* Groups the entries by token into holds (and their tallies). */
-static int group(dlock__audit_verdict *v, struct tally **tallies, const dlock__audit_entry *entries,
-                 size_t n, size_t servers)
+/* Groups the entries by token into holds (and their tallies); returns how
+ * many, or DLOCK_ENOMEM. */
+static long group(struct judged **out, struct tally **tallies, const dlock__audit_entry *entries,
+                  size_t n, size_t servers)
 {
     const dlock__audit_entry **order = malloc((n ? n : 1) * sizeof(const dlock__audit_entry *));
     struct tally *t = calloc(n ? n : 1, sizeof(*t));
-    v->holds = calloc(n ? n : 1, sizeof(*v->holds));
-    if (!order || !t || !v->holds) {
+    struct judged *js = calloc(n ? n : 1, sizeof(*js));
+    size_t holds = 0;
+    if (!order || !t || !js) {
         free(order);
         free(t);
+        free(js);
         return DLOCK_ENOMEM;
     }
     for (size_t i = 0; i < n; i++)
         order[i] = &entries[i];
     qsort(order, n, sizeof(const dlock__audit_entry *), cmp_token);
     for (size_t i = 0; i < n; i++) {
-        dlock_audit_hold *h = &v->holds[v->n_holds];
+        dlock_audit_hold *h = &js[holds].h;
         if (i == 0 || strcmp(order[i]->token, order[i - 1]->token) != 0) {
             copy(h->token, sizeof(h->token), order[i]->token);
             h->exclusive = 1;
-            v->n_holds++;
+            holds++;
         }
-        take_entry(&v->holds[v->n_holds - 1], &t[v->n_holds - 1], order[i]);
+        take_entry(&js[holds - 1].h, &t[holds - 1], order[i]);
     }
-    for (size_t i = 0; i < v->n_holds; i++)
-        settle(&v->holds[i], &t[i], servers);
+    for (size_t i = 0; i < holds; i++)
+        settle(&js[i], &t[i], servers);
     free(order);
+    *out = js;
     *tallies = t;
-    return 0;
+    return (long)holds;
 }
 
 int dlock__audit_judge(dlock__audit_verdict *v, const dlock__audit_entry *entries, size_t n,
                        size_t servers)
 {
     struct tally *t = NULL;
+    struct judged *js = NULL;
     size_t kept = 0;
-    int rc;
+    long holds;
     memset(v, 0, sizeof(*v));
     servers = servers < 1 ? 1 : servers > SERVERS_MAX ? SERVERS_MAX : servers;
-    rc = group(v, &t, entries, n, servers);
-    if (rc < 0) {
-        dlock__audit_verdict_clear(v);
-        return rc;
-    }
+    holds = group(&js, &t, entries, n, servers);
+    if (holds < 0)
+        return (int)holds;
     /* Failed attempts are no holds: they go. */
-    for (size_t i = 0; i < v->n_holds; i++)
-        if (!attempt_only(&v->holds[i], &t[i], servers))
-            v->holds[kept++] = v->holds[i];
-    v->n_holds = kept;
+    for (size_t i = 0; i < (size_t)holds; i++)
+        if (!attempt_only(&js[i].h, &t[i], servers))
+            js[kept++] = js[i];
     free(t);
+    qsort(js, kept, sizeof(*js), cmp_start);
+    v->holds = calloc(kept ? kept : 1, sizeof(*v->holds));
     v->findings = calloc(kept ? 4 * kept : 1, sizeof(*v->findings));
-    if (!v->findings) {
+    if (!v->holds || !v->findings) {
+        free(js);
         dlock__audit_verdict_clear(v);
         return DLOCK_ENOMEM;
     }
-    qsort(v->holds, kept, sizeof(*v->holds), cmp_start);
-    find(v, servers);
+    for (size_t i = 0; i < kept; i++)
+        v->holds[i] = js[i].h;
+    v->n_holds = kept;
+    find(v, js, servers);
+    free(js);
     return 0;
 }
 

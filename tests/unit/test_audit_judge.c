@@ -1,0 +1,147 @@
+/* The audit's judge on several servers when some lost their streams (a
+ * restart without persistence): a hold whose grant fewer than a majority
+ * kept begins when its client says, and without that word no overlap is
+ * judged by its earliest grant seen; a real second holder is still found. */
+#include "audit_judge.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#define T0 1700000000000000LL
+#define MS 1000LL
+#define TOKEN_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define TOKEN_B "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+
+struct stream {
+    dlock__audit_entry e[16];
+    size_t n;
+};
+
+/* An entry of `server`'s stream at T0 + at_ms. held_ms, ttl_ms: -1 when
+ * the entry has none. */
+static void entry(struct stream *s, size_t server, const char *event, const char *token,
+                  int64_t at_ms, int64_t ttl_ms, const char *reason, int64_t held_ms)
+{
+    dlock__audit_entry *e = &s->e[s->n++];
+    memset(e, 0, sizeof(*e));
+    e->server = server;
+    snprintf(e->event, sizeof(e->event), "%s", event);
+    snprintf(e->token, sizeof(e->token), "%s", token);
+    snprintf(e->reason, sizeof(e->reason), "%s", reason);
+    e->fence = strcmp(token, TOKEN_A) == 0 ? 100 : 200;
+    e->time_us = T0 + at_ms * MS;
+    e->ttl_ms = ttl_ms;
+    e->held_ms = held_ms;
+    e->left_ms = -1;
+}
+
+static size_t count(const dlock__audit_verdict *v, dlock_audit_kind kind)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < v->n_findings; i++)
+        n += v->findings[i].kind == kind;
+    return n;
+}
+
+/* The amount of the one overlap found. */
+static int64_t overlap_amount(const dlock__audit_verdict *v)
+{
+    for (size_t i = 0; i < v->n_findings; i++)
+        if (v->findings[i].kind == DLOCK_AUDIT_OVERLAP)
+            return v->findings[i].amount_us;
+    fail_msg("no overlap found");
+    return 0;
+}
+
+static void judge(dlock__audit_verdict *v, const struct stream *s)
+{
+    assert_int_equal(dlock__audit_judge(v, s->e, s->n, 3), 0);
+    assert_int_equal(v->n_holds, 2);
+}
+
+/* A's grant survived nowhere, its end on server 0 says it held 32 ms. B
+ * was granted on server 0 (where A's key was not) 5 ms before A's end
+ * there, and on the others, whose streams were lost, after A had let go:
+ * B's release says so. No overlap; B had no majority on record. */
+static void test_a_minority_hold_begins_when_its_client_says(void **state)
+{
+    struct stream s = {0};
+    dlock__audit_verdict v;
+    (void)state;
+    entry(&s, 0, "release", TOKEN_A, 32, -1, "expired", 32);
+    entry(&s, 0, "grant", TOKEN_B, 27, 2000, "", -1);
+    entry(&s, 0, "release", TOKEN_B, 46, -1, "release", 13);
+    judge(&v, &s);
+    assert_int_equal(count(&v, DLOCK_AUDIT_OVERLAP), 0);
+    assert_int_equal(count(&v, DLOCK_AUDIT_NO_MAJORITY), 2);
+    assert_int_equal(v.holds[1].start_us, T0 + 33 * MS);
+    dlock__audit_verdict_clear(&v);
+}
+
+/* The same without B's end (still held, renewed on server 0 only): its
+ * start is unknown, so no overlap is claimed; it is no-majority. */
+static void test_a_minority_hold_without_its_clients_word_is_not_judged(void **state)
+{
+    struct stream s = {0};
+    dlock__audit_verdict v;
+    (void)state;
+    entry(&s, 0, "release", TOKEN_A, 32, -1, "expired", 32);
+    entry(&s, 0, "grant", TOKEN_B, 27, 2000, "", -1);
+    entry(&s, 0, "extend", TOKEN_B, 700, 2000, "", -1);
+    judge(&v, &s);
+    assert_int_equal(count(&v, DLOCK_AUDIT_OVERLAP), 0);
+    assert_int_equal(count(&v, DLOCK_AUDIT_NO_MAJORITY), 2);
+    dlock__audit_verdict_clear(&v);
+}
+
+/* A real second holder: server 1 restarted empty under A (A's grant there
+ * lost) and granted B with server 2 while A held on. B's majority record
+ * says it began 400 ms before A's release. */
+static void test_a_second_holder_on_a_majority_is_found(void **state)
+{
+    struct stream s = {0};
+    dlock__audit_verdict v;
+    (void)state;
+    entry(&s, 0, "grant", TOKEN_A, 0, 2000, "", -1);
+    entry(&s, 1, "grant", TOKEN_B, 100, 2000, "", -1);
+    entry(&s, 2, "grant", TOKEN_B, 100, 2000, "", -1);
+    entry(&s, 0, "release", TOKEN_A, 500, -1, "release", 500);
+    judge(&v, &s);
+    assert_int_equal(count(&v, DLOCK_AUDIT_OVERLAP), 1);
+    assert_int_equal(overlap_amount(&v), 400 * MS);
+    dlock__audit_verdict_clear(&v);
+}
+
+/* A minority hold whose client says it began while the other held is an
+ * overlap too: the client's word is what the lost streams leave. */
+static void test_a_minority_hold_that_began_too_early_is_found(void **state)
+{
+    struct stream s = {0};
+    dlock__audit_verdict v;
+    (void)state;
+    entry(&s, 0, "grant", TOKEN_A, 0, 2000, "", -1);
+    entry(&s, 1, "grant", TOKEN_A, 0, 2000, "", -1);
+    entry(&s, 0, "release", TOKEN_A, 500, -1, "release", 500);
+    entry(&s, 2, "grant", TOKEN_B, 100, 2000, "", -1);
+    entry(&s, 2, "release", TOKEN_B, 900, -1, "release", 800);
+    judge(&v, &s);
+    assert_int_equal(count(&v, DLOCK_AUDIT_OVERLAP), 1);
+    assert_int_equal(overlap_amount(&v), 400 * MS);
+    dlock__audit_verdict_clear(&v);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_a_minority_hold_begins_when_its_client_says),
+        cmocka_unit_test(test_a_minority_hold_without_its_clients_word_is_not_judged),
+        cmocka_unit_test(test_a_second_holder_on_a_majority_is_found),
+        cmocka_unit_test(test_a_minority_hold_that_began_too_early_is_found),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
