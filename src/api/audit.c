@@ -79,7 +79,7 @@ static int take_page(dlock_client *c, const dlock__reply *r, size_t server, stru
 static int read_server(dlock_client *c, size_t server, const char *key, int64_t since_ms,
                        struct entries *list)
 {
-    char start[48], why[256];
+    char start[64], why[256]; /* "(" and an entry ID (last) */
     size_t read = 0;
     snprintf(start, sizeof(start), "%" PRId64, since_ms);
     while (read < DLOCK_AUDIT_READ_MAX) {

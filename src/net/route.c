@@ -487,7 +487,7 @@ static int ask_sentinels(dlock__conn *conn, struct dlock__router *r, int64_t dea
         if (named)
             return 0;
     }
-    snprintf(conn->err, sizeof(conn->err), "%s: no sentinel named the primary (last: %s)",
+    snprintf(conn->err, sizeof(conn->err), "%s: no sentinel named the primary (last: %.160s)",
              r->seed->label, last);
     return DLOCK_ECONN;
 }
