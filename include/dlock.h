@@ -824,8 +824,9 @@ typedef struct dlock_audit_hold {
     long pid;             /* of the holder; 0 if no entry named it */
     int exclusive;        /* 0: a semaphore's permit or a shared holder */
     int64_t start_us;     /* the grant; with no grant left on a majority, what its release
-                           * or loss says (its client's held time), else its earliest
-                           * grant left (then no overlap is judged by it) */
+                           * or loss says (its client's held time, from its attempt),
+                           * else its earliest grant left: a guess no overlap is
+                           * judged by */
     int64_t valid_us;     /* the end of its validity: the last grant or extend + TTL on
                            * a majority (or what a release said was left); 0: unknown */
     int64_t end_us;       /* the release or loss; 0 for an open hold */

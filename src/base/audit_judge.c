@@ -162,11 +162,12 @@ static int64_t kth_largest(const int64_t *v, size_t k)
     return sorted[k - 1];
 }
 
-/* A hold and whether its start is known. With several servers, a hold
- * whose grant fewer than a majority kept (the others lost their data)
- * began when its client says (an end's held time); without that word its
- * earliest grant seen is only a lower bound, which no overlap is judged by:
- * such a hold is a no-majority finding instead. */
+/* A hold and whether its start is known. With several servers, the start
+ * of a hold whose grant fewer than a majority kept (the others lost their
+ * data) is not: its end's held time counts from its client's attempt,
+ * before the servers granted, and the grant seen on one server may have
+ * come before the others let the last holder go. No overlap is judged by
+ * such a start; the hold is a no-majority finding instead. */
 struct judged {
     dlock_audit_hold h;
     bool start_known;
@@ -195,7 +196,7 @@ static void settle(struct judged *j, const struct tally *t, size_t servers)
     h->valid_us = h->servers >= quorum ? kth_largest(t->key_end, quorum) : t->left_end;
     if (h->end != DLOCK_AUDIT_LOST && (t->released || t->expired))
         h->end = t->released >= quorum || !t->expired ? DLOCK_AUDIT_RELEASED : DLOCK_AUDIT_EXPIRED;
-    j->start_known = servers == 1 || h->servers >= quorum || t->held_start;
+    j->start_known = servers == 1 || h->servers >= quorum;
     if (h->servers < quorum && t->held_start)
         h->start_us = t->held_start;
     if (!h->start_us)
