@@ -1,8 +1,7 @@
 /* The client API: options, endpoints, opening and closing. */
-#include "client.h"
-
 #include "book.h"
 #include "clock.h"
+#include "lane.h"
 #include "renew.h"
 #include "route.h"
 #include "tls.h"

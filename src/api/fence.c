@@ -1,8 +1,8 @@
 /* The fence at the resource: dlock_fence_check, from the status a query
  * reads, and the loader of the Redis guard (contrib/redis/dlock_fence.lua,
  * embedded at build time). */
-#include "client.h"
 #include "guard_redis_lua.h"
+#include "lane.h"
 #include "probe.h"
 #include "route.h"
 

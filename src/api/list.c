@@ -1,6 +1,6 @@
 /* dlock_list_names: the names that have an owner record, found with SCAN
  * (never KEYS, which blocks a server for as long as it walks every key). */
-#include "client.h"
+#include "lane.h"
 #include "probe.h"
 #include "route.h"
 

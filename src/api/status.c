@@ -1,8 +1,8 @@
 /* dlock_status_query: a read-only look at a lock name, decided as soon as
  * the answers that came in tell the majority's view. */
 #include "attempt.h"
-#include "client.h"
 #include "clock.h"
+#include "lane.h"
 #include "names.h"
 #include "owner.h"
 #include "scripts.h"

@@ -8,7 +8,7 @@
 #ifndef DLOCK_ATTEMPT_H
 #define DLOCK_ATTEMPT_H
 
-#include "client.h"
+#include "lane.h"
 #include "names.h"
 #include "scripts.h"
 

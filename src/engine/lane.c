@@ -1,6 +1,6 @@
 /* What the engine's layers share about a client: its lanes of connections,
- * the majority, node deadlines, the last error and jitter. See client.h. */
-#include "client.h"
+ * the majority, node deadlines, the last error and jitter. See lane.h. */
+#include "lane.h"
 
 #include "book.h"
 #include "clock.h"
