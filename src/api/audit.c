@@ -1,8 +1,8 @@
 /* dlock_audit_read: every server's audit stream of a name, read in pages
  * with XRANGE, judged by base/audit_judge.c. */
 #include "audit_judge.h"
-#include "client.h"
 #include "clock.h"
+#include "lane.h"
 #include "names.h"
 #include "probe.h"
 #include "slot.h"

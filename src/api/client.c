@@ -1,8 +1,8 @@
-/* The client API: options, endpoints, opening and closing. */
-#include "client.h"
-
+/* The client API: options, endpoints, opening and closing, cancelling a
+ * wait. */
 #include "book.h"
 #include "clock.h"
+#include "lane.h"
 #include "renew.h"
 #include "route.h"
 #include "tls.h"
@@ -281,6 +281,18 @@ void dlock_client_close(dlock_client *c)
     free(c->kept_channel);
     dlock__metrics_destroy(&c->metrics);
     free(c);
+}
+
+/* An atomic store and a write(2) only: safe in a signal handler. A wait
+ * (wait.c) checks the flag before each try and polls the descriptor while
+ * it sleeps. */
+void dlock_client_cancel(dlock_client *c)
+{
+    uint64_t one = 1;
+    if (!c)
+        return;
+    atomic_store(&c->cancel_requested, true);
+    (void)!write(c->cancel_fd, &one, sizeof(one));
 }
 
 const char *dlock_client_errmsg(const dlock_client *c)

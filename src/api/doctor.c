@@ -3,8 +3,8 @@
  * needs is tried on a scratch lock, whose keys are removed afterwards.
  * Nothing else is written. */
 #include "attempt.h"
-#include "client.h"
 #include "clock.h"
+#include "lane.h"
 #include "names.h"
 #include "probe.h"
 #include "route.h"

@@ -1,9 +1,10 @@
 /* The fence at the resource: dlock_fence_check, from the status a query
  * reads, and the loader of the Redis guard (contrib/redis/dlock_fence.lua,
  * embedded at build time). */
-#include "client.h"
 #include "guard_redis_lua.h"
+#include "lane.h"
 #include "probe.h"
+#include "read.h"
 #include "route.h"
 
 #include <stdbool.h>
@@ -26,16 +27,17 @@ static bool permit_with(const dlock_status *st, uint64_t fence)
  * majority. One server: its last token is `fence`. */
 static bool newest_on_a_majority(const dlock_status *st, size_t servers, uint64_t fence)
 {
-    size_t at_or_below = 0;
+    dlock__read_tally t;
     bool issued = false;
+    dlock__read_tally_init(&t, servers);
     for (size_t i = 0; i < servers; i++) {
         const dlock_node_status *ns = dlock_status_node(st, i);
         if (!ns || ns->code != 0)
             continue; /* not waited for, or failed: no evidence */
-        at_or_below += ns->fence <= fence;
+        dlock__read_tally_add(&t, ns->fence <= fence ? DLOCK__READ_YES : DLOCK__READ_NO);
         issued = issued || ns->fence == fence;
     }
-    return issued && at_or_below >= servers / 2 + 1;
+    return issued && dlock__read_agreed(&t);
 }
 
 int dlock_fence_check(dlock_client *c, const char *name, uint64_t fence)

@@ -1,7 +1,8 @@
 /* dlock_list_names: the names that have an owner record, found with SCAN
  * (never KEYS, which blocks a server for as long as it walks every key). */
-#include "client.h"
+#include "lane.h"
 #include "probe.h"
+#include "read.h"
 #include "route.h"
 
 #include <fnmatch.h>
@@ -158,22 +159,24 @@ static void sort_unique(dlock_names *l)
 int dlock_list_names(dlock_names **out, dlock_client *c, const char *pattern)
 {
     dlock_names *l;
-    size_t answered = 0;
-    int rc = dlock__call_start(c, out), last = 0;
+    dlock__read_tally t;
+    int rc = dlock__call_start(c, out);
     if (rc < 0)
         return rc;
     if (!(l = calloc(1, sizeof(*l)))) {
         dlock__set_error(&c->main, "out of memory");
         return DLOCK_ENOMEM;
     }
-    for (size_t i = 0; i < c->n && last != DLOCK_ENOMEM; i++) {
+    dlock__read_tally_init(&t, c->n);
+    for (size_t i = 0; i < c->n && rc != DLOCK_ENOMEM; i++) {
         rc = scan_node(c, l, i, pattern);
-        answered += rc == 0;
-        last = rc < 0 ? rc : last;
+        dlock__read_tally_add(&t, rc == 0 ? DLOCK__READ_YES : rc);
     }
-    if (answered < dlock__quorum(c) || last == DLOCK_ENOMEM) {
+    /* Out of memory, the names are not all there, however many answered. */
+    rc = rc == DLOCK_ENOMEM ? rc : dlock__read_verdict(&t);
+    if (rc < 0) {
         dlock_names_free(l);
-        return c->n > 1 && last != DLOCK_ENOMEM ? DLOCK_ENOQUORUM : last;
+        return rc;
     }
     c->main.errmsg[0] = '\0';
     sort_unique(l);

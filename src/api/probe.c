@@ -2,6 +2,7 @@
 #include "probe.h"
 
 #include "clock.h"
+#include "read.h"
 #include "route.h"
 
 #include <stdio.h>
@@ -16,28 +17,20 @@ int dlock__probe(dlock_client *c, size_t node, int argc, const char *const *argv
 int dlock__probe_slot(dlock_client *c, size_t node, int slot, int argc, const char *const *argv,
                       dlock__reply **out, char *why, size_t why_len)
 {
-    dlock__node_result result = {0};
-    size_t lens[16];
-    char *cmd;
-    long long len;
-    if (argc > (int)(sizeof(lens) / sizeof(lens[0])))
-        return DLOCK_EINVAL;
-    for (int i = 0; i < argc; i++)
-        lens[i] = strlen(argv[i]);
-    len = dlock__command_format(&cmd, argc, (const char **)argv, lens);
-    if (len < 0)
-        return (int)len;
-    dlock__call call = {.cmd = cmd, .len = (size_t)len, .slot = slot};
-    dlock__fanout(&c->main.conns[node], 1, &call,
-                  dlock__now_ns() + c->command_timeout_ms * DLOCK__NS_PER_MS, &result, NULL, NULL);
-    dlock__command_free(cmd);
-    if (result.status != DLOCK__REPLIED) {
-        const dlock__conn *conn = &c->main.conns[node];
-        snprintf(why, why_len, "%s", conn->err[0] ? conn->err : dlock_strerror(result.status));
-        return result.status;
+    dlock__read rd = {.conns = &c->main.conns[node], .n = 1,
+                      .deadline_ns = dlock__now_ns() + c->command_timeout_ms * DLOCK__NS_PER_MS};
+    int rc = dlock__read_command(&rd, slot, argc, argv);
+    if (rc == 0 && rd.parts[0] < 0) {
+        rc = rd.parts[0];
+        snprintf(why, why_len, "%s", rd.conns[0].err[0] ? rd.conns[0].err : dlock_strerror(rc));
+    } else if (rc == 0) {
+        *out = rd.results[0].reply; /* the caller's now */
+        rd.results[0].reply = NULL;
+    } else {
+        snprintf(why, why_len, "%s", dlock_strerror(rc));
     }
-    *out = result.reply;
-    return 0;
+    dlock__read_clear(&rd);
+    return rc;
 }
 
 size_t dlock__probe_masters(dlock_client *c, size_t node, int *slots, size_t max)

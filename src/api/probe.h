@@ -4,7 +4,7 @@
 #ifndef DLOCK_PROBE_H
 #define DLOCK_PROBE_H
 
-#include "client.h"
+#include "lane.h"
 
 /* Sends the command argv[0..argc) to server `node` and waits for its reply
  * until the command timeout. Returns 0 with the reply in *out (maybe an

@@ -2,7 +2,7 @@
  * exposition format 0.0.4): each family's HELP and TYPE, then its samples,
  * per lock name and per server. Numbers are written as integers or fixed
  * point by hand, never with %f or %g: those follow the caller's locale. */
-#include "client.h"
+#include "lane.h"
 #include "text.h"
 
 #include <inttypes.h>

@@ -1,11 +1,11 @@
 /* dlock_status_query: a read-only look at a lock name, decided as soon as
  * the answers that came in tell the majority's view. */
-#include "attempt.h"
-#include "client.h"
 #include "clock.h"
+#include "kinds.h"
+#include "lane.h"
 #include "names.h"
 #include "owner.h"
-#include "scripts.h"
+#include "read.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -30,31 +30,22 @@ struct dlock_status {
     bool shared;                        /* held shared: permits are the shared holders */
 };
 
-/* One node's view: code 0, or its failure (< 0), or 1 when it was not
- * waited for. */
+/* One node's view, when its part in the read is an answer. */
 struct view {
-    int code;
-    char type[16]; /* of the lock key, when it is not a lock */
     dlock_status st;
+    char type[16]; /* of the lock key, when it is not a lock */
 };
-
-/* The type the status script says the lock key has, or NULL. */
-static const char *type_of(const dlock__reply *r)
-{
-    if (r->type != DLOCK__REPLY_ARRAY || r->elements != 4 ||
-        r->element[0]->type != DLOCK__REPLY_STRING)
-        return NULL;
-    return r->element[0]->str;
-}
 
 static int parse_view(struct view *v, const dlock__reply *r)
 {
     const dlock__reply *pttl, *fence, *owner;
-    const char *type = type_of(r);
+    const char *type;
     if (r->type == DLOCK__REPLY_ERROR)
         return dlock__server_error_code(r);
-    if (!type || r->element[1]->type != DLOCK__REPLY_INTEGER)
+    if (r->type != DLOCK__REPLY_ARRAY || r->elements != 4 ||
+        r->element[0]->type != DLOCK__REPLY_STRING || r->element[1]->type != DLOCK__REPLY_INTEGER)
         return DLOCK_EPROTO;
+    type = r->element[0]->str;
     pttl = r->element[1];
     fence = r->element[2];
     owner = r->element[3];
@@ -73,96 +64,55 @@ static int parse_view(struct view *v, const dlock__reply *r)
     return 0;
 }
 
-struct gather {
-    size_t quorum;
-    int64_t start_ns, known_ns; /* known_ns: 0 until the majority's view is */
-};
-
-/* Enough answers to know the majority's view: a majority answered, and
- * either holds the key or so many do not that a majority never will; or so
- * many cannot answer that no majority will. The others then get as long
- * again as that took (1 ms at least) to show their own view. */
-static bool known(const dlock__node_result *results, size_t n, size_t k, int64_t *deadline_ns,
-                  void *ctx)
+/* The read's judge: a node holds the key (yes) or not (no). */
+static int judge_view(const dlock__read *rd, size_t i, void *ctx)
 {
-    struct gather *g = ctx;
-    size_t held = 0, free = 0, failed = 0;
-    int64_t grace;
-    (void)k;
-    for (size_t i = 0; i < n; i++) {
-        const char *type = results[i].status == DLOCK__REPLIED ? type_of(results[i].reply) : NULL;
-        if (results[i].status == DLOCK__PENDING)
-            continue;
-        if (type && strcmp(type, "string") == 0)
-            held++;
-        else if (type && strcmp(type, "none") == 0)
-            free++;
-        else
-            failed++; /* no answer, or a key of another type: combine() counts it so */
-    }
-    if (held + free + failed == n || failed > n - g->quorum)
-        return true;
-    if (!(held + free >= g->quorum && (held >= g->quorum || free > n - g->quorum)))
-        return false;
-    if (!g->known_ns)
-        g->known_ns = dlock__now_ns();
-    grace = g->known_ns - g->start_ns > DLOCK__NS_PER_MS ? g->known_ns - g->start_ns
-                                                          : DLOCK__NS_PER_MS;
-    if (g->known_ns + grace < *deadline_ns)
-        *deadline_ns = g->known_ns + grace;
-    return false;
+    struct view *views = ctx;
+    int rc = parse_view(&views[i], rd->results[i].reply);
+    return rc < 0 ? rc : views[i].st.held ? DLOCK__READ_YES : DLOCK__READ_NO;
 }
 
 /* The majority's view: held if a majority of all nodes hold the key, the
  * shortest TTL among them, the largest fence anyone reported, a holder's
  * record. Needs answers from a majority. */
-static int combine(dlock_status *out, const struct view *views, size_t n, size_t quorum)
+static int combine(dlock_status *out, const struct view *views, const dlock__read *rd)
 {
-    unsigned answered = 0, held = 0;
-    int code = 0;
+    bool first = true;
+    int rc = dlock__read_verdict(&rd->tally);
     memset(out, 0, sizeof(*out));
-    for (size_t i = 0; i < n; i++) {
+    if (rc < 0)
+        return rc;
+    for (size_t i = 0; i < rd->n; i++) {
         const dlock_status *v = &views[i].st;
-        if (views[i].code < 0) {
-            code = code && code != views[i].code ? DLOCK_ENOQUORUM : views[i].code;
-            continue;
-        }
-        if (views[i].code > 0)
-            continue; /* not waited for */
-        answered++;
+        if (rd->parts[i] != DLOCK__READ_YES && rd->parts[i] != DLOCK__READ_NO)
+            continue; /* failed, or not waited for */
         out->fence = v->fence > out->fence ? v->fence : out->fence;
         if (!v->held)
             continue;
         /* The shortest TTL; a key without one only when none has one. */
-        if (held++ == 0 || (v->ttl_ms >= 0 && (out->ttl_ms < 0 || v->ttl_ms < out->ttl_ms)))
+        if (first || (v->ttl_ms >= 0 && (out->ttl_ms < 0 || v->ttl_ms < out->ttl_ms)))
             out->ttl_ms = v->ttl_ms;
+        first = false;
         if (v->holders && !out->holders) {
             out->owner = v->owner;
             out->holders = 1;
         }
     }
-    /* Several servers that cannot be reached are no majority; a failure
-     * that all of them report (a wrong password, a hash under the name)
-     * is that failure. */
-    if (answered < quorum)
-        return !code || (n > 1 && (code == DLOCK_ECONN || code == DLOCK_ETIMEDOUT))
-                   ? DLOCK_ENOQUORUM
-                   : code;
-    out->held = held >= quorum;
+    out->held = dlock__read_agreed(&rd->tally);
     if (!out->held) {
         out->ttl_ms = 0;
         out->holders = 0;
     }
-    out->nodes_answered = answered;
-    out->nodes_held = held;
+    out->nodes_answered = (unsigned)(rd->tally.yes + rd->tally.no);
+    out->nodes_held = (unsigned)rd->tally.yes;
     return 0;
 }
 
 static void explain(dlock_client *c, const char *name, int rc, const struct view *views,
-                    const dlock__node_result *results, size_t first, size_t count)
+                    const dlock__read *rd)
 {
     const char *type = "value of another type";
-    for (size_t i = 0; i < count; i++)
+    for (size_t i = 0; i < rd->n; i++)
         type = views[i].type[0] ? views[i].type : type;
     if (rc == DLOCK_EWRONGTYPE)
         dlock__set_error(&c->main, "WRONGTYPE %s holds a %s, not a lock", name, type);
@@ -170,19 +120,18 @@ static void explain(dlock_client *c, const char *name, int rc, const struct view
         dlock__set_error(&c->main, "no majority of the servers answered");
     else
         dlock__set_error(&c->main, "%s", dlock_strerror(rc));
-    dlock__append_node_errors(&c->main, c->main.conns + first, results, count);
+    dlock__append_node_errors(&c->main, rd->conns, rd->results, rd->n);
 }
 
 /* Each node's own answer, for dlock_status_node(). */
-static void keep_node_views(dlock_status *out, const struct view *views,
-                            const dlock__node_result *results, const dlock__conn *conns,
-                            size_t count)
+static void keep_node_views(dlock_status *out, const struct view *views, const dlock__read *rd)
 {
-    out->n = count;
-    for (size_t i = 0; i < count; i++) {
+    out->n = rd->n;
+    for (size_t i = 0; i < rd->n; i++) {
         dlock_node_status *ns = &out->nodes[i];
-        const dlock__reply *r = results[i].reply;
-        ns->code = views[i].code > 0 ? DLOCK_ETIMEDOUT : views[i].code;
+        const dlock__reply *r = rd->results[i].reply;
+        int part = rd->parts[i];
+        ns->code = part == DLOCK__READ_LATE ? DLOCK_ETIMEDOUT : part < 0 ? part : 0;
         ns->held = ns->code == 0 && views[i].st.held;
         ns->ttl_ms = ns->code == 0 ? views[i].st.ttl_ms : 0;
         ns->fence = ns->code == 0 ? views[i].st.fence : 0;
@@ -191,7 +140,7 @@ static void keep_node_views(dlock_status *out, const struct view *views,
             snprintf(out->errors[i], sizeof(out->errors[i]), "%s", r->str);
         else if (ns->code < 0)
             snprintf(out->errors[i], sizeof(out->errors[i]), "%s",
-                     conns[i].err[0] ? conns[i].err : dlock_strerror(ns->code));
+                     rd->conns[i].err[0] ? rd->conns[i].err : dlock_strerror(ns->code));
         ns->error = out->errors[i];
     }
 }
@@ -255,8 +204,8 @@ static int query_kind(dlock_status *out, dlock_client *c, const dlock__keys *key
 {
     char *aux[DLOCK__KIND_AUX_MAX] = {NULL};
     const char *k[1 + DLOCK__KIND_AUX_MAX] = {keys->lock};
-    dlock__node_result result;
-    dlock__script_call call;
+    dlock__read rd = {.conns = c->main.conns + node, .n = 1,
+                      .deadline_ns = dlock__node_deadline(c, 0, dlock__now_ns())};
     int nkeys = 1, rc = 0;
 
     for (size_t i = 0; kind->aux[i] && rc == 0; i++) {
@@ -265,18 +214,15 @@ static int query_kind(dlock_status *out, dlock_client *c, const dlock__keys *key
         rc = aux[i] ? 0 : DLOCK_ENOMEM;
     }
     if (rc == 0)
-        rc = dlock__script_encode(&call, kind->status, nkeys, k, 0, NULL);
+        rc = dlock__read_script(&rd, kind->status, nkeys, k);
     if (rc == 0) {
-        dlock__fanout(c->main.conns + node, 1, &call.call,
-                      dlock__node_deadline(c, 0, dlock__now_ns()), &result, NULL, NULL);
-        rc = result.status == DLOCK__REPLIED ? parse(out, result.reply) : result.status;
+        rc = rd.parts[0] < 0 ? rd.parts[0] : parse(out, rd.results[0].reply);
         if (rc < 0) {
             dlock__set_error(&c->main, "status of %s %s: %s", kind->name, keys->lock,
                              dlock_strerror(rc));
-            dlock__append_node_errors(&c->main, c->main.conns + node, &result, 1);
+            dlock__append_node_errors(&c->main, rd.conns, rd.results, 1);
         }
-        dlock__results_clear(&result, 1);
-        dlock__script_call_free(&call);
+        dlock__read_clear(&rd);
     }
     for (size_t i = 0; i < DLOCK__KIND_AUX_MAX; i++)
         free(aux[i]);
@@ -345,11 +291,11 @@ static int query_shared(dlock_status *out, dlock_client *c, const dlock__keys *k
 /* Asks nodes [first, first + count) and combines their views into *out. */
 static int query(dlock_status *out, dlock_client *c, const char *name, size_t first, size_t count)
 {
-    dlock__node_result results[DLOCK__NODES_MAX];
-    struct view views[DLOCK__NODES_MAX] = {{0}};
-    struct gather g = {count / 2 + 1, dlock__now_ns(), 0};
+    struct view views[DLOCK__NODES_MAX] = {0};
+    dlock__read rd = {.conns = c->main.conns + first, .n = count,
+                      .deadline_ns = dlock__node_deadline(c, 0, dlock__now_ns()),
+                      .majority = true, .judge = judge_view, .ctx = views};
     dlock__keys keys;
-    dlock__script_call call;
     char why[256];
     int rc = dlock__keys_make(&keys, name, why, sizeof(why));
     if (rc < 0) {
@@ -357,25 +303,18 @@ static int query(dlock_status *out, dlock_client *c, const char *name, size_t fi
         return rc;
     }
     const char *const k[] = {keys.lock, keys.fence, keys.owner};
-    rc = dlock__script_encode(&call, DLOCK__SCRIPT_STATUS, 3, k, 0, NULL);
+    rc = dlock__read_script(&rd, DLOCK__SCRIPT_STATUS, 3, k);
     if (rc == 0) {
-        dlock__fanout(c->main.conns + first, count, &call.call,
-                      dlock__node_deadline(c, 0, dlock__now_ns()), results, known, &g);
-        for (size_t i = 0; i < count; i++)
-            views[i].code = results[i].status == DLOCK__REPLIED
-                                ? parse_view(&views[i], results[i].reply)
-                                : results[i].status == DLOCK__PENDING ? 1 : results[i].status;
-        rc = combine(out, views, count, g.quorum);
+        rc = combine(out, views, &rd);
         if (rc == DLOCK_EWRONGTYPE && count == 1 && strcmp(views[0].type, "zset") == 0)
             rc = query_semaphore(out, c, &keys, first);
         else if (rc == 0)
-            keep_node_views(out, views, results, c->main.conns + first, count);
+            keep_node_views(out, views, &rd);
         if (rc == 0 && !out->permits)
             rc = query_shared(out, c, &keys, first, count);
         else
-            explain(c, name, rc, views, results, first, count);
-        dlock__results_clear(results, count);
-        dlock__script_call_free(&call);
+            explain(c, name, rc, views, &rd);
+        dlock__read_clear(&rd);
     }
     dlock__keys_clear(&keys);
     return rc;

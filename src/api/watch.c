@@ -2,7 +2,7 @@
  * are published on the name's channel and seen at once; acquisitions
  * publish nothing (that would cost every acquire a command) and expiries
  * cannot, so they are seen by looking again every period. */
-#include "client.h"
+#include "lane.h"
 #include "names.h"
 #include "wait.h"
 

@@ -4,6 +4,7 @@
 
 #include "clock.h"
 #include "durable.h"
+#include "error_text.h"
 #include "owner.h"
 #include "scripts.h"
 #include "slot.h"
@@ -462,7 +463,7 @@ static int acquire_failed(dlock__claim *cl, dlock__lane *lane, const dlock__tall
         }
     } else {
         rc = common_failure(results, c->n, GRANT, g, 0);
-        dlock__set_error(lane, "cannot acquire the lock: %s", dlock_strerror(rc));
+        dlock__set_error(lane, "cannot acquire the lock: %s", dlock__error_text(rc));
     }
     dlock__append_node_errors(lane, lane->conns, &results[g->before * c->n], c->n);
     dlock__guard_explain(g, lane, results, c->n);
@@ -700,7 +701,7 @@ static int verdict(const dlock_client *c, dlock__lane *lane, const dlock__node_r
         return DLOCK_ENOTOWNER;
     }
     rc = common_failure(results, c->n, COUNT, g, call);
-    dlock__set_error(lane, "%s", dlock_strerror(rc));
+    dlock__set_error(lane, "%s", dlock__error_text(rc));
     dlock__append_node_errors(lane, lane->conns, &results[((g ? g->before : 0) + call) * c->n],
                               c->n);
     if (g)

@@ -2,6 +2,7 @@
 #include "durable.h"
 
 #include "clock.h"
+#include "error_text.h"
 #include "route.h"
 #include "slot.h"
 
@@ -399,6 +400,6 @@ void dlock__guard_explain(const dlock__guard *g, dlock__lane *lane,
             dlock__append_error(lane, "; %s: %s failed: %s", label,
                    g->before && restart_gate(g, results, n, i).kind == DLOCK__GATE_FAILED
                        ? "the restart check" : "WAIT",
-                   dlock_strerror(gate.error));
+                   dlock__error_text(gate.error));
     }
 }

@@ -12,7 +12,7 @@
 #ifndef DLOCK_DURABLE_H
 #define DLOCK_DURABLE_H
 
-#include "client.h"
+#include "lane.h"
 
 #include <stdbool.h>
 #include <stddef.h>

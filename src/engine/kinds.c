@@ -1,7 +1,7 @@
 /* The kinds of claim: which scripts each primitive sends (see dlock__kind
- * in attempt.h). A new primitive adds its table here and its scripts in
+ * in kinds.h). A new primitive adds its table here and its scripts in
  * scripts.c. */
-#include "attempt.h"
+#include "kinds.h"
 
 const dlock__kind dlock__kind_mutex = {
     .name = "mutex",

@@ -1,9 +1,10 @@
 /* What the engine's layers share about a client: its lanes of connections,
- * the majority, node deadlines, the last error and jitter. See client.h. */
-#include "client.h"
+ * the majority, node deadlines, the last error and jitter. See lane.h. */
+#include "lane.h"
 
 #include "book.h"
 #include "clock.h"
+#include "error_text.h"
 #include "route.h"
 #include "scripts.h"
 
@@ -207,7 +208,7 @@ void dlock__append_node_errors(dlock__lane *lane, const dlock__conn *conns,
         if (r->status < 0 && conn->err[0])
             dlock__append_error(lane, "; %s", conn->err);
         else if (r->status < 0)
-            dlock__append_error(lane, "; %s: %s", conn->ep->label, dlock_strerror(r->status));
+            dlock__append_error(lane, "; %s: %s", conn->ep->label, dlock__error_text(r->status));
         else if (r->reply && r->reply->type == DLOCK__REPLY_ERROR)
             dlock__append_error(lane, "; %s: %.300s", conn->ep->label, r->reply->str);
     }

@@ -48,15 +48,6 @@ struct waiter {
     int64_t lease_end_ms;  /* and the lease end it found */
 };
 
-void dlock_client_cancel(dlock_client *c)
-{
-    uint64_t one = 1;
-    if (!c)
-        return;
-    atomic_store(&c->cancel_requested, true);
-    (void)!write(c->cancel_fd, &one, sizeof(one));
-}
-
 static bool take_cancel(dlock_client *c)
 {
     uint64_t count;

@@ -151,6 +151,31 @@ static void test_operator_list_shows_every_kind_on_a_cluster(void **state)
     test_cluster_stop(&cluster);
 }
 
+/* Servers that all refuse alike (a wrong password): list says so, as
+ * status does, rather than that no majority answered. */
+static void test_operator_list_on_a_redlock_gives_the_failure_all_servers_share(void **state)
+{
+    static const char *const auth[] = {"--requirepass", "right-pw", NULL};
+    test_redis r[3] = {{0}};
+    char urls[3][100];
+    const char *const list[] = {urls[0], urls[1], urls[2]};
+    dlock_names *names = NULL;
+    dlock_status *st = NULL;
+    dlock_client *c;
+    (void)state;
+    for (size_t i = 0; i < 3; i++) {
+        assert_int_equal(test_redis_start(&r[i], auth), 0);
+        snprintf(urls[i], sizeof(urls[i]), "redis://:wrong-pw@127.0.0.1:%d", r[i].port);
+    }
+    c = open_nodes(list, 3, 0, 0);
+    assert_int_equal(dlock_status_query(&st, c, "op:auth"), DLOCK_EAUTH);
+    assert_int_equal(dlock_list_names(&names, c, NULL), DLOCK_EAUTH);
+    assert_null(names);
+    assert_non_null(strstr(dlock_client_errmsg(c), "WRONGPASS"));
+    dlock_client_close(c);
+    test_redis_stop_all(r, 3);
+}
+
 /* ---- status: the top-level fields ---- */
 
 /* "holder" is the one holder of a kind that has one, else null; "fence"
@@ -377,6 +402,7 @@ int main(void)
         cmocka_unit_test(test_operator_list_shows_every_kind_on_one_server),
         cmocka_unit_test(test_operator_list_shows_every_kind_on_a_redlock),
         cmocka_unit_test(test_operator_list_shows_every_kind_on_a_cluster),
+        cmocka_unit_test(test_operator_list_on_a_redlock_gives_the_failure_all_servers_share),
         cmocka_unit_test(test_operator_status_top_level_fields_per_kind),
         cmocka_unit_test(test_operator_lease_without_fair_is_refused),
         cmocka_unit_test(test_operator_run_stats_a_wait_that_got_the_lock_is_not_busy),

@@ -1,8 +1,8 @@
 /* The metrics' pieces without a server: snprintf-style text, label value
  * escaping, the UTF-8 check, the cap on names kept, the histograms'
  * buckets, and a client's text as a Prometheus parser reads it. */
-#include "client.h"
 #include "clock.h"
+#include "lane.h"
 #include "metrics.h"
 #include "promtext.h"
 #include "text.h"

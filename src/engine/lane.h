@@ -1,8 +1,9 @@
-/* The client: its servers, its connections (a lane per thread that talks
- * to them), its last error. Shared by the engine and the API; the helpers
- * declared here are in lane.c. */
-#ifndef DLOCK_CLIENT_H
-#define DLOCK_CLIENT_H
+/* A client's lanes: the client struct (its servers, the connections of a
+ * lane per thread that talks to them, its last error) and the helpers that
+ * work on a lane, in lane.c. The API fills the struct (api/client.c); the
+ * engine reads it. */
+#ifndef DLOCK_LANE_H
+#define DLOCK_LANE_H
 
 #include "conn.h"
 #include "dlock.h"

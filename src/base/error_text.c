@@ -1,7 +1,7 @@
-/* dlock_strerror() and dlock_err_name(), from the table in dlock.h. */
-#include "dlock.h"
+/* The text and the name of each code, from the table in dlock.h. */
+#include "error_text.h"
 
-const char *dlock_strerror(int code)
+const char *dlock__error_text(int code)
 {
     switch (code) {
     case DLOCK_OK:
@@ -16,7 +16,7 @@ const char *dlock_strerror(int code)
     }
 }
 
-const char *dlock_err_name(int code)
+const char *dlock__error_name(int code)
 {
     switch (code) {
     case DLOCK_OK:

@@ -1,5 +1,5 @@
 /* dlock_client_stats: a copy of the client's counters. */
-#include "client.h"
+#include "lane.h"
 
 #include <string.h>
 
