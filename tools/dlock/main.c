@@ -1,5 +1,5 @@
 /* dlock: run commands under a lock shared through Redis.
- * main() has the global options parsed (args.c) and hands over to a
+ * main() has the global options parsed (global_options.c) and hands over to a
  * subcommand. */
 #include "cli.h"
 
