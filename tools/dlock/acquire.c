@@ -3,7 +3,13 @@
  * the library before each of its sleeps. */
 #include "acquire.h"
 
-#include "cli.h"
+#include "client_open.h"
+#include "command_options.h"
+#include "failure.h"
+#include "global_options.h"
+#include "holder.h"
+#include "messages.h"
+#include "times.h"
 
 #include <stdbool.h>
 #include <stdio.h>

@@ -3,7 +3,10 @@
  * environment, never from argv. */
 #include "client_open.h"
 
-#include "cli.h"
+#include "command_options.h"
+#include "failure.h"
+#include "global_options.h"
+#include "messages.h"
 
 #include <stdlib.h>
 

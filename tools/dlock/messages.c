@@ -1,7 +1,8 @@
 /* Messages on stderr: errors, -q and -v, usage errors. */
 #include "messages.h"
 
-#include "cli.h"
+#include "exit_codes.h"
+#include "global_options.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,6 +1,8 @@
-/* Option values: durations and exit codes. */
+/* Option values: durations, exit codes, permits, replicas. */
 #include "values.h"
 
+#include <ctype.h>
+#include <dlock.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,5 +50,23 @@ int cli_parse_exit_code(const char *s, int *code)
     if (errno || end == s || *end || v < 0 || v > 255)
         return -1;
     *code = (int)v;
+    return 0;
+}
+
+int cli_parse_permits(const char *s, long long *n)
+{
+    char *end;
+    errno = 0;
+    *n = strtoll(s, &end, 10);
+    return *s && !isspace((unsigned char)*s) && *end == '\0' && errno == 0 ? 0 : -1;
+}
+
+int cli_parse_replicas(const char *s, int *k)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (!isdigit((unsigned char)*s) || *end || v > DLOCK_REPLICAS_MAX)
+        return -1;
+    *k = (int)v;
     return 0;
 }
