@@ -16,7 +16,10 @@
  *   help.c                     --help, from the tables
  *   option_table.c             the one table of options (getopt's arrays
  *   command_table.c            are built from it), and of the commands
- *   values.c  messages.c       option values; messages on stderr */
+ *   values.c  messages.c       option values; messages on stderr
+ *
+ * The bash completion is generated from the same tables at build time
+ * (gen_completion.c). */
 #include "cli.h"
 
 #include <getopt.h>
