@@ -1,30 +1,30 @@
 /* dlock: run commands under a lock shared through Redis.
  *
  * main() has the global options parsed and hands over to a subcommand.
- * Calls go one way, down this list; nothing calls up:
+ * Each file calls only files on the lines below its own (or beside it, for
+ * the subcommands), never above (docs/architecture.md):
  *
  *   main.c                     dispatch to a subcommand
- *   cmd_*.c                    the subcommands; stats_json.c, metrics_file.c,
- *                              audit_svg.c: what they write
+ *   cmd_*.c                    the subcommands; stats_json.c, metrics_file.c
+ *                              and audit_svg.c write what they report
  *   acquire.c                  the waiting acquire and its status line
- *   holder.c                   who holds a lock, in words
- *   client_open.c  failure.c   a client from the options; a library error's
- *                              message and exit code
+ *   holder.c  client_open.c    who holds a lock, in words; a client on the
+ *                              servers the options chose
+ *   failure.c                  a library error's message and exit code
  *   json.c  times.c            JSON strings; the clock and UTC times
- *   global_options.c           the options before the command, and those
- *   command_options.c          of a command (its operands too)
- *   help.c                     --help, from the tables
- *   option_table.c             the one table of options (getopt's arrays
- *   command_table.c            are built from it), and of the commands
+ *   global_options.c           the options before the command, and a
+ *   command_options.c          command's options and operands
+ *   help.c                     --help and COMMAND --help, from the tables
+ *   option_table.c             the one table of options, getopt's arrays
+ *   command_table.c            built from it; the commands
  *   values.c  messages.c       option values; messages on stderr
  *
  * The bash completion is generated from the same tables at build time
- * (gen_completion.c). */
+ * (gen_completion.c, completion.bash.in). */
 #include "cli.h"
 
 #include <getopt.h>
 #include <stdio.h>
-#include <string.h>
 
 typedef int command_fn(struct cli *cli, int argc, char **argv);
 
