@@ -99,6 +99,19 @@ static void test_cli_table_rows_of_one_option_agree(void **state)
     }
 }
 
+/* cli_getopt_for() has room for every option of a command, or of the
+ * global ones. */
+static void test_cli_table_getopt_has_room(void **state)
+{
+    (void)state;
+    for (unsigned bit = 0; bit <= CLI_CMD_COUNT; bit++) {
+        size_t n = 0;
+        for (const struct cli_option *o = cli_options; o->key; o++)
+            n += (o->where & (1u << bit)) != 0;
+        assert_in_range(n, 1, CLI_GETOPT_MAX);
+    }
+}
+
 static void test_cli_table_every_command_shows_its_options(void **state)
 {
     (void)state;
@@ -230,6 +243,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cli_table_rows_of_one_option_agree),
+        cmocka_unit_test(test_cli_table_getopt_has_room),
         cmocka_unit_test(test_cli_table_every_command_shows_its_options),
         cmocka_unit_test(test_cli_table_global_help_shows_the_global_options),
         cmocka_unit_test(test_cli_table_help_lines_fit),
