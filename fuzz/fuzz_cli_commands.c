@@ -14,8 +14,8 @@
 #define ARGS_MAX 16
 
 static const struct cli_command *const commands[] = {
-    &cli_command_run, &cli_command_acquire, &cli_command_release,
-    &cli_command_extend, &cli_command_status,
+    &cli_commands[CLI_CMD_RUN],    &cli_commands[CLI_CMD_ACQUIRE], &cli_commands[CLI_CMD_RELEASE],
+    &cli_commands[CLI_CMD_EXTEND], &cli_commands[CLI_CMD_STATUS],
 };
 
 /* Help goes to stdout, thousands of times; usage errors to stderr, which
@@ -35,6 +35,12 @@ static int is_argument(const char *p, char **argv, int argc)
     return 0;
 }
 
+/* Whether the option table gives cmd the option `key`. */
+static int takes(const struct cli_command *cmd, int key)
+{
+    return cli_option_find(cli_command_bit(cmd), key) != NULL;
+}
+
 static void check_options(const struct cli_command *cmd, const struct cli_command_opts *o)
 {
     const struct cli_wait *w = &o->wait;
@@ -43,23 +49,25 @@ static void check_options(const struct cli_command *cmd, const struct cli_comman
     assert(o->busy_code >= 0 && o->busy_code <= 255);
     assert(o->kill_after_ms >= 0 && w->max_hold_ms >= 0);
     assert(!w->max_hold_ms || w->ttl_ms <= w->max_hold_ms);
-    if (!(cmd->accepts & CLI_OPT_TTL))
+    if (!takes(cmd, 't'))
         assert(w->ttl_ms == 30000);
-    if (!(cmd->accepts & CLI_OPT_WAIT))
+    if (!takes(cmd, 'w') && !takes(cmd, 'n'))
         assert(w->wait_ms == DLOCK_WAIT_FOREVER);
-    if (!(cmd->accepts & CLI_OPT_BUSY_CODE))
+    if (!takes(cmd, 'E'))
         assert(o->busy_code == EXIT_BUSY);
-    if (!(cmd->accepts & CLI_OPT_JSON))
+    if (!takes(cmd, CLI_KEY_JSON))
         assert(!o->json);
-    if (!(cmd->accepts & CLI_OPT_RUN))
-        assert(o->kill_after_ms == 5000 && w->max_hold_ms == 0);
+    if (!takes(cmd, CLI_KEY_KILL_AFTER))
+        assert(o->kill_after_ms == 5000);
+    if (!takes(cmd, CLI_KEY_MAX_HOLD))
+        assert(w->max_hold_ms == 0);
 }
 
 static void check_operands(const struct cli_command *cmd, const struct cli_command_opts *o,
                            char **argv, int argc)
 {
     assert(is_argument(o->name, argv, argc));
-    if (cmd->accepts & CLI_OPT_RUN) {
+    if (cmd->flags & CLI_RUN_OPERANDS) {
         /* A command to exec, or a shell command: exactly one. */
         assert(!o->command != !o->shell_command);
         assert(!o->command || (o->command > argv && o->command < argv + argc && o->command[0]));

@@ -29,7 +29,8 @@ env -u LD_LIBRARY_PATH ldd "$prefix/bin/dlock" | grep "libdlock.so.1 => $prefix/
 # shellcheck disable=SC2016 # the RUNPATH's own $ORIGIN
 readelf -d "$prefix/bin/dlock" | grep 'RUNPATH.*\$ORIGIN/' >/dev/null
 test -f "$prefix/share/man/man3/libdlock.3"
-test -f "$prefix/share/bash-completion/completions/dlock"
+# The completion the build wrote, whole: it defines the completion function.
+bash -c '. "$1" && declare -F _dlock' - "$prefix/share/bash-completion/completions/dlock" >/dev/null
 # The guards at the resource, as they are in the tree (docs/fencing.md).
 cmp "$prefix/share/dlock/dlock_fence.sql" "$src/contrib/postgresql/dlock_fence.sql"
 cmp "$prefix/share/dlock/dlock_fence.lua" "$src/contrib/redis/dlock_fence.lua"

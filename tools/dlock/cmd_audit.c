@@ -3,24 +3,10 @@
  * or an SVG timeline (audit_svg.c). */
 #include "cli.h"
 
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
-
-static const char help[] =
-    "Usage: dlock audit [--since DUR] [--json] [--svg FILE] NAME\n"
-    "Reads the audit stream of NAME on every server (written by clients run with\n"
-    "--audit) and reports what went wrong: two holders at once (overlap), a fencing\n"
-    "token that went back (fence-back), a holder that released after its validity\n"
-    "ended (past-validity), and with several servers a hold that no majority\n"
-    "recorded (no-majority). Times are server time; two holds overlap when one\n"
-    "began before the other's end less TTL x 1 % + 2 ms. Exit 0: no finding;\n"
-    "1: findings; 69: a server could not be read.\n"
-    "      --since DUR   only the entries of the last DUR (default: all kept)\n"
-    "      --json        print the holds and the findings as a JSON object\n"
-    "      --svg FILE    also draw the holders over time as an SVG timeline\n";
 
 static const char *const kind_names[] = {"", "overlap", "fence-back", "past-validity",
                                          "no-majority"};
@@ -103,60 +89,13 @@ static void print_text(const char *name, const dlock_audit *audit)
         print_finding(&f[i], h);
 }
 
-struct audit_opts {
-    int64_t since_ms;
-    bool json;
-    const char *svg;
-    const char *name;
-};
-
-static int parse(int argc, char **argv, struct audit_opts *o)
-{
-    static const struct option longopts[] = {
-        {"since", required_argument, NULL, 'S'}, {"json", no_argument, NULL, 'j'},
-        {"svg", required_argument, NULL, 'G'},   {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    char option[72];
-    int opt;
-    memset(o, 0, sizeof(*o));
-    opterr = 0;
-    while ((opt = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
-        switch (opt) {
-        case 'S':
-            if (cli_parse_duration_ms(optarg, &o->since_ms) < 0 || o->since_ms <= 0)
-                return cli_usage_error("audit", "--since needs a duration, not '%s'", optarg);
-            break;
-        case 'j':
-            o->json = true;
-            break;
-        case 'G':
-            o->svg = optarg;
-            break;
-        case 'h':
-            fputs(help, stdout);
-            return CLI_HELP;
-        case ':':
-            cli_offending_option(argv, longopts, option, sizeof(option));
-            return cli_usage_error("audit", "option '%s' needs a value", option);
-        default:
-            cli_offending_option(argv, longopts, option, sizeof(option));
-            return cli_usage_error("audit", "unknown option '%s'", option);
-        }
-    }
-    if (argc - optind != 1)
-        return cli_usage_error("audit", argc > optind ? "too many operands" : "missing NAME");
-    o->name = argv[optind];
-    return 0;
-}
-
 int cmd_audit(struct cli *cli, int argc, char **argv)
 {
-    struct audit_opts o;
+    struct cli_command_opts o;
     dlock_client *client;
     dlock_audit *audit = NULL;
     const dlock_audit_finding *f;
-    int rc = parse(argc, argv, &o);
+    int rc = cli_parse_command(&cli_commands[CLI_CMD_AUDIT], argc, argv, &o);
     if (rc)
         return rc == CLI_HELP ? EXIT_DONE : rc;
     if ((rc = cli_open_client(cli, &client)))

@@ -44,7 +44,7 @@ int cmd_doctor(struct cli *cli, int argc, char **argv)
     dlock_client *client;
     dlock_report *report = NULL;
     size_t n;
-    int rc = cli_parse_command(&cli_command_doctor, argc, argv, &o);
+    int rc = cli_parse_command(&cli_commands[CLI_CMD_DOCTOR], argc, argv, &o);
     if (rc)
         return rc == CLI_HELP ? EXIT_DONE : rc;
     /* Every server given, even those a lock client refuses: that is a finding */

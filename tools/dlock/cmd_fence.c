@@ -30,7 +30,7 @@ int cmd_check(struct cli *cli, int argc, char **argv)
     struct cli_command_opts o;
     dlock_client *client;
     uint64_t fence;
-    int rc = cli_parse_command(&cli_command_check, argc, argv, &o);
+    int rc = cli_parse_command(&cli_commands[CLI_CMD_CHECK], argc, argv, &o);
     if (rc)
         return rc == CLI_HELP ? EXIT_DONE : rc;
     if (parse_fence(o.token, &fence) < 0)
@@ -59,7 +59,7 @@ int cmd_guard(struct cli *cli, int argc, char **argv)
 {
     struct cli_command_opts o;
     dlock_client *client;
-    int rc = cli_parse_command(&cli_command_guard, argc, argv, &o);
+    int rc = cli_parse_command(&cli_commands[CLI_CMD_GUARD], argc, argv, &o);
     if (rc)
         return rc == CLI_HELP ? EXIT_DONE : rc;
     if (strcmp(o.name, "load-redis") != 0)

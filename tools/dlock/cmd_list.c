@@ -32,7 +32,7 @@ int cmd_list(struct cli *cli, int argc, char **argv)
     dlock_client *client;
     dlock_names *names = NULL;
     size_t shown = 0;
-    int rc = cli_parse_command(&cli_command_list, argc, argv, &o);
+    int rc = cli_parse_command(&cli_commands[CLI_CMD_LIST], argc, argv, &o);
     if (rc)
         return rc == CLI_HELP ? EXIT_DONE : rc;
     if ((rc = cli_open_client(cli, &client)))

@@ -528,7 +528,7 @@ int cmd_run(struct cli *cli, int argc, char **argv)
     struct cli_command_opts o;
     dlock_client *client;
     dlock_lock *lock = NULL;
-    int rc = cli_parse_command(&cli_command_run, argc, argv, &o);
+    int rc = cli_parse_command(&cli_commands[CLI_CMD_RUN], argc, argv, &o);
     if (rc)
         return rc == CLI_HELP ? EXIT_DONE : rc;
     if (setup_signals() < 0) {

@@ -272,7 +272,7 @@ int cmd_status(struct cli *cli, int argc, char **argv)
     struct cli_command_opts o;
     dlock_client *client;
     dlock_status *st = NULL;
-    int rc = cli_parse_command(&cli_command_status, argc, argv, &o);
+    int rc = cli_parse_command(&cli_commands[CLI_CMD_STATUS], argc, argv, &o);
     if (rc)
         return rc == CLI_HELP ? EXIT_DONE : rc;
     if ((rc = cli_open_client_for(cli, &o, &client)))

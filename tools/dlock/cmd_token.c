@@ -11,7 +11,7 @@ int cmd_acquire(struct cli *cli, int argc, char **argv)
     struct cli_command_opts o;
     dlock_client *client;
     dlock_lock *lock = NULL;
-    int rc = cli_parse_command(&cli_command_acquire, argc, argv, &o);
+    int rc = cli_parse_command(&cli_commands[CLI_CMD_ACQUIRE], argc, argv, &o);
     if (rc)
         return rc == CLI_HELP ? EXIT_DONE : rc;
     if ((rc = cli_open_client_for(cli, &o, &client)))
@@ -69,10 +69,10 @@ static int by_token(struct cli *cli, const struct cli_command *command, int argc
 
 int cmd_release(struct cli *cli, int argc, char **argv)
 {
-    return by_token(cli, &cli_command_release, argc, argv, false);
+    return by_token(cli, &cli_commands[CLI_CMD_RELEASE], argc, argv, false);
 }
 
 int cmd_extend(struct cli *cli, int argc, char **argv)
 {
-    return by_token(cli, &cli_command_extend, argc, argv, true);
+    return by_token(cli, &cli_commands[CLI_CMD_EXTEND], argc, argv, true);
 }

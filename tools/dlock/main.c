@@ -1,117 +1,78 @@
 /* dlock: run commands under a lock shared through Redis.
- * main() has the global options parsed (args.c) and hands over to a
- * subcommand. */
+ *
+ * main() has the global options parsed and hands over to a subcommand.
+ * Each file calls only files on the lines below its own (or beside it, for
+ * the subcommands), never above (docs/architecture.md):
+ *
+ *   main.c                     dispatch to a subcommand
+ *   cmd_*.c                    the subcommands; stats_json.c, metrics_file.c
+ *                              and audit_svg.c write what they report
+ *   acquire.c                  the waiting acquire and its status line
+ *   holder.c  client_open.c    who holds a lock, in words; a client on the
+ *                              servers the options chose
+ *   failure.c                  a library error's message and exit code
+ *   json.c  times.c            JSON strings; the clock and UTC times
+ *   global_options.c           the options before the command, and a
+ *   command_options.c          command's options and operands
+ *   help.c                     --help and COMMAND --help, from the tables
+ *   option_table.c             the one table of options, getopt's arrays
+ *   command_table.c            built from it; the commands
+ *   values.c  messages.c       option values; messages on stderr
+ *
+ * The bash completion is generated from the same tables at build time
+ * (gen_completion.c, completion.bash.in). */
 #include "cli.h"
 
 #include <getopt.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
-struct command {
-    const char *name;
-    int (*run)(struct cli *cli, int argc, char **argv);
-    const char *summary;
+typedef int command_fn(struct cli *cli, int argc, char **argv);
+
+static command_fn *const commands[CLI_CMD_COUNT] = {
+    [CLI_CMD_RUN] = cmd_run,         [CLI_CMD_ACQUIRE] = cmd_acquire,
+    [CLI_CMD_RELEASE] = cmd_release, [CLI_CMD_EXTEND] = cmd_extend,
+    [CLI_CMD_STATUS] = cmd_status,   [CLI_CMD_LIST] = cmd_list,
+    [CLI_CMD_DOCTOR] = cmd_doctor,   [CLI_CMD_CHECK] = cmd_check,
+    [CLI_CMD_GUARD] = cmd_guard,     [CLI_CMD_AUDIT] = cmd_audit,
 };
 
-static const struct command commands[] = {
-    {"run", cmd_run, "run a command while holding the lock, renewing it"},
-    {"acquire", cmd_acquire, "take the lock and print its token"},
-    {"release", cmd_release, "release a lock taken with acquire"},
-    {"extend", cmd_extend, "extend a lock taken with acquire"},
-    {"status", cmd_status, "say whether the lock is held, by whom, and its fence"},
-    {"list", cmd_list, "list the locks held now, with their holders"},
-    {"doctor", cmd_doctor, "check whether the servers can keep a lock"},
-    {"check", cmd_check, "say whether a fencing token is still the newest, and held"},
-    {"guard", cmd_guard, "load the Redis guard that refuses an older fencing token"},
-    {"audit", cmd_audit, "find double holders and late releases in the audit stream"},
-};
-
-static const char usage[] =
-    "Usage: dlock [global options] COMMAND [options] NAME ...\n"
-    "\n"
-    "Distributed locks on Redis: one holder at a time across hosts.\n"
-    "\n"
-    "Commands:\n"
-    "%s"
-    "\n"
-    "Global options (before COMMAND):\n"
-    "  -r, --redis URL    server: redis://[[user]:password@]host[:port][/db] (any\n"
-    "                     node of a Redis Cluster too), unix:///path[?db=N] or\n"
-    "                     redis-sentinel://host[:port][,host[:port]...][/db]#name\n"
-    "                     (rediss:// and rediss-sentinel:// for TLS);\n"
-    "                     default $DLOCK_REDIS (comma-separated), else\n"
-    "                     redis://127.0.0.1:6379. Three or more\n"
-    "                     independent servers: Redlock (a majority holds the lock)\n"
-    "      --user NAME    ACL user; the password comes from the URL or $DLOCK_PASSWORD\n"
-    "      --tls          TLS for every server (rediss:// URLs use it anyway)\n"
-    "      --cacert FILE  CA certificates to verify servers with (default: the system's)\n"
-    "      --cacertdir DIR   a directory of hashed CA certificates\n"
-    "      --cert FILE    client certificate, for servers that ask for one\n"
-    "      --key FILE     its private key\n"
-    "      --sni NAME     server name to send and verify (default: the URL's host)\n"
-    "      --insecure     do not verify certificates or names (testing only)\n"
-    "      --audit        record every grant, extend, release and loss in the name's\n"
-    "                     audit stream (also $DLOCK_AUDIT=1); read it with 'dlock audit'\n"
-    "  -v, --verbose      say what happens, waits too (for whom, how long)\n"
-    "  -q, --quiet        no messages but errors\n"
-    "  -h, --help         this help; 'dlock COMMAND --help' for a command's\n"
-    "      --version      print the version\n"
-    "\n"
-    "Durations: a bare number is seconds (1.5 too); or 250ms, 30s, 5m, 1h.\n"
-    "\n"
-    "Exit status:\n";
-
-/* The exit codes, from the one table in exit_codes.h. */
-static void print_exit_codes(void)
+/* "run, acquire, ..., audit": for the usage error without a command. */
+static void command_names(char *out, size_t len)
 {
-#define CLI_EXIT_LINE(code, name, text) printf("  %-4d %s\n", code, text);
-    CLI_EXIT_CODES(CLI_EXIT_LINE)
-#undef CLI_EXIT_LINE
-    printf("  otherwise, run exits with the command's status (128+N if signal N ended it)\n");
+    size_t used = 0;
+    for (size_t i = 0; i < CLI_CMD_COUNT && used < len; i++) {
+        int n = snprintf(out + used, len - used, "%s%s", i ? ", " : "", cli_commands[i].name);
+        used += n > 0 ? (size_t)n : 0;
+    }
 }
 
-static void print_usage(void)
+static int run_command(struct cli *cli, int argc, char **argv)
 {
-    char list[1024] = "";
-    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
-        size_t used = strlen(list);
-        snprintf(list + used, sizeof(list) - used, "  %-8s %s\n", commands[i].name,
-                 commands[i].summary);
-    }
-    printf(usage, list);
-    print_exit_codes();
+    const struct cli_command *cmd = cli_command_named(argv[optind]);
+    int sub_argc = argc - optind;
+    if (!cmd)
+        return cli_usage_error(NULL, "unknown command '%s'", argv[optind]);
+    optind = 0; /* the subcommand parses its own options, from scratch */
+    return commands[cmd - cli_commands](cli, sub_argc, argv + (argc - sub_argc));
 }
 
 int main(int argc, char **argv)
 {
     struct cli cli = {0};
-    const char *name;
+    char names[160];
     int rc = cli_parse_global(&cli, argc, argv);
 
     if (rc == CLI_HELP) {
-        print_usage();
+        cli_print_help(stdout);
         rc = EXIT_DONE;
     } else if (rc == CLI_VERSION) {
         printf("dlock %s (libdlock %s)\n", DLOCK_VERSION_STRING, dlock_version());
         rc = EXIT_DONE;
-    }
-    else if (rc == 0 && optind >= argc)
-        rc = cli_usage_error(NULL, "missing COMMAND (run, acquire, release, extend, status, list, doctor, "
-                                        "check, guard, audit)");
-    else if (rc == 0) {
-        name = argv[optind];
-        rc = -1;
-        for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
-            if (strcmp(name, commands[i].name) == 0) {
-                int sub_argc = argc - optind;
-                optind = 0; /* the subcommand parses its own options, from scratch */
-                rc = commands[i].run(&cli, sub_argc, argv + (argc - sub_argc));
-                break;
-            }
-        }
-        if (rc < 0)
-            rc = cli_usage_error(NULL, "unknown command '%s'", name);
+    } else if (rc == 0 && optind >= argc) {
+        command_names(names, sizeof(names));
+        rc = cli_usage_error(NULL, "missing COMMAND (%s)", names);
+    } else if (rc == 0) {
+        rc = run_command(&cli, argc, argv);
     }
     cli_free_urls(&cli);
     return rc;

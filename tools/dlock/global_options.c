@@ -1,6 +1,10 @@
 /* The global options, before the command: servers (with their passwords
  * hidden from ps), user, TLS, verbosity. */
-#include "cli.h"
+#include "global_options.h"
+
+#include "exit_codes.h"
+#include "messages.h"
+#include "option_table.h"
 
 #include <getopt.h>
 #include <stdbool.h>
@@ -103,73 +107,14 @@ static int urls_from_environment(struct cli *cli)
     return rc;
 }
 
-enum { OPT_USER = 256, OPT_VERSION, OPT_TLS, OPT_CACERT, OPT_CACERTDIR, OPT_CERT, OPT_KEY,
-       OPT_SNI, OPT_INSECURE, OPT_AUDIT };
-
-static const struct option options[] = {
-    {"redis", required_argument, NULL, 'r'},
-    {"user", required_argument, NULL, OPT_USER},
-    {"verbose", no_argument, NULL, 'v'},
-    {"quiet", no_argument, NULL, 'q'},
-    {"help", no_argument, NULL, 'h'},
-    {"version", no_argument, NULL, OPT_VERSION},
-    {"tls", no_argument, NULL, OPT_TLS},
-    {"cacert", required_argument, NULL, OPT_CACERT},
-    {"cacertdir", required_argument, NULL, OPT_CACERTDIR},
-    {"cert", required_argument, NULL, OPT_CERT},
-    {"key", required_argument, NULL, OPT_KEY},
-    {"sni", required_argument, NULL, OPT_SNI},
-    {"insecure", no_argument, NULL, OPT_INSECURE},
-    {"audit", no_argument, NULL, OPT_AUDIT},
-    {NULL, 0, NULL, 0},
-};
-
-/* What --help calls an option's value. */
-static const char *value_name(int opt)
-{
-    switch (opt) {
-    case 'r':
-        return " URL";
-    case OPT_USER:
-    case OPT_SNI:
-        return " NAME";
-    case OPT_CACERTDIR:
-        return " DIR";
-    default:
-        return " FILE";
-    }
-}
-
-/* Whether `option`, as typed ("-r", "--redis" or "--redis=URL"), is o. */
-static bool typed_as(const struct option *o, const char *option)
-{
-    size_t n;
-    if (strncmp(option, "--", 2) != 0)
-        return o->val < 256 && option[0] == '-' && option[1] == o->val && !option[2];
-    n = strcspn(option + 2, "=");
-    return strlen(o->name) == n && strncmp(o->name, option + 2, n) == 0;
-}
-
-bool cli_global_option(const char *option, char *out, size_t len)
-{
-    const struct option *o = options;
-    while (o->name && !typed_as(o, option))
-        o++;
-    if (!o->name || o->val == 'h') /* -h and --help are every command's own */
-        return false;
-    if (option[1] == '-')
-        snprintf(out, len, "--%s%s", o->name, o->has_arg ? value_name(o->val) : "");
-    else
-        snprintf(out, len, "-%c%s", o->val, o->has_arg ? value_name(o->val) : "");
-    return true;
-}
-
 int cli_parse_global(struct cli *cli, int argc, char **argv)
 {
+    struct cli_getopt g;
     char option[72];
     int opt, rc;
+    cli_getopt_for(CLI_GLOBAL, true, &g);
     opterr = 0;
-    while ((opt = getopt_long(argc, argv, "+:r:vqh", options, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, g.shortopts, g.longopts, NULL)) != -1) {
         switch (opt) {
         case 'r':
             rc = add_url(cli, optarg);
@@ -177,7 +122,7 @@ int cli_parse_global(struct cli *cli, int argc, char **argv)
             if (rc)
                 return rc;
             break;
-        case OPT_USER:
+        case CLI_KEY_USER:
             cli->user = optarg;
             break;
         case 'v':
@@ -188,37 +133,37 @@ int cli_parse_global(struct cli *cli, int argc, char **argv)
             break;
         case 'h':
             return CLI_HELP;
-        case OPT_VERSION:
+        case CLI_KEY_VERSION:
             return CLI_VERSION;
-        case OPT_TLS:
+        case CLI_KEY_TLS:
             cli->tls = true;
             break;
-        case OPT_CACERT:
+        case CLI_KEY_CACERT:
             cli->cacert = optarg;
             break;
-        case OPT_CACERTDIR:
+        case CLI_KEY_CACERTDIR:
             cli->cacertdir = optarg;
             break;
-        case OPT_CERT:
+        case CLI_KEY_CERT:
             cli->cert = optarg;
             break;
-        case OPT_KEY:
+        case CLI_KEY_KEY:
             cli->key = optarg;
             break;
-        case OPT_SNI:
+        case CLI_KEY_SNI:
             cli->sni = optarg;
             break;
-        case OPT_INSECURE:
+        case CLI_KEY_INSECURE:
             cli->insecure = true;
             break;
-        case OPT_AUDIT:
+        case CLI_KEY_AUDIT:
             cli->audit = true;
             break;
         case ':':
-            cli_offending_option(argv, options, option, sizeof(option));
+            cli_offending_option(argv, g.longopts, option, sizeof(option));
             return cli_usage_error(NULL, "option '%s' needs a value", option);
         default:
-            cli_offending_option(argv, options, option, sizeof(option));
+            cli_offending_option(argv, g.longopts, option, sizeof(option));
             return cli_usage_error(NULL, "unknown option '%s'", option);
         }
     }
