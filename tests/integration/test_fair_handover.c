@@ -54,13 +54,21 @@ static struct taker *start_taker(redisContext *redis, const char *name, int64_t 
     return started;
 }
 
-/* A fair holder of `name` (lease 5 s) and a taker queued behind it; the
- * holder's release hands the taker the lock. */
+/* A fair holder of `name` (lease 5 s), into *holder, and a taker queued
+ * behind it on a client of its own. */
+static struct taker *queue_behind(redisContext *redis, dlock_lock **holder, const char *name,
+                                  int64_t ttl_ms, dlock_acquire_options opts)
+{
+    *holder = fair_holder(server.url, name, 5000);
+    return start_taker(redis, name, ttl_ms, opts, client_on(server.url));
+}
+
+/* The same, and the holder's release hands the taker the lock. */
 static struct taker *hand_over(redisContext *redis, const char *name, int64_t ttl_ms,
                                dlock_acquire_options opts)
 {
-    dlock_lock *holder = fair_holder(server.url, name, 5000);
-    struct taker *t = start_taker(redis, name, ttl_ms, opts, client_on(server.url));
+    dlock_lock *holder;
+    struct taker *t = queue_behind(redis, &holder, name, ttl_ms, opts);
     assert_int_equal(queue_length(redis, name), 1);
     assert_int_equal(dlock_lock_release(holder), 0);
     join_thread(t);
@@ -155,9 +163,8 @@ static void test_fair_hand_over_claim_retried_within_the_lease(void **state)
 static void test_fair_foreign_hand_over_not_taken(void **state)
 {
     redisContext *redis = *state;
-    dlock_lock *holder = fair_holder(server.url, "fair:stale", 5000);
-    struct taker *t = start_taker(redis, "fair:stale", 3000, fair_options(5000, 20000),
-                                  client_on(server.url));
+    dlock_lock *holder;
+    struct taker *t = queue_behind(redis, &holder, "fair:stale", 3000, fair_options(5000, 20000));
     redisReply *head, *entry, *sent;
     char channel[512];
 
@@ -216,9 +223,8 @@ static void test_fair_broken_subscription_tries_at_once(void **state)
 static void test_fair_garbled_fence_hands_nothing_over(void **state)
 {
     redisContext *redis = *state;
-    dlock_lock *holder = fair_holder(server.url, "fair:garbled", 5000);
-    struct taker *t = start_taker(redis, "fair:garbled", 3000, fair_options(5000, 1000),
-                                  client_on(server.url));
+    dlock_lock *holder;
+    struct taker *t = queue_behind(redis, &holder, "fair:garbled", 3000, fair_options(5000, 1000));
     char fence[128];
 
     snprintf(fence, sizeof(fence), "%s", aux_key("fair:garbled", "fence"));
