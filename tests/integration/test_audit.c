@@ -28,19 +28,13 @@
 
 static dlock_client *open_audited(const char *const *urls, size_t n)
 {
-    dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
-    dlock_client *c = NULL;
-    char why[256];
-    o.urls = urls;
-    o.n_urls = n;
+    dlock_client_options o = client_options(urls, n);
     o.audit = 1;
-    if (dlock_client_open(&c, &o, why, sizeof(why)) < 0)
-        fail_msg("open: %s", why);
-    return c;
+    return client_with(&o);
 }
 
 /* What audit_check.py says of `dlock audit --json NAME` (which must exit
- * `status`), malloc'ed. */
+ * `status`), kept. */
 static char *audit_json(const char *name, int status)
 {
     char path[512], *out;
@@ -54,15 +48,13 @@ static char *audit_json(const char *name, int status)
     assert_int_equal(fclose(f), 0);
     if (python_run(AUDIT_CHECK_SCRIPT, (const char *const[]){"json", path, NULL}, &out) != 0)
         fail_msg("the JSON of dlock audit does not parse: %s", p.out);
-    return out;
+    return kept_string(out);
 }
 
 /* audit_check.py's lines for NAME must be `want`. */
 static void assert_audit(const char *name, int status, const char *want)
 {
-    char *out = audit_json(name, status);
-    assert_string_equal(out, want);
-    free(out);
+    assert_string_equal(audit_json(name, status), want);
 }
 
 static void xadd(redisContext *redis, const char *name, const char *event, const char *token,
@@ -70,58 +62,51 @@ static void xadd(redisContext *redis, const char *name, const char *event, const
 {
     char time[24];
     snprintf(time, sizeof(time), "%lld", time_us);
-    redisReply *r = redisCommand(redis,
-                                 "XADD %s * event %s token %s fence %s host h pid 7 time %s "
-                                 "ttl %s reason %s held %s left %s",
-                                 aux_key(name, "audit"), event, token, fence, time, ttl, reason,
-                                 "", "");
+    redisReply *r = kept_reply(redisCommand(redis,
+                                            "XADD %s * event %s token %s fence %s host h pid 7 "
+                                            "time %s ttl %s reason %s held %s left %s",
+                                            aux_key(name, "audit"), event, token, fence, time,
+                                            ttl, reason, "", ""));
     assert_non_null(r);
     assert_int_equal(r->type, REDIS_REPLY_STRING);
-    freeReplyObject(r);
 }
 
 static long long stream_length(redisContext *redis, const char *name)
 {
-    redisReply *r = run(redis, "XLEN %s", aux_key(name, "audit"));
-    long long n = r->integer;
-    freeReplyObject(r);
-    return n;
+    return kept_reply(run(redis, "XLEN %s", aux_key(name, "audit")))->integer;
 }
 
 /* How many entries of the name's stream have `event`. */
 static int count_events(redisContext *redis, const char *name, const char *event)
 {
-    redisReply *r = run(redis, "XRANGE %s - +", aux_key(name, "audit"));
+    redisReply *r = kept_reply(run(redis, "XRANGE %s - +", aux_key(name, "audit")));
     int n = 0;
     for (size_t i = 0; i < r->elements; i++) {
         redisReply *fields = r->element[i]->element[1];
         n += fields->elements >= 2 && strcmp(fields->element[1]->str, event) == 0;
     }
-    freeReplyObject(r);
     return n;
 }
 
-/* The value of `field` in entry `i` of the name's stream, malloc'ed. */
-static char *entry_field(redisContext *redis, const char *name, size_t i, const char *field)
+/* The value of `field` in entry `i` of the name's stream. */
+static const char *entry_field(redisContext *redis, const char *name, size_t i,
+                               const char *field)
 {
-    redisReply *r = run(redis, "XRANGE %s - +", aux_key(name, "audit"));
-    char *value = NULL;
+    redisReply *r = kept_reply(run(redis, "XRANGE %s - +", aux_key(name, "audit")));
+    redisReply *fields;
     assert_true(r->elements > i);
-    redisReply *fields = r->element[i]->element[1];
-    for (size_t j = 0; !value && j + 1 < fields->elements; j += 2)
+    fields = r->element[i]->element[1];
+    for (size_t j = 0; j + 1 < fields->elements; j += 2)
         if (strcmp(fields->element[j]->str, field) == 0)
-            value = strdup(fields->element[j + 1]->str);
-    freeReplyObject(r);
-    assert_non_null(value);
-    return value;
+            return fields->element[j + 1]->str;
+    fail_msg("entry %zu of %s has no %s", i, name, field);
+    return NULL;
 }
 
 static void assert_field(redisContext *redis, const char *name, size_t i, const char *field,
                          const char *want)
 {
-    char *value = entry_field(redis, name, i, field);
-    assert_string_equal(value, want);
-    free(value);
+    assert_string_equal(entry_field(redis, name, i, field), want);
 }
 
 static void test_audit_records_each_grant_extend_and_release(void **state)
@@ -129,16 +114,13 @@ static void test_audit_records_each_grant_extend_and_release(void **state)
     redisContext *redis = *state;
     const char *urls[] = {server.url};
     dlock_client *c = open_audited(urls, 1);
-    dlock_lock *lock = must_acquire(c, "audit:clean", 5000, NULL);
-    char fence[24], *value;
+    dlock_lock *lock = take(c, "audit:clean", 5000, NULL);
+    char fence[24];
 
     snprintf(fence, sizeof(fence), "%" PRIu64, dlock_lock_fence(lock));
     assert_int_equal(dlock_lock_extend(lock, 8000), 0);
     assert_int_equal(dlock_lock_release(lock), 0);
-    dlock_lock_free(lock);
-    lock = must_acquire(c, "audit:clean", 5000, NULL);
-    assert_int_equal(dlock_lock_release(lock), 0);
-    dlock_lock_free(lock);
+    take_and_release(c, "audit:clean", 5000, NULL);
 
     assert_int_equal(stream_length(redis, "audit:clean"), 5);
     /* It lives as long as the fence key (a day by default). */
@@ -150,17 +132,10 @@ static void test_audit_records_each_grant_extend_and_release(void **state)
     assert_field(redis, "audit:clean", 1, "ttl", "8000");
     assert_field(redis, "audit:clean", 2, "event", "release");
     assert_field(redis, "audit:clean", 2, "reason", "release");
-    value = entry_field(redis, "audit:clean", 0, "pid");
-    assert_int_equal(strtol(value, NULL, 10), (long)getpid());
-    free(value);
-    value = entry_field(redis, "audit:clean", 0, "time");
-    assert_true(strtoll(value, NULL, 10) > T0);
-    free(value);
-    dlock_client_close(c);
-
-    char *out = audit_json("audit:clean", 0);
-    assert_string_equal(out, "holds 2\n");
-    free(out);
+    assert_int_equal(strtol(entry_field(redis, "audit:clean", 0, "pid"), NULL, 10),
+                     (long)getpid());
+    assert_true(strtoll(entry_field(redis, "audit:clean", 0, "time"), NULL, 10) > T0);
+    assert_audit("audit:clean", 0, "holds 2\n");
 }
 
 /* The words of a MONITOR line: "TIME [DB ADDR] "WORD" "WORD" ...". */
@@ -176,41 +151,32 @@ static int words_of(const char *line)
  * trailer, no stream; with it, the trailer comes after them. */
 static void test_audit_off_changes_nothing_on_the_wire(void **state)
 {
-    redisContext *redis = *state, *monitor = redisConnect("127.0.0.1", server.port);
+    redisContext *redis = *state, *monitor = connect_to(&server);
     redisReply *r;
     const char *urls[] = {server.url};
-    dlock_client *plain = open_client(server.url, 0, 0), *audited = open_audited(urls, 1);
-    dlock_lock *lock;
+    dlock_client *plain = client_on(server.url), *audited = open_audited(urls, 1);
     int saw_plain = 0, saw_audited = 0, words[2][4] = {{0}};
 
-    assert_non_null(monitor);
-    r = redisCommand(monitor, "MONITOR");
-    freeReplyObject(r);
-    lock = must_acquire(plain, "audit:wire", 5000, NULL);
-    assert_int_equal(dlock_lock_release(lock), 0);
-    dlock_lock_free(lock);
+    freeReplyObject(run(monitor, "MONITOR"));
+    take_and_release(plain, "audit:wire", 5000, NULL);
     assert_false(key_exists(redis, aux_key("audit:wire", "audit")));
-    lock = must_acquire(audited, "audit:wire", 5000, NULL);
-    assert_int_equal(dlock_lock_release(lock), 0);
-    dlock_lock_free(lock);
+    take_and_release(audited, "audit:wire", 5000, NULL);
 
     /* Four scripts: the plain acquire and release, then the audited ones,
      * each with the stream and the 9 words of the trailer more. */
     while (saw_plain + saw_audited < 4 && redisGetReply(monitor, (void **)&r) == REDIS_OK) {
+        kept_reply(r);
         if (strstr(r->str, "\"EVALSHA\"")) {
             int audit = strstr(r->str, "\"dlock:audit\"") != NULL;
             words[audit][audit ? saw_audited++ : saw_plain++] = words_of(r->str);
             assert_true(audit || strstr(r->str, ":dlock:audit:") == NULL);
         }
-        freeReplyObject(r);
+        cleanup_now(r);
     }
     assert_int_equal(words[1][0], words[0][0] + 10);
     assert_int_equal(words[1][1], words[0][1] + 10);
     assert_int_equal(saw_plain, 2);
     assert_int_equal(saw_audited, 2);
-    redisFree(monitor);
-    dlock_client_close(plain);
-    dlock_client_close(audited);
 
     /* The plain client's hold is not in the stream: one grant, one release. */
     assert_int_equal(stream_length(redis, "audit:wire"), 2);
@@ -221,21 +187,20 @@ static void test_audit_off_changes_nothing_on_the_wire(void **state)
 static void test_audit_finds_a_paused_holder(void **state)
 {
     redisContext *redis = *state;
-    cli_proc holder, other;
+    cli_proc *holder = start_cli(server.url,
+                                 (const char *const[]){"--audit", "run", "-t", "1s",
+                                                       "audit:paused", "--", "sleep", "60", NULL},
+                                 NULL);
+    cli_proc other;
     char *out;
 
-    assert_int_equal(cli_start(&holder, server.url,
-                               (const char *const[]){"--audit", "run", "-t", "1s", "audit:paused",
-                                                     "--", "sleep", "60", NULL},
-                               NULL),
-                     0);
     wait_for_key(redis, "audit:paused");
-    assert_int_equal(kill(holder.pid, SIGSTOP), 0);
+    assert_int_equal(kill(holder->pid, SIGSTOP), 0);
     usleep(1500 * 1000);
     assert_int_equal(DLOCK(&other, 20000, "--audit", "run", "-n", "audit:paused", "--", "true"), 0);
-    assert_int_equal(kill(holder.pid, SIGCONT), 0);
-    if (cli_wait(&holder, 20000) != 70) /* lost while the command ran */
-        fail_msg("holder: %d, %s", holder.status, holder.err);
+    assert_int_equal(kill(holder->pid, SIGCONT), 0);
+    if (cli_wait(holder, 20000) != 70) /* lost while the command ran */
+        fail_msg("holder: %d, %s", holder->status, holder->err);
 
     /* The renewal thread's cleanup recorded the loss it found. */
     assert_int_equal(count_events(redis, "audit:paused", "loss"), 1);
@@ -243,7 +208,6 @@ static void test_audit_finds_a_paused_holder(void **state)
     assert_non_null(strstr(out, "holds 2\n"));
     assert_non_null(strstr(out, "past-validity 0 0 "));
     assert_null(strstr(out, "overlap"));
-    free(out);
     assert_int_equal(DLOCK(&other, 20000, "audit", "audit:paused"), 1);
     assert_non_null(strstr(other.out, "past-validity"));
     assert_non_null(strstr(other.out, "after its validity"));
@@ -285,12 +249,10 @@ static void test_audit_finds_a_fence_that_went_back(void **state)
 static void test_audit_skips_attempts_and_foreign_entries(void **state)
 {
     redisContext *redis = *state;
-    redisReply *r;
     xadd(redis, "audit:skip", "grant", TOKEN_A, "100", T0, "10000", "");
     xadd(redis, "audit:skip", "release", TOKEN_A, "100", T0 + 100, "", "cleanup");
     xadd(redis, "audit:skip", "grant", TOKEN_B, "101", T0 + 1000, "10000", "");
-    r = run(redis, "XADD %s * note hello", aux_key("audit:skip", "audit"));
-    freeReplyObject(r);
+    freeReplyObject(run(redis, "XADD %s * note hello", aux_key("audit:skip", "audit")));
     assert_audit("audit:skip", 0, "holds 1\n");
 }
 
@@ -312,45 +274,30 @@ static void test_audit_a_grant_after_expiry_begins_anew(void **state)
  * recorded is clean, one whose record only one server kept is not. */
 static void test_audit_reads_every_server_of_a_redlock(void **state)
 {
-    test_redis more[2];
-    const char *urls[3] = {server.url};
-    dlock_client *c;
-    dlock_lock *lock;
+    test_redis *more = start_servers(2);
+    const char *urls[3] = {server.url, more[0].url, more[1].url};
+    dlock_client *c = open_audited(urls, 3);
+    redisContext *other = connect_to(&more[0]);
     dlock_audit *audit = NULL;
     const dlock_audit_finding *f;
     const dlock_audit_hold *h;
-    redisContext *nodes[2];
-    (void)state;
-    for (int i = 0; i < 2; i++) {
-        assert_int_equal(test_redis_start(&more[i], NULL), 0);
-        urls[i + 1] = more[i].url;
-        nodes[i] = redisConnect("127.0.0.1", more[i].port);
-        assert_non_null(nodes[i]);
-    }
-    c = open_audited(urls, 3);
-    lock = must_acquire(c, "audit:redlock", 5000, NULL);
-    assert_int_equal(dlock_lock_release(lock), 0);
-    dlock_lock_free(lock);
-    assert_int_equal(stream_length(nodes[0], "audit:redlock"), 2);
+
+    take_and_release(c, "audit:redlock", 5000, NULL);
+    assert_int_equal(stream_length(other, "audit:redlock"), 2);
     assert_int_equal(dlock_audit_read(&audit, c, "audit:redlock", 0), 0);
+    kept_audit(audit);
     assert_int_equal(dlock_audit_holds(audit, &h), 1);
     assert_int_equal(h[0].servers, 3);
     assert_int_equal(dlock_audit_findings(audit, &f), 0);
     assert_int_equal(dlock_audit_entries(audit), 6);
-    dlock_audit_free(audit);
 
     /* Two servers lost the record (a restart without persistence). */
     freeReplyObject(run(*state, "DEL %s", aux_key("audit:redlock", "audit")));
-    freeReplyObject(run(nodes[0], "DEL %s", aux_key("audit:redlock", "audit")));
+    freeReplyObject(run(other, "DEL %s", aux_key("audit:redlock", "audit")));
     assert_int_equal(dlock_audit_read(&audit, c, "audit:redlock", 0), 0);
+    kept_audit(audit);
     assert_int_equal(dlock_audit_findings(audit, &f), 1);
     assert_int_equal(f[0].kind, DLOCK_AUDIT_NO_MAJORITY);
-    dlock_audit_free(audit);
-    dlock_client_close(c);
-    for (int i = 0; i < 2; i++) {
-        redisFree(nodes[i]);
-        test_redis_stop(&more[i]);
-    }
 }
 
 static void test_audit_draws_a_timeline(void **state)
@@ -365,12 +312,12 @@ static void test_audit_draws_a_timeline(void **state)
     assert_int_equal(DLOCK(&p, 20000, "audit", "--svg", path, "audit:svg<&>"), 1);
     if (python_run(AUDIT_CHECK_SCRIPT, (const char *const[]){"svg", path, NULL}, &out) != 0)
         fail_msg("the SVG does not parse");
+    kept_string(out);
     assert_non_null(strstr(out, "svg\n"));
     assert_non_null(strstr(out, "text dlock audit: audit:svg<&> (2 holds, 2 findings"));
     assert_non_null(strstr(out, "text h:7 aaaaaaaa\n"));
     assert_non_null(strstr(out, "text h:7 bbbbbbbb\n"));
     assert_non_null(strstr(out, "text overlapping another holder\n"));
-    free(out);
     assert_int_equal(DLOCK(&p, 20000, "audit", "--svg", "/nonexistent/x.svg", "audit:svg<&>"),
                      64);
     assert_non_null(strstr(p.err, "/nonexistent/x.svg"));
@@ -389,28 +336,22 @@ static void test_audit_needs_every_server(void **state)
 
 int main(void)
 {
+#define T(name) cmocka_unit_test_setup_teardown(name, setup_group_redis, cleanup_teardown)
+#define U(name) cmocka_unit_test_teardown(name, cleanup_teardown)
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_audit_records_each_grant_extend_and_release,
-                                        setup_group_redis, teardown_group_redis),
-        cmocka_unit_test_setup_teardown(test_audit_off_changes_nothing_on_the_wire,
-                                        setup_group_redis, teardown_group_redis),
-        cmocka_unit_test_setup_teardown(test_audit_finds_a_paused_holder, setup_group_redis,
-                                        teardown_group_redis),
-        cmocka_unit_test_setup_teardown(test_audit_finds_two_holders_at_once, setup_group_redis,
-                                        teardown_group_redis),
-        cmocka_unit_test_setup_teardown(test_audit_allows_the_drift, setup_group_redis,
-                                        teardown_group_redis),
-        cmocka_unit_test_setup_teardown(test_audit_finds_a_fence_that_went_back,
-                                        setup_group_redis, teardown_group_redis),
-        cmocka_unit_test_setup_teardown(test_audit_skips_attempts_and_foreign_entries,
-                                        setup_group_redis, teardown_group_redis),
-        cmocka_unit_test_setup_teardown(test_audit_a_grant_after_expiry_begins_anew,
-                                        setup_group_redis, teardown_group_redis),
-        cmocka_unit_test_setup_teardown(test_audit_reads_every_server_of_a_redlock,
-                                        setup_group_redis, teardown_group_redis),
-        cmocka_unit_test_setup_teardown(test_audit_draws_a_timeline, setup_group_redis,
-                                        teardown_group_redis),
-        cmocka_unit_test(test_audit_needs_every_server),
+        T(test_audit_records_each_grant_extend_and_release),
+        T(test_audit_off_changes_nothing_on_the_wire),
+        T(test_audit_finds_a_paused_holder),
+        T(test_audit_finds_two_holders_at_once),
+        T(test_audit_allows_the_drift),
+        T(test_audit_finds_a_fence_that_went_back),
+        T(test_audit_skips_attempts_and_foreign_entries),
+        T(test_audit_a_grant_after_expiry_begins_anew),
+        T(test_audit_reads_every_server_of_a_redlock),
+        T(test_audit_draws_a_timeline),
+        U(test_audit_needs_every_server),
     };
+#undef T
+#undef U
     return cmocka_run_group_tests(tests, group_setup_server, group_teardown_server);
 }

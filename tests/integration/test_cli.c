@@ -1,6 +1,6 @@
 /* The dlock command, through the built binary, against a real redis-server:
- * the classic sequence, run's supervision contract and the exit codes. */
-#include "cli_runner.h"
+ * the classic sequence, JSON, the exit codes and messages, terminals and
+ * passwords. run's supervision contract: test_cli_run.c. */
 #include "helpers.h"
 
 #include <errno.h>
@@ -20,22 +20,11 @@
 /* The group's server: group_server, from the helpers. */
 #define server group_server
 
-static int process_gone(pid_t pid, int within_ms)
-{
-    long long until = test_now_ms() + (long long)within_ms * test_slowdown();
-    while (test_now_ms() < until) {
-        if (kill(pid, 0) < 0 && errno == ESRCH)
-            return 1;
-        usleep(10000);
-    }
-    return 0;
-}
-
 static void test_cli_classic_sequence(void **state)
 {
     redisContext *redis = *state;
     cli_proc p;
-    char token[64], *held;
+    char token[64];
 
     assert_int_equal(DLOCK(&p, 10000, "acquire", "cli:classic"), 0);
     assert_int_equal(strlen(p.out), 33);
@@ -47,9 +36,7 @@ static void test_cli_classic_sequence(void **state)
     assert_non_null(strstr(p.err, "busy"));
     assert_int_equal(DLOCK(&p, 10000, "release", "cli:classic", "0123456789abcdef0123456789abcdef"),
                      1);
-    held = get_string(redis, "cli:classic");
-    assert_string_equal(held, token);
-    free(held);
+    assert_key_holds(redis, "cli:classic", token);
 
     assert_int_equal(DLOCK(&p, 10000, "status", "cli:classic"), 0);
     assert_non_null(strstr(p.out, "held by"));
@@ -132,211 +119,6 @@ static void test_cli_json_is_utf8(void **state)
         assert_string_equal(name, names[i][1]);
     }
     assert_non_null(strstr(p.out, "\\u0001"));
-}
-
-static void test_cli_run_passes_status_and_environment(void **state)
-{
-    redisContext *redis = *state;
-    cli_proc p;
-
-    assert_int_equal(DLOCK(&p, 10000, "run", "cli:run", "--", "true"), 0);
-    assert_int_equal(DLOCK(&p, 10000, "run", "cli:run", "--", "sh", "-c", "exit 7"), 7);
-    assert_int_equal(DLOCK(&p, 10000, "run", "cli:run", "-c", "kill -TERM $$"), 128 + 15);
-    assert_int_equal(DLOCK(&p, 10000, "run", "cli:run", "--", "sh", "-c",
-                           "echo \"$DLOCK_NAME ${#DLOCK_TOKEN} $DLOCK_FENCE\""),
-                     0);
-    assert_int_equal(strncmp(p.out, "cli:run 32 ", 11), 0);
-    assert_true(strtoll(p.out + 11, NULL, 10) > 0);
-    assert_false(key_exists(redis, "cli:run")); /* released at exit */
-}
-
-static void test_cli_run_keeps_a_plain_server_list_for_the_child(void **state)
-{
-    const char *args[] = {"run", "cli:env", "--", "sh", "-c", "echo \"$DLOCK_REDIS\"", NULL};
-    cli_proc p;
-    (void)state;
-    assert_int_equal(cli_start(&p, server.url, args, NULL), 0);
-    assert_int_equal(cli_wait(&p, 10000), 0);
-    assert_int_equal(strncmp(p.out, server.url, strlen(server.url)), 0);
-}
-
-static void test_cli_concurrent_runs_count_exactly(void **state)
-{
-    enum { RUNS = 6, ROUNDS = 5 };
-    char path[160], script[1024];
-    pid_t procs[RUNS];
-    (void)state;
-    scratch(path, sizeof(path), "cli-counter");
-    {
-        FILE *f = fopen(path, "w");
-        fputs("0\n", f);
-        fclose(f);
-    }
-    snprintf(script, sizeof(script),
-             "for i in 1 2 3 4 5; do %s run -w 30 cli:counter -- sh -c "
-             "'v=$(cat %s); sleep 0.01; echo $((v + 1)) > %s' || exit 1; done",
-             DLOCK_CLI_PATH, path, path);
-    /* Each worker is a shell loop of `dlock run`s. */
-    for (int i = 0; i < RUNS; i++) {
-        pid_t pid = fork();
-        assert_true(pid >= 0);
-        if (pid == 0) {
-            setenv("DLOCK_REDIS", server.url, 1);
-            execl("/bin/sh", "sh", "-c", script, (char *)NULL);
-            _exit(127);
-        }
-        procs[i] = pid;
-    }
-    for (int i = 0; i < RUNS; i++) {
-        int status;
-        assert_int_equal(waitpid(procs[i], &status, 0), procs[i]);
-        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    }
-    assert_int_equal(read_number_file(path), RUNS * ROUNDS);
-}
-
-static void test_cli_run_renews_past_the_ttl(void **state)
-{
-    redisContext *redis = *state;
-    const char *args[] = {"run", "-t", "1", "cli:long", "--", "sleep", "3", NULL};
-    cli_proc proc, st;
-    char pid[32];
-
-    assert_int_equal(cli_start(&proc, server.url, args, NULL), 0);
-    usleep(2000 * 1000); /* two TTLs later */
-    assert_int_equal(DLOCK(&st, 10000, "status", "--json", "cli:long"), 0);
-    snprintf(pid, sizeof(pid), "\"pid\":%ld,", (long)proc.pid);
-    assert_non_null(strstr(st.out, pid)); /* held by that dlock process */
-    {
-        char host[256] = "", want[300];
-        gethostname(host, sizeof(host) - 1);
-        snprintf(want, sizeof(want), "\"host\":\"%s\"", host);
-        assert_non_null(strstr(st.out, want));
-    }
-    assert_int_equal(cli_wait(&proc, 10000), 0);
-    assert_false(key_exists(redis, "cli:long"));
-}
-
-static void test_cli_run_lost_lock_stops_the_command(void **state)
-{
-    redisContext *redis = *state;
-    char marker[160], script[300];
-    cli_proc proc;
-    scratch(marker, sizeof(marker), "cli-term-marker");
-    snprintf(script, sizeof(script), "trap 'echo term > %s; exit 0' TERM; sleep 30 & wait", marker);
-    {
-        const char *args[] = {"run", "-t", "1", "cli:lost", "-c", script, NULL};
-        assert_int_equal(cli_start(&proc, server.url, args, NULL), 0);
-    }
-    usleep(500 * 1000);
-    freeReplyObject(run(redis, "DEL cli:lost"));
-    assert_int_equal(cli_wait(&proc, 10000), 70);
-    assert_non_null(strstr(proc.err, "was lost"));
-    {
-        FILE *f = fopen(marker, "r");
-        char buf[16] = "";
-        assert_non_null(f);
-        assert_non_null(fgets(buf, sizeof(buf), f));
-        fclose(f);
-        assert_string_equal(buf, "term\n");
-    }
-}
-
-static void test_cli_run_kills_a_command_that_ignores_sigterm(void **state)
-{
-    redisContext *redis = *state;
-    char pidfile[160], script[300];
-    long child;
-    cli_proc proc;
-    scratch(pidfile, sizeof(pidfile), "cli-stubborn");
-    snprintf(script, sizeof(script), "trap '' TERM; echo $$ > %s; while :; do sleep 0.05; done",
-             pidfile);
-    {
-        const char *args[] = {"run", "-t", "1", "--kill-after", "500ms", "cli:stubborn", "-c",
-                              script, NULL};
-        assert_int_equal(cli_start(&proc, server.url, args, NULL), 0);
-    }
-    child = wait_for_number(pidfile);
-    assert_true(child > 0);
-    freeReplyObject(run(redis, "DEL cli:stubborn"));
-    assert_int_equal(cli_wait(&proc, 10000), 70);
-    assert_true(process_gone((pid_t)child, 10000));
-}
-
-static void test_cli_lost_lock_stops_a_whole_pipeline(void **state)
-{
-    redisContext *redis = *state;
-    char pidfile[160], script[300];
-    long group;
-    cli_proc proc;
-    scratch(pidfile, sizeof(pidfile), "cli-pipeline");
-    snprintf(script, sizeof(script), "echo $$ > %s; sleep 100 | cat", pidfile);
-    {
-        const char *args[] = {"run", "-t", "1", "cli:pipeline", "-c", script, NULL};
-        assert_int_equal(cli_start(&proc, server.url, args, NULL), 0);
-    }
-    group = wait_for_number(pidfile);
-    assert_true(group > 0);
-    freeReplyObject(run(redis, "DEL cli:pipeline"));
-    assert_int_equal(cli_wait(&proc, 15000), 70);
-    assert_true(process_gone((pid_t)-group, 10000)); /* no member of the group is left */
-}
-
-static void test_cli_sigterm_reaches_the_command_and_releases(void **state)
-{
-    redisContext *redis = *state;
-    char pidfile[160], script[300];
-    cli_proc proc;
-    scratch(pidfile, sizeof(pidfile), "cli-forward");
-    snprintf(script, sizeof(script), "trap 'exit 5' TERM; echo $$ > %s; sleep 30 & wait", pidfile);
-    {
-        const char *args[] = {"run", "cli:forward", "-c", script, NULL};
-        assert_int_equal(cli_start(&proc, server.url, args, NULL), 0);
-    }
-    assert_true(wait_for_number(pidfile) > 0);
-    kill(proc.pid, SIGTERM);
-    assert_int_equal(cli_wait(&proc, 10000), 5); /* the command's own status */
-    assert_false(key_exists(redis, "cli:forward"));
-}
-
-/* A signal while dlock waits for the lock cancels the wait: 128 + signal,
- * at once, and nothing was run. */
-static void test_cli_signal_while_waiting(void **state)
-{
-    char marker[160], script[240];
-    cli_proc holder, waiter;
-    (void)state;
-    scratch(marker, sizeof(marker), "cli-never-ran");
-    snprintf(script, sizeof(script), "touch %s", marker);
-    assert_int_equal(DLOCK(&holder, 10000, "acquire", "-t", "30", "cli:interrupt"), 0);
-    {
-        const char *args[] = {"run", "cli:interrupt", "-c", script, NULL};
-        assert_int_equal(cli_start(&waiter, server.url, args, NULL), 0);
-    }
-    usleep(300 * 1000);
-    kill(waiter.pid, SIGINT);
-    assert_int_equal(cli_wait(&waiter, 10000), 128 + SIGINT);
-    assert_true(waiter.took_ms < 300 + 3000LL * test_slowdown());
-    assert_int_equal(access(marker, F_OK), -1);
-}
-
-static void test_cli_sigkill_of_dlock_takes_the_command_down(void **state)
-{
-    char pidfile[160], script[300];
-    long child;
-    cli_proc proc;
-    (void)state;
-    scratch(pidfile, sizeof(pidfile), "cli-orphan");
-    snprintf(script, sizeof(script), "echo $$ > %s; exec sleep 30", pidfile);
-    {
-        const char *args[] = {"run", "cli:orphan", "-c", script, NULL};
-        assert_int_equal(cli_start(&proc, server.url, args, NULL), 0);
-    }
-    child = wait_for_number(pidfile);
-    assert_true(child > 0);
-    kill(proc.pid, SIGKILL);
-    assert_int_equal(cli_wait(&proc, 10000), 128 + 9);
-    assert_true(process_gone((pid_t)child, 10000));
 }
 
 static void test_cli_exit_codes(void **state)
@@ -508,14 +290,13 @@ static void test_cli_status_of_a_hash(void **state)
 /* status on three servers gives each failing one's reason. */
 static void test_cli_status_says_why_a_node_failed(void **state)
 {
-    test_redis second;
+    test_redis *second = start_servers(1);
     char urls[3][96], want[128];
     int down = test_free_port();
     cli_proc p;
     (void)state;
-    assert_int_equal(test_redis_start(&second, NULL), 0);
     snprintf(urls[0], sizeof(urls[0]), "%s", server.url);
-    snprintf(urls[1], sizeof(urls[1]), "%s", second.url);
+    snprintf(urls[1], sizeof(urls[1]), "%s", second->url);
     snprintf(urls[2], sizeof(urls[2]), "redis://127.0.0.1:%d", down);
     {
         const char *args[] = {"-r", urls[0], "-r", urls[1], "-r", urls[2], "status", "cli:nodes",
@@ -527,7 +308,6 @@ static void test_cli_status_says_why_a_node_failed(void **state)
     assert_non_null(strstr(strstr(p.out, want), "Connection refused"));
     snprintf(want, sizeof(want), "127.0.0.1:%d: 127.0.0.1:%d", down, down);
     assert_null(strstr(p.out, want)); /* the server is named once */
-    test_redis_stop(&second);
 }
 
 /* On a terminal (a pty from script(1)), a waiting run says who holds the
@@ -546,7 +326,7 @@ static void test_cli_waiting_status_line_on_a_terminal(void **state)
         size_t used = 0;
         ssize_t n;
         assert_int_equal(pipe(out), 0);
-        pid = fork();
+        pid = fork_child();
         if (pid == 0) {
             dup2(out[1], STDOUT_FILENO);
             dup2(out[1], STDERR_FILENO);
@@ -559,7 +339,7 @@ static void test_cli_waiting_status_line_on_a_terminal(void **state)
             used += (size_t)n;
         buf[used] = '\0';
         close(out[0]);
-        waitpid(pid, &status, 0);
+        status = wait_child(pid);
         assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 75);
         assert_non_null(strstr(buf, "waiting for cli:tty, held by"));
         assert_non_null(strstr(buf, " pid "));
@@ -587,13 +367,12 @@ static void test_cli_help_and_version(void **state)
 static void test_cli_password_never_shown(void **state)
 {
     static const char *const server_args[] = {"--requirepass", "right-pw-42", NULL};
-    test_redis secured;
+    test_redis *secured = start_server(server_args);
     char wrong[160], right[160];
-    cli_proc p;
+    cli_proc p, *q;
     (void)state;
-    assert_int_equal(test_redis_start(&secured, server_args), 0);
-    snprintf(wrong, sizeof(wrong), "redis://:wrong-pw-17@127.0.0.1:%d", secured.port);
-    snprintf(right, sizeof(right), "redis://:right-pw-42@127.0.0.1:%d", secured.port);
+    snprintf(wrong, sizeof(wrong), "redis://:wrong-pw-17@127.0.0.1:%d", secured->port);
+    snprintf(right, sizeof(right), "redis://:right-pw-42@127.0.0.1:%d", secured->port);
     {
         const char *args[] = {"-v", "-r", wrong, "run", "cli:pw", "--", "true", NULL};
         assert_int_equal(cli_run(&p, NULL, args, 10000), 77);
@@ -612,9 +391,9 @@ static void test_cli_password_never_shown(void **state)
         char path[64], cmdline[4096], shown[200];
         FILE *f;
         size_t n;
-        assert_int_equal(cli_start(&p, NULL, args, NULL), 0);
+        q = start_cli(NULL, args, NULL);
         usleep(500 * 1000);
-        snprintf(path, sizeof(path), "/proc/%ld/cmdline", (long)p.pid);
+        snprintf(path, sizeof(path), "/proc/%ld/cmdline", (long)q->pid);
         f = fopen(path, "r");
         assert_non_null(f);
         n = fread(cmdline, 1, sizeof(cmdline) - 1, f);
@@ -625,9 +404,9 @@ static void test_cli_password_never_shown(void **state)
         cmdline[n] = '\0';
         assert_null(strstr(cmdline, "right-pw-42"));
         snprintf(shown, sizeof(shown), " -r redis://:****@127.0.0.1:%d run cli:pw -- sleep 1",
-                 secured.port);
+                 secured->port);
         assert_non_null(strstr(cmdline, shown));
-        assert_int_equal(cli_wait(&p, 10000), 0);
+        assert_int_equal(cli_wait(q, 10000), 0);
     }
     {
         /* Credentials stay with dlock: the child sees neither the password
@@ -636,20 +415,18 @@ static void test_cli_password_never_shown(void **state)
         const char *args[] = {"run", "cli:pw3", "--", "sh", "-c",
                               "env | grep -c -e DLOCK_PASSWORD -e DLOCK_REDIS -e right-pw || true",
                               NULL};
-        assert_int_equal(cli_start(&p, right, args, env), 0);
-        assert_int_equal(cli_wait(&p, 10000), 0);
-        assert_string_equal(p.out, "0\n");
+        q = start_cli(right, args, env);
+        assert_int_equal(cli_wait(q, 10000), 0);
+        assert_string_equal(q->out, "0\n");
     }
     {
         /* The password from the environment works too. */
         const char *env[] = {"DLOCK_PASSWORD=right-pw-42", NULL};
         const char *args[] = {"acquire", "-t", "1", "cli:pw2", NULL};
         char url[96];
-        snprintf(url, sizeof(url), "redis://127.0.0.1:%d", secured.port);
-        assert_int_equal(cli_start(&p, url, args, env), 0);
-        assert_int_equal(cli_wait(&p, 10000), 0);
+        snprintf(url, sizeof(url), "redis://127.0.0.1:%d", secured->port);
+        assert_int_equal(cli_wait(start_cli(url, args, env), 10000), 0);
     }
-    test_redis_stop(&secured);
 }
 
 /* The tests' scratch files live in the server's directory, and a stopped
@@ -658,40 +435,26 @@ static void test_cli_password_never_shown(void **state)
 static void test_cli_stopped_server_leaves_no_directory(void **state)
 {
     const char *const aof[] = {"--appendonly", "yes", NULL};
-    test_redis own;
-    char path[256], dir[sizeof(own.dir)];
+    test_redis *own = start_server(aof);
+    char path[256], dir[sizeof(own->dir)];
     struct stat st;
-    FILE *f;
     (void)state;
 
-    assert_int_equal(test_redis_start(&own, aof), 0);
-    snprintf(dir, sizeof(dir), "%s", own.dir);
-    scratch_path(path, sizeof(path), own.dir, "cli-scratch");
-    f = fopen(path, "w");
-    assert_non_null(f);
-    fclose(f);
-    test_redis_stop(&own);
+    snprintf(dir, sizeof(dir), "%s", own->dir);
+    scratch_path(path, sizeof(path), own->dir, "cli-scratch");
+    write_number_file(path, 0);
+    cleanup_now(own); /* stopped */
     assert_int_equal(stat(dir, &st), -1);
     assert_int_equal(errno, ENOENT);
 }
 
 int main(void)
 {
-#define T(name) cmocka_unit_test_setup_teardown(name, setup_group_redis, teardown_group_redis)
+#define T(name) cmocka_unit_test_setup_teardown(name, setup_group_redis, cleanup_teardown)
     const struct CMUnitTest tests[] = {
         T(test_cli_classic_sequence),
         T(test_cli_acquire_json),
         T(test_cli_json_is_utf8),
-        T(test_cli_run_passes_status_and_environment),
-        T(test_cli_run_keeps_a_plain_server_list_for_the_child),
-        T(test_cli_concurrent_runs_count_exactly),
-        T(test_cli_run_renews_past_the_ttl),
-        T(test_cli_run_lost_lock_stops_the_command),
-        T(test_cli_run_kills_a_command_that_ignores_sigterm),
-        T(test_cli_lost_lock_stops_a_whole_pipeline),
-        T(test_cli_sigterm_reaches_the_command_and_releases),
-        T(test_cli_signal_while_waiting),
-        T(test_cli_sigkill_of_dlock_takes_the_command_down),
         T(test_cli_exit_codes),
         T(test_cli_misplaced_options_get_a_hint),
         T(test_cli_busy_names_the_holder),

@@ -3,13 +3,11 @@
  * dying under a running lock, a master killed under a waiter. One cluster
  * (3 masters, a replica each, cluster-node-timeout 1 s) for the group; the
  * tests that kill nodes come last, each killing other nodes. */
-#include "cli_runner.h"
+#include "cluster_tools.h"
 #include "helpers.h"
-#include "topology.h"
 
 #include <dlock.h>
 
-#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -39,29 +37,6 @@ static int group_teardown(void **state)
     return 0;
 }
 
-static void must_succeed(int port, const char *what, redisReply *r)
-{
-    if (!r || r->type == REDIS_REPLY_ERROR)
-        fail_msg("%d: %s: %s", port, what, r ? r->str : "no reply");
-    freeReplyObject(r);
-}
-
-static int exists_on(int port, const char *key)
-{
-    redisReply *r = test_command(port, "EXISTS %s", key);
-    int yes = r && r->type == REDIS_REPLY_INTEGER && r->integer == 1;
-    freeReplyObject(r);
-    return yes;
-}
-
-static int slot_of(const char *key)
-{
-    redisReply *r = test_command(cluster.nodes[0].port, "CLUSTER KEYSLOT %s", key);
-    int slot = r && r->type == REDIS_REPLY_INTEGER ? (int)r->integer : -1;
-    freeReplyObject(r);
-    return slot;
-}
-
 /* A hash tag of its own for each test: every name with it is in one slot. */
 static void fresh_tag(char *buf, size_t len, const char *what)
 {
@@ -88,13 +63,6 @@ static int replica_of(int m)
     return r;
 }
 
-/* A master other than `not`. */
-static int other_master(int not)
-{
-    int m = test_cluster_node_with_role(&cluster, "master", 0);
-    return m == not ? test_cluster_node_with_role(&cluster, "master", 1) : m;
-}
-
 /* Neither ASK, TRYAGAIN nor MOVED, the server's words for a redirect, is
  * in `text`. */
 static void no_redirect_text(const char *text)
@@ -106,71 +74,6 @@ static void no_redirect_text(const char *text)
 }
 
 /* ---- A slot migrating by hand ---- */
-
-struct migration {
-    int slot, from, to;
-    char from_id[41], to_id[41];
-};
-
-static void migration_start(struct migration *m, const char *key)
-{
-    m->slot = slot_of(key);
-    m->from = test_cluster_owner(&cluster, key);
-    assert_true(m->from >= 0);
-    m->to = other_master(m->from);
-    test_cluster_node_id(cluster.nodes[m->from].port, m->from_id);
-    test_cluster_node_id(cluster.nodes[m->to].port, m->to_id);
-    must_succeed(cluster.nodes[m->to].port, "IMPORTING",
-                 test_command(cluster.nodes[m->to].port, "CLUSTER SETSLOT %d IMPORTING %s",
-                              m->slot, m->from_id));
-    must_succeed(cluster.nodes[m->from].port, "MIGRATING",
-                 test_command(cluster.nodes[m->from].port, "CLUSTER SETSLOT %d MIGRATING %s",
-                              m->slot, m->to_id));
-}
-
-/* MIGRATEs `key` from the source to the target. */
-static void migrate_key(const struct migration *m, const char *key)
-{
-    int src = cluster.nodes[m->from].port;
-    must_succeed(src, "MIGRATE",
-                 test_command(src, "MIGRATE 127.0.0.1 %d %s 0 5000", cluster.nodes[m->to].port,
-                              key));
-}
-
-/* MIGRATEs what is left of the slot. */
-static void migrate_rest(const struct migration *m)
-{
-    int src = cluster.nodes[m->from].port;
-    redisReply *keys = test_command(src, "CLUSTER GETKEYSINSLOT %d 100", m->slot);
-    assert_non_null(keys);
-    for (size_t i = 0; i < keys->elements; i++)
-        migrate_key(m, keys->element[i]->str);
-    freeReplyObject(keys);
-}
-
-static void set_slot_node(const struct migration *m, int i)
-{
-    must_succeed(cluster.nodes[i].port, "SETSLOT NODE",
-                 test_command(cluster.nodes[i].port, "CLUSTER SETSLOT %d NODE %s", m->slot,
-                              m->to_id));
-}
-
-/* Every master learns that the target owns the slot now: the source first,
- * so that for a moment the source sends MOVED to the target and the
- * target, still importing, MOVED back. */
-static void migration_finish(const struct migration *m)
-{
-    set_slot_node(m, m->from);
-    set_slot_node(m, m->to);
-    for (int i = 0; i < TEST_CLUSTER_NODES; i++) {
-        redisReply *role = test_command(cluster.nodes[i].port, "ROLE");
-        int master = role && role->type == REDIS_REPLY_ARRAY &&
-                     strcmp(role->element[0]->str, "master") == 0;
-        freeReplyObject(role);
-        if (master && i != m->from && i != m->to)
-            set_slot_node(m, i);
-    }
-}
 
 /* `dlock acquire -n NAME` through `url`: its exit status; its stderr holds
  * no redirect. */
@@ -216,29 +119,27 @@ struct acquirer {
     int rc;
     long long done_ms;
     dlock_lock *lock;
-    pthread_t thread;
 };
 
 static void *acquire_in_thread(void *arg)
 {
     struct acquirer *a = arg;
-    dlock_acquire_options opts = DLOCK_ACQUIRE_OPTIONS_INIT;
-    opts.wait_ms = a->wait_ms;
+    dlock_acquire_options opts = wait_options(a->wait_ms);
     a->rc = dlock_lock_acquire(&a->lock, a->client, a->name, 30000, &opts);
+    kept_lock(a->lock);
     a->done_ms = test_now_ms();
     return NULL;
 }
 
-static void start_acquirer(struct acquirer *a, dlock_client *c, const char *name, int64_t wait_ms)
+static struct acquirer *start_acquirer(dlock_client *c, const char *name, int64_t wait_ms)
 {
-    *a = (struct acquirer){.client = c, .name = name, .wait_ms = wait_ms};
-    assert_int_equal(pthread_create(&a->thread, NULL, acquire_in_thread, a), 0);
+    struct acquirer a = {.client = c, .name = name, .wait_ms = wait_ms};
+    return start_thread(acquire_in_thread, &a, sizeof(a));
 }
 
 struct extender {
     dlock_lock *lock;
     int rc;
-    pthread_t thread;
 };
 
 static void *extend_in_thread(void *arg)
@@ -248,19 +149,12 @@ static void *extend_in_thread(void *arg)
     return NULL;
 }
 
-static void start_extender(struct extender *e, dlock_lock *lock)
-{
-    *e = (struct extender){.lock = lock};
-    assert_int_equal(pthread_create(&e->thread, NULL, extend_in_thread, e), 0);
-}
-
 static void join_granted(struct acquirer *a)
 {
-    assert_int_equal(pthread_join(a->thread, NULL), 0);
+    join_thread(a);
     if (a->rc != 0)
         fail_msg("%s: %s", a->name, dlock_client_errmsg(a->client));
     assert_int_equal(dlock_lock_release(a->lock), 0);
-    dlock_lock_free(a->lock);
 }
 
 /* A slot migrates key by key under a held name, a name never used and two
@@ -275,12 +169,12 @@ static void test_cluster_migration_busy_free_granted(void **state)
     char tag[32], held_name[64], free_name[64], later_name[64];
     int seed = test_cluster_node_with_role(&cluster, "slave", 0);
     const char *url = cluster.nodes[seed].url;
-    dlock_client *holder = open_client(url, 0, 5000 * test_slowdown());
-    dlock_client *patient = open_client(url, 0, 0);
-    dlock_client *quick = open_client(url, 0, 5000 * test_slowdown());
-    struct acquirer waiter, at_once;
-    struct extender extender;
-    struct migration m;
+    dlock_client *holder = client_with_timeouts(url, 0, 5000 * test_slowdown());
+    dlock_client *patient = client_on(url);
+    dlock_client *quick = client_with_timeouts(url, 0, 5000 * test_slowdown());
+    struct acquirer *waiter, *at_once;
+    struct extender *extender;
+    cluster_migration m;
     dlock_lock *held;
     long long finished;
     (void)state;
@@ -289,47 +183,43 @@ static void test_cluster_migration_busy_free_granted(void **state)
     snprintf(held_name, sizeof(held_name), "{%s}held", tag);
     snprintf(free_name, sizeof(free_name), "{%s}free", tag);
     snprintf(later_name, sizeof(later_name), "{%s}later", tag);
-    held = must_acquire(holder, held_name, 30000, NULL);
-    migration_start(&m, held_name);
+    held = take(holder, held_name, 30000, NULL);
+    migration_start(&cluster, &m, held_name);
 
     check_mid_migration(url, held, free_name);
     check_whole(url, holder, held);
     /* The lock key moves alone: the name's keys are apart until the rest
      * follows, and an extend meanwhile goes through once they do. */
-    migrate_key(&m, held_name);
+    migrate_key(&cluster, &m, held_name);
     check_mid_migration(url, held, free_name);
-    start_extender(&extender, held);
+    extender = start_thread(extend_in_thread, &(struct extender){.lock = held},
+                            sizeof(struct extender));
     usleep(300000);
-    migrate_rest(&m);
-    assert_int_equal(pthread_join(extender.thread, NULL), 0);
-    if (extender.rc != 0)
+    migrate_rest(&cluster, &m);
+    join_thread(extender);
+    if (extender->rc != 0)
         fail_msg("extend across the move: %s", dlock_client_errmsg(holder));
     check_mid_migration(url, held, free_name);
     check_whole(url, holder, held);
 
     /* Both ask while the slot still migrates; it ends a second later. */
-    start_acquirer(&waiter, patient, free_name, 20000LL * test_slowdown());
-    start_acquirer(&at_once, quick, later_name, 0);
+    waiter = start_acquirer(patient, free_name, 20000LL * test_slowdown());
+    at_once = start_acquirer(quick, later_name, 0);
     usleep(1000000);
     finished = test_now_ms();
-    migration_finish(&m);
-    join_granted(&at_once);
-    join_granted(&waiter);
-    assert_true(at_once.done_ms >= finished && waiter.done_ms >= finished);
+    migration_finish(&cluster, &m);
+    join_granted(at_once);
+    join_granted(waiter);
+    assert_true(at_once->done_ms >= finished && waiter->done_ms >= finished);
 
     if (dlock_lock_extend(held, 30000) != 0)
         fail_msg("extend after: %s", dlock_client_errmsg(holder));
-    assert_true(exists_on(cluster.nodes[m.to].port, held_name));
+    assert_true(exists_at(cluster.nodes[m.to].port, held_name));
     assert_int_equal(dlock_lock_release(held), 0);
-    assert_false(exists_on(cluster.nodes[m.to].port, held_name));
-    dlock_lock_free(held);
-    held = must_acquire(holder, held_name, 30000, NULL);
-    assert_true(exists_on(cluster.nodes[m.to].port, held_name));
+    assert_false(exists_at(cluster.nodes[m.to].port, held_name));
+    held = take(holder, held_name, 30000, NULL);
+    assert_true(exists_at(cluster.nodes[m.to].port, held_name));
     assert_int_equal(dlock_lock_release(held), 0);
-    dlock_lock_free(held);
-    dlock_client_close(quick);
-    dlock_client_close(patient);
-    dlock_client_close(holder);
 }
 
 /* ---- The node the URL names dies ---- */
@@ -353,31 +243,29 @@ static void test_cluster_renewal_outlives_the_seed(void **state)
 {
     char name[64];
     int master = test_cluster_node_with_role(&cluster, "master", 0), seed = replica_of(master);
-    dlock_client *c = open_client(cluster.nodes[seed].url, 0, 0);
+    dlock_client *c = client_on(cluster.nodes[seed].url);
     dlock_acquire_options opts = DLOCK_ACQUIRE_OPTIONS_INIT;
     int ttl = 600 * test_slowdown();
     dlock_lock *lock;
     (void)state;
 
-    name_on(name, sizeof(name), other_master(master), "seedlib");
+    name_on(name, sizeof(name), other_master(&cluster, master), "seedlib");
     opts.auto_renew = 1;
-    lock = must_acquire(c, name, ttl, &opts);
+    lock = take(c, name, ttl, &opts);
     restart_afresh(seed);
     usleep((useconds_t)ttl * 2 * 1000);
     test_redis_kill(&cluster.nodes[seed]); /* it stays down: the later tests count on that */
     usleep((useconds_t)ttl * 2 * 1000);
     if (!dlock_lock_held(lock))
         fail_msg("lost: %s", dlock_client_errmsg(c));
-    assert_true(exists_on(cluster.nodes[test_cluster_owner(&cluster, name)].port, name));
+    assert_true(exists_at(cluster.nodes[test_cluster_owner(&cluster, name)].port, name));
     assert_int_equal(dlock_lock_release(lock), 0);
-    dlock_lock_free(lock);
-    dlock_client_close(c);
 }
 
-static int key_on_some_node(const char *key)
+static int key_on_some_node(void *key)
 {
     for (int i = 0; i < TEST_CLUSTER_NODES; i++)
-        if (cluster.nodes[i].pid > 0 && exists_on(cluster.nodes[i].port, key))
+        if (cluster.nodes[i].pid > 0 && exists_at(cluster.nodes[i].port, key))
             return 1;
     return 0;
 }
@@ -390,37 +278,27 @@ static void test_cluster_run_outlives_the_seed(void **state)
     char name[64];
     int master = test_cluster_node_with_role(&cluster, "master", 1), seed;
     const char *args[] = {"-r", NULL, "run", "-t", "6s", name, "--", "sleep", "8", NULL};
-    long long deadline;
-    cli_proc p;
+    cli_proc *p;
     (void)state;
 
     seed = test_cluster_replica_of(&cluster, master);
     assert_true(seed >= 0 && cluster.nodes[seed].pid > 0);
     args[1] = cluster.nodes[seed].url;
-    name_on(name, sizeof(name), other_master(master), "seedcli");
-    assert_int_equal(cli_start(&p, NULL, args, NULL), 0);
-    deadline = test_now_ms() + 5000LL * test_slowdown();
-    while (!key_on_some_node(name)) {
-        if (test_now_ms() > deadline)
-            fail_msg("the run did not get the lock");
-        usleep(20000);
-    }
+    name_on(name, sizeof(name), other_master(&cluster, master), "seedcli");
+    p = start_cli(NULL, args, NULL);
+    await_condition(key_on_some_node, name, "the run's grant");
     usleep(1000000);
     test_redis_kill(&cluster.nodes[seed]);
-    if (cli_wait(&p, 30000 * test_slowdown()) != 0)
-        fail_msg("run: exit %d: %s", p.status, p.err);
+    if (cli_wait(p, 30000 * test_slowdown()) != 0)
+        fail_msg("run: exit %d: %s", p->status, p->err);
     assert_false(key_on_some_node(name));
 }
 
 /* ---- A master dies under a waiter ---- */
 
-static int promoted(void *arg)
+static int promoted(void *port)
 {
-    int port = *(int *)arg;
-    redisReply *r = test_command(port, "ROLE");
-    int yes = r && r->type == REDIS_REPLY_ARRAY && strcmp(r->element[0]->str, "master") == 0;
-    freeReplyObject(r);
-    return yes;
+    return is_master(*(int *)port);
 }
 
 /* Two waiters, the library's and `dlock run -w 30s`, wait for a held name
@@ -431,16 +309,15 @@ static void test_cluster_waiter_rides_a_master_kill(void **state)
 {
     char name[64], token[33];
     int master, replica, port;
-    struct acquirer waiter;
-    dlock_client *c;
-    cli_proc p, cli_waiter;
-    long long deadline;
+    struct acquirer *waiter;
+    cli_proc p, *cli_waiter;
+    redisReply *w;
     (void)state;
 
     /* The only master whose replica is still up. */
     master = -1;
     for (int i = 0; i < TEST_CLUSTER_NODES && master < 0; i++) {
-        int r = promoted(&cluster.nodes[i].port) ? test_cluster_replica_of(&cluster, i) : -1;
+        int r = is_master(cluster.nodes[i].port) ? test_cluster_replica_of(&cluster, i) : -1;
         if (r >= 0 && cluster.nodes[r].pid > 0)
             master = i;
     }
@@ -454,43 +331,37 @@ static void test_cluster_waiter_rides_a_master_kill(void **state)
         assert_int_equal(cli_run(&p, NULL, hold, 10000 * test_slowdown()), 0);
         assert_int_equal(sscanf(p.out, "%32s", token), 1);
     }
-    redisReply *w = test_command(cluster.nodes[master].port, "WAIT 1 5000");
+    w = kept_reply(test_command(cluster.nodes[master].port, "WAIT 1 5000"));
     assert_true(w && w->type == REDIS_REPLY_INTEGER && w->integer == 1);
-    freeReplyObject(w);
 
-    c = open_client(cluster.nodes[master].url, 0, 0);
-    start_acquirer(&waiter, c, name, 30000LL * test_slowdown());
+    waiter = start_acquirer(client_on(cluster.nodes[master].url), name, 30000LL * test_slowdown());
     {
         const char *wait[] = {"-r", cluster.nodes[master].url, "run", "-w", "30s", name, "--",
                               "true", NULL};
-        assert_int_equal(cli_start(&cli_waiter, NULL, wait, NULL), 0);
+        cli_waiter = start_cli(NULL, wait, NULL);
     }
     usleep(300000);
     test_redis_kill(&cluster.nodes[master]);
-    deadline = test_now_ms() + 20000LL * test_slowdown();
-    while (!promoted(&port)) {
-        if (test_now_ms() > deadline)
-            fail_msg("the replica was not promoted");
-        usleep(50000);
-    }
+    await_condition(promoted, &port, "the replica's promotion");
     {
         const char *release[] = {"-r", cluster.nodes[replica].url, "release", name, token, NULL};
         assert_int_equal(cli_run(&p, NULL, release, 10000 * test_slowdown()), 0);
     }
-    join_granted(&waiter);
-    if (cli_wait(&cli_waiter, 30000 * test_slowdown()) != 0)
-        fail_msg("run -w: exit %d: %s", cli_waiter.status, cli_waiter.err);
+    join_granted(waiter);
+    if (cli_wait(cli_waiter, 30000 * test_slowdown()) != 0)
+        fail_msg("run -w: exit %d: %s", cli_waiter->status, cli_waiter->err);
     assert_int_equal(test_cluster_owner(&cluster, name), replica);
-    dlock_client_close(c);
 }
 
 int main(void)
 {
+#define T(name) cmocka_unit_test_teardown(name, cleanup_teardown)
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_cluster_migration_busy_free_granted),
-        cmocka_unit_test(test_cluster_renewal_outlives_the_seed),
-        cmocka_unit_test(test_cluster_run_outlives_the_seed),
-        cmocka_unit_test(test_cluster_waiter_rides_a_master_kill),
+        T(test_cluster_migration_busy_free_granted),
+        T(test_cluster_renewal_outlives_the_seed),
+        T(test_cluster_run_outlives_the_seed),
+        T(test_cluster_waiter_rides_a_master_kill),
     };
+#undef T
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -4,9 +4,8 @@
  * its replica) serves them all; the clients reach the cluster through
  * another node, so each is redirected first. The failover test comes last:
  * it leaves that master a replica. */
-#include "cli_runner.h"
+#include "cluster_tools.h"
 #include "helpers.h"
-#include "topology.h"
 
 #include <dlock.h>
 
@@ -17,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -31,37 +29,17 @@ static int master, replica; /* node indexes: the tag's master and its replica */
 static const char *seed;    /* the URL of a node that owns none of the tag's slot */
 static int seed_port;
 
-/* The wall clock: the servers' TIME, which the restart delay is measured
- * on, reads it too. */
-static long long wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
-
-static void must_succeed(int port, const char *what, redisReply *r)
-{
-    if (!r || r->type == REDIS_REPLY_ERROR)
-        fail_msg("%d: %s: %s", port, what, r ? r->str : "no reply");
-    freeReplyObject(r);
-}
-
 /* EXISTS on a node, a replica too (READONLY lets it answer for its
  * master's slots). */
 static int exists_on(int node, const char *key)
 {
-    redisContext *c = redisConnect("127.0.0.1", cluster.nodes[node].port);
-    redisReply *r = c && !c->err ? redisCommand(c, "READONLY") : NULL;
-    int yes;
-    freeReplyObject(r);
-    r = c && !c->err ? redisCommand(c, "EXISTS %s", key) : NULL;
-    yes = r && r->type == REDIS_REPLY_INTEGER && r->integer == 1;
-    if (!r || r->type != REDIS_REPLY_INTEGER)
-        fail_msg("EXISTS %s on node %d: %s", key, node, r ? r->str : "no reply");
-    freeReplyObject(r);
-    redisFree(c);
-    return yes;
+    redisContext *c = connect_to(&cluster.nodes[node]);
+    redisReply *r;
+    freeReplyObject(run(c, "READONLY"));
+    r = kept_reply(run(c, "EXISTS %s", key));
+    if (r->type != REDIS_REPLY_INTEGER)
+        fail_msg("EXISTS %s on node %d: %s", key, node, r->str);
+    return r->integer == 1;
 }
 
 /* Polls until node's INFO replication says `field`:`want`, for up to 20 s
@@ -124,11 +102,14 @@ static int group_teardown(void **state)
     return 0;
 }
 
+/* An acquire waiting `wait_ms`: its code; the lock, kept, in *out. */
 static int try_acquire(dlock_lock **out, dlock_client *c, const char *name, int64_t wait_ms)
 {
-    dlock_acquire_options o = DLOCK_ACQUIRE_OPTIONS_INIT;
-    o.wait_ms = wait_ms;
-    return dlock_lock_acquire(out, c, name, HOLD_MS, &o);
+    dlock_acquire_options o = wait_options(wait_ms);
+    int rc = dlock_lock_acquire(out, c, name, HOLD_MS, &o);
+    if (rc == 0)
+        kept_lock(*out);
+    return rc;
 }
 
 /* `dlock status --restart-delay 2s NAME` through the seed says the
@@ -149,7 +130,7 @@ static void assert_status_shows_delay(const char *name)
 static void test_cluster_restart_delay_after_flushall(void **state)
 {
     const char *name = TAG ":flushed";
-    dlock_client *c = open_durable(seed, 0, DELAY_MS), *plain = open_durable(seed, 0, 0);
+    dlock_client *c = durable_client(seed, 0, DELAY_MS), *plain = durable_client(seed, 0, 0);
     dlock_lock *held = NULL, *taken = NULL, *second = NULL;
     long long lost_ms, taken_ms;
     (void)state;
@@ -163,12 +144,12 @@ static void test_cluster_restart_delay_after_flushall(void **state)
 
     must_succeed(cluster.nodes[master].port, "FLUSHALL",
                  test_command(cluster.nodes[master].port, "FLUSHALL"));
-    lost_ms = wall_ms();
+    lost_ms = test_wall_ms();
     assert_false(exists_on(master, name)); /* the holder's key is gone */
     assert_int_equal(try_acquire(&taken, c, name, 0), DLOCK_EBUSY);
     assert_status_shows_delay(name);
     assert_int_equal(try_acquire(&taken, c, name, 10000LL * test_slowdown()), 0);
-    taken_ms = wall_ms();
+    taken_ms = test_wall_ms();
     assert_true(taken_ms >= lost_ms + DELAY_MS);
     assert_true(taken_ms < lost_ms + (DELAY_MS + 8000LL) * test_slowdown());
     assert_true(dlock_lock_fence(taken) > dlock_lock_fence(held));
@@ -178,12 +159,6 @@ static void test_cluster_restart_delay_after_flushall(void **state)
                  test_command(cluster.nodes[master].port, "FLUSHALL"));
     assert_int_equal(try_acquire(&second, plain, name, 0), 0);
     assert_true(dlock_lock_validity_ms(taken) > 0); /* two holders at once */
-
-    dlock_lock_free(second);
-    dlock_lock_free(taken);
-    dlock_lock_free(held);
-    dlock_client_close(plain);
-    dlock_client_close(c);
 }
 
 /* `dlock acquire -n -t TTL [--replicas 1] NAME` through the seed: its exit
@@ -234,10 +209,12 @@ static void test_cluster_renewals_acknowledged_per_master(void **state)
     const char *kept = TAG ":renewed";
     char cut[32];
     int cut_master, cut_replica;
-    dlock_client *c = open_durable(seed, 1, 0);
+    dlock_client *c = durable_client(seed, 1, 0);
     dlock_acquire_options o = DLOCK_ACQUIRE_OPTIONS_INIT;
-    dlock_lock *on_cut = NULL, *on_kept = NULL;
-    atomic_int cut_lost = 0, kept_lost = 0;
+    dlock_lock *on_cut, *on_kept;
+    /* what the renewal thread records outlives the test's stack */
+    atomic_int *cut_lost = cleanup_alloc(sizeof(*cut_lost));
+    atomic_int *kept_lost = cleanup_alloc(sizeof(*kept_lost));
     long long until;
     (void)state;
 
@@ -247,10 +224,10 @@ static void test_cluster_renewals_acknowledged_per_master(void **state)
     assert_true(cut_replica >= 0);
     o.auto_renew = 1;
     o.on_lost = on_lost;
-    o.on_lost_arg = &cut_lost;
-    assert_int_equal(dlock_lock_acquire(&on_cut, c, cut, 1500, &o), 0);
-    o.on_lost_arg = &kept_lost;
-    assert_int_equal(dlock_lock_acquire(&on_kept, c, kept, 1500, &o), 0);
+    o.on_lost_arg = cut_lost;
+    on_cut = take(c, cut, 1500, &o);
+    o.on_lost_arg = kept_lost;
+    on_kept = take(c, kept, 1500, &o);
 
     cut_replication(cut_master, cut_replica);
     until = test_now_ms() + 10000LL * test_slowdown();
@@ -259,13 +236,10 @@ static void test_cluster_renewals_acknowledged_per_master(void **state)
     assert_false(dlock_lock_held(on_cut));
     usleep(3000 * 1000); /* two more TTLs of renewals for the other */
     assert_true(dlock_lock_held(on_kept));
-    assert_int_equal(atomic_load(&kept_lost), 0);
-    assert_int_equal(atomic_load(&cut_lost), 1);
+    assert_int_equal(atomic_load(kept_lost), 0);
+    assert_int_equal(atomic_load(cut_lost), 1);
 
     assert_int_equal(dlock_lock_release(on_kept), 0);
-    dlock_lock_free(on_kept);
-    dlock_lock_free(on_cut);
-    dlock_client_close(c);
 }
 
 /* A failover after writes the replica missed: the link cut, then CLUSTER
@@ -279,7 +253,7 @@ static void test_cluster_failover_with_the_link_cut(void **state)
 {
     const char *acked = TAG ":acked", *unacked = TAG ":unacked", *lost = TAG ":lost";
     const char *later = TAG ":later";
-    dlock_client *plain = open_durable(seed, 0, 0), *delayed;
+    dlock_client *plain = durable_client(seed, 0, 0), *delayed;
     dlock_lock *holder = NULL, *second = NULL, *third = NULL;
     long long promoted_ms, taken_ms;
     cli_proc p;
@@ -302,7 +276,7 @@ static void test_cluster_failover_with_the_link_cut(void **state)
     await_info(replica, "role", "master");
     await_info(master, "role", "slave");
     await_seed_sends_to(replica);
-    promoted_ms = wall_ms();
+    promoted_ms = test_wall_ms();
     assert_true(exists_on(replica, acked));
     assert_false(exists_on(replica, lost));
 
@@ -312,27 +286,24 @@ static void test_cluster_failover_with_the_link_cut(void **state)
     assert_true(dlock_lock_fence(second) > dlock_lock_fence(holder));
 
     /* The promoted replica carries its old master's marker: the delay. */
-    delayed = open_durable(seed, 0, DELAY_MS);
+    delayed = durable_client(seed, 0, DELAY_MS);
     assert_status_shows_delay(later);
     assert_int_equal(try_acquire(&third, delayed, later, 10000LL * test_slowdown()), 0);
-    taken_ms = wall_ms();
+    taken_ms = test_wall_ms();
     assert_true(taken_ms >= promoted_ms + DELAY_MS);
 
     must_succeed(cluster.nodes[master].port, "ACL SETUSER",
                  test_command(cluster.nodes[master].port, "ACL SETUSER default +@all"));
-    dlock_lock_free(third);
-    dlock_lock_free(second);
-    dlock_lock_free(holder);
-    dlock_client_close(delayed);
-    dlock_client_close(plain);
 }
 
 int main(void)
 {
+#define T(name) cmocka_unit_test_teardown(name, cleanup_teardown)
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_cluster_restart_delay_after_flushall),
-        cmocka_unit_test(test_cluster_renewals_acknowledged_per_master),
-        cmocka_unit_test(test_cluster_failover_with_the_link_cut),
+        T(test_cluster_restart_delay_after_flushall),
+        T(test_cluster_renewals_acknowledged_per_master),
+        T(test_cluster_failover_with_the_link_cut),
     };
+#undef T
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

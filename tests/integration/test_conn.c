@@ -26,9 +26,8 @@
 
 static int start_with(void **state, const char *const *args)
 {
-    test_redis *server = calloc(1, sizeof(*server));
-    *state = server;
-    return test_redis_start(server, args);
+    *state = start_server(args);
+    return 0;
 }
 
 static int setup_password_server(void **state)
@@ -44,25 +43,23 @@ static int setup_acl_server(void **state)
     return start_with(state, args);
 }
 
-/* Tries once; returns the code and frees any lock taken. */
+/* Tries once; returns the code, and releases the lock if it got it. */
 static int try_lock(dlock_client *c, const char *name)
 {
     dlock_lock *lock = NULL;
     int rc = dlock_lock_acquire(&lock, c, name, 30000, NULL);
-    if (rc == 0) {
-        assert_int_equal(dlock_lock_release(lock), 0);
-        dlock_lock_free(lock);
-    } else {
+    if (rc != 0) {
         assert_null(lock);
+        return rc;
     }
-    return rc;
+    assert_int_equal(dlock_lock_release(kept_lock(lock)), 0);
+    cleanup_now(lock);
+    return 0;
 }
 
 static void assert_lock_works(dlock_client *c, const char *name)
 {
-    int rc = try_lock(c, name);
-    if (rc != 0)
-        fail_msg("%s: %s: %s", name, dlock_err_name(rc), dlock_client_errmsg(c));
+    take_and_release(c, name, 30000, NULL);
 }
 
 static void test_conn_refused_is_econn(void **state)
@@ -73,13 +70,12 @@ static void test_conn_refused_is_econn(void **state)
     long long start;
     (void)state;
     snprintf(url, sizeof(url), "redis://127.0.0.1:%d", port);
-    c = open_client(url, 0, 0);
+    c = client_on(url);
     start = test_now_ms();
     assert_int_equal(try_lock(c, "conn:refused"), DLOCK_ECONN);
     assert_true(test_now_ms() - start < 1000LL * test_slowdown());
     assert_non_null(strstr(dlock_client_errmsg(c), url + strlen("redis://")));
     assert_non_null(strstr(dlock_client_errmsg(c), "refused"));
-    dlock_client_close(c);
 }
 
 /* A listening socket whose accept queue is full: SYNs go unanswered. */
@@ -87,14 +83,14 @@ static int full_listener(int *port, int *fillers, size_t n_fillers)
 {
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     socklen_t len = sizeof(a);
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int fd = kept_fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
     assert_true(fd >= 0);
     assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
     assert_int_equal(listen(fd, 0), 0);
     assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
     *port = ntohs(a.sin_port);
     for (size_t i = 0; i < n_fillers; i++) {
-        fillers[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        fillers[i] = kept_fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
         /* Non-blocking: EINPROGRESS, or a queued connection. */
         (void)connect(fillers[i], (struct sockaddr *)&a, sizeof(a));
     }
@@ -104,33 +100,29 @@ static int full_listener(int *port, int *fillers, size_t n_fillers)
 
 static void test_conn_full_accept_queue_times_out(void **state)
 {
-    int fillers[4], port, fd = full_listener(&port, fillers, 4);
+    int fillers[4], port;
     char url[64];
     dlock_client *c;
     long long start, took;
     (void)state;
+    full_listener(&port, fillers, 4);
     snprintf(url, sizeof(url), "redis://127.0.0.1:%d", port);
-    c = open_client(url, 2000, 300);
+    c = client_with_timeouts(url, 2000, 300);
     start = test_now_ms();
     assert_int_equal(try_lock(c, "conn:silent"), DLOCK_ETIMEDOUT);
     took = test_now_ms() - start;
     assert_true(took >= 300);
     assert_true(took < 2000LL * test_slowdown()); /* within the connect timeout */
     assert_non_null(strstr(dlock_client_errmsg(c), "no reply within"));
-    dlock_client_close(c);
-    for (size_t i = 0; i < 4; i++)
-        close(fillers[i]);
-    close(fd);
 }
 
 static void test_conn_paused_server_times_out_then_recovers(void **state)
 {
     test_redis *server = *state;
-    dlock_client *c = open_client(server->url, 2000, 300);
+    dlock_client *c = client_with_timeouts(server->url, 2000, 300);
     redisContext *redis;
-    dlock_lock *lock = NULL;
+    dlock_lock *lock;
     long long start, took;
-    char *holder;
     assert_lock_works(c, "paused:1");
 
     test_redis_pause(server);
@@ -145,18 +137,13 @@ static void test_conn_paused_server_times_out_then_recovers(void **state)
 
     /* The late replies of the calls that timed out are discarded, never read
      * as the answer to this one. */
-    assert_int_equal(dlock_lock_acquire(&lock, c, "paused:4", 30000, NULL), 0);
-    redis = test_redis_connect(server, NULL);
-    holder = get_string(redis, "paused:4");
-    assert_string_equal(holder, dlock_lock_token(lock));
-    free(holder);
+    lock = take(c, "paused:4", 30000, NULL);
+    redis = connect_to(server);
+    assert_key_holds(redis, "paused:4", dlock_lock_token(lock));
     /* The attempts that timed out were cleaned up once the server woke. */
     assert_false(key_exists(redis, "paused:2"));
     assert_false(key_exists(redis, "paused:3"));
     assert_int_equal(dlock_lock_release(lock), 0);
-    dlock_lock_free(lock);
-    redisFree(redis);
-    dlock_client_close(c);
 }
 
 /* CLIENT PAUSE holds every command until it ends: an extend times out, and
@@ -165,62 +152,47 @@ static void test_conn_paused_server_times_out_then_recovers(void **state)
 static void test_conn_late_reply_never_answers_a_newer_call(void **state)
 {
     test_redis *server = *state;
-    dlock_client *a = open_client(server->url, 2000, 400);
-    dlock_client *b = open_client(server->url, 2000, 400);
-    redisContext *redis = test_redis_connect(server, NULL);
-    dlock_lock *mine = NULL, *theirs = NULL, *stolen = NULL;
-    assert_int_equal(dlock_lock_acquire(&mine, a, "late:mine", 30000, NULL), 0);
-    assert_int_equal(dlock_lock_acquire(&theirs, b, "late:theirs", 30000, NULL), 0);
+    dlock_client *a = client_with_timeouts(server->url, 2000, 400);
+    dlock_client *b = client_with_timeouts(server->url, 2000, 400);
+    redisContext *redis = connect_to(server);
+    dlock_lock *mine = take(a, "late:mine", 30000, NULL);
+    dlock_lock *theirs = take(b, "late:theirs", 30000, NULL);
 
     /* Timeline: extend times out at 400 ms, the acquire starts then, the
      * pause ends at 600 ms, the acquire's deadline is 800 ms. */
     freeReplyObject(run(redis, "CLIENT PAUSE 600 ALL"));
     assert_int_equal(dlock_lock_extend(mine, 30000), DLOCK_ETIMEDOUT);
-    assert_int_equal(dlock_lock_acquire(&stolen, a, "late:theirs", 30000, NULL), DLOCK_EBUSY);
-    assert_null(stolen);
+    expect_acquire(DLOCK_EBUSY, a, "late:theirs", 30000, NULL);
 
     assert_int_equal(dlock_lock_release(mine), 0);
     assert_int_equal(dlock_lock_release(theirs), 0);
-    dlock_lock_free(mine);
-    dlock_lock_free(theirs);
-    redisFree(redis);
-    dlock_client_close(a);
-    dlock_client_close(b);
 }
 
 static void test_conn_password(void **state)
 {
     test_redis *server = *state;
-    dlock_client_options opts = DLOCK_CLIENT_OPTIONS_INIT;
     char url[128];
     const char *u = url;
+    dlock_client_options opts = client_options(&u, 1);
     dlock_client *c;
 
     snprintf(url, sizeof(url), "redis://:wrong-pw-123@127.0.0.1:%d", server->port);
-    c = open_client(url, 0, 0);
+    c = client_on(url);
     assert_int_equal(try_lock(c, "auth:1"), DLOCK_EAUTH);
     assert_null(strstr(dlock_client_errmsg(c), "wrong-pw-123"));
     assert_non_null(strstr(dlock_client_errmsg(c), "WRONGPASS"));
-    dlock_client_close(c);
 
-    c = open_client(server->url, 0, 0); /* no password at all */
+    c = client_on(server->url); /* no password at all */
     assert_int_equal(try_lock(c, "auth:2"), DLOCK_EAUTH);
     assert_non_null(strstr(dlock_client_errmsg(c), "NOAUTH"));
-    dlock_client_close(c);
 
     snprintf(url, sizeof(url), "redis://:%s@127.0.0.1:%d", PASSWORD, server->port);
-    c = open_client(url, 0, 0);
-    assert_lock_works(c, "auth:3");
-    dlock_client_close(c);
+    assert_lock_works(client_on(url), "auth:3");
 
     /* The password from the options overrides the URL's. */
     snprintf(url, sizeof(url), "redis://:wrong-pw-123@127.0.0.1:%d", server->port);
-    opts.urls = &u;
-    opts.n_urls = 1;
     opts.password = PASSWORD;
-    assert_int_equal(dlock_client_open(&c, &opts, NULL, 0), 0);
-    assert_lock_works(c, "auth:4");
-    dlock_client_close(c);
+    assert_lock_works(client_with(&opts), "auth:4");
 }
 
 static void test_conn_acl_user(void **state)
@@ -229,25 +201,19 @@ static void test_conn_acl_user(void **state)
     char url[128];
     dlock_client *c;
     snprintf(url, sizeof(url), "redis://alice:alice-pw@127.0.0.1:%d", server->port);
-    c = open_client(url, 0, 0);
-    assert_lock_works(c, "acl:1");
-    dlock_client_close(c);
+    assert_lock_works(client_on(url), "acl:1");
 
     snprintf(url, sizeof(url), "redis://alice:not-hers@127.0.0.1:%d", server->port);
-    c = open_client(url, 0, 0);
+    c = client_on(url);
     assert_int_equal(try_lock(c, "acl:2"), DLOCK_EAUTH);
     assert_null(strstr(dlock_client_errmsg(c), "not-hers"));
-    dlock_client_close(c);
 }
 
 static int key_in_db(const test_redis *server, int db, const char *key)
 {
-    redisContext *redis = test_redis_connect(server, NULL);
-    int exists;
+    redisContext *redis = connect_to(server);
     freeReplyObject(run(redis, "SELECT %d", db));
-    exists = key_exists(redis, key);
-    redisFree(redis);
-    return exists;
+    return key_exists(redis, key);
 }
 
 static void test_conn_unix_socket_and_databases(void **state)
@@ -258,49 +224,37 @@ static void test_conn_unix_socket_and_databases(void **state)
     dlock_lock *lock;
 
     snprintf(url, sizeof(url), "%s?db=2", server->unix_url);
-    c = open_client(url, 0, 0);
-    assert_int_equal(dlock_lock_acquire(&lock, c, "db:unix", 30000, NULL), 0);
+    lock = take(client_on(url), "db:unix", 30000, NULL);
     assert_true(key_in_db(server, 2, "db:unix"));
     assert_false(key_in_db(server, 0, "db:unix"));
     assert_int_equal(dlock_lock_release(lock), 0);
-    dlock_lock_free(lock);
-    dlock_client_close(c);
 
     snprintf(url, sizeof(url), "%s/3", server->url);
-    c = open_client(url, 0, 0);
-    assert_int_equal(dlock_lock_acquire(&lock, c, "db:tcp", 30000, NULL), 0);
+    lock = take(client_on(url), "db:tcp", 30000, NULL);
     assert_true(key_in_db(server, 3, "db:tcp"));
     assert_int_equal(dlock_lock_release(lock), 0);
-    dlock_lock_free(lock);
-    dlock_client_close(c);
 
     snprintf(url, sizeof(url), "%s/99999", server->url); /* no such database */
-    c = open_client(url, 0, 0);
+    c = client_on(url);
     assert_int_equal(try_lock(c, "db:none"), DLOCK_ESERVER);
     assert_non_null(strstr(dlock_client_errmsg(c), "DB index"));
-    dlock_client_close(c);
 }
 
 static void test_conn_ipv6_literal(void **state)
 {
     test_redis *server = *state;
     char url[128];
-    dlock_client *c;
     snprintf(url, sizeof(url), "redis://[::1]:%d", server->port);
-    c = open_client(url, 0, 0);
-    assert_lock_works(c, "ipv6:1");
-    dlock_client_close(c);
+    assert_lock_works(client_on(url), "ipv6:1");
     /* localhost may resolve to ::1 and 127.0.0.1: either address serves. */
     snprintf(url, sizeof(url), "redis://localhost:%d", server->port);
-    c = open_client(url, 0, 0);
-    assert_lock_works(c, "ipv6:2");
-    dlock_client_close(c);
+    assert_lock_works(client_on(url), "ipv6:2");
 }
 
 static void test_conn_reconnects_after_restart(void **state)
 {
     test_redis *server = *state;
-    dlock_client *c = open_client(server->url, 0, 0);
+    dlock_client *c = client_on(server->url);
     assert_lock_works(c, "restart:1");
     assert_int_equal(test_redis_restart(server), 0);
     assert_lock_works(c, "restart:2"); /* first call after the restart */
@@ -308,7 +262,6 @@ static void test_conn_reconnects_after_restart(void **state)
     assert_int_equal(try_lock(c, "restart:3"), DLOCK_ECONN);
     assert_int_equal(test_redis_restart(server), 0);
     assert_lock_works(c, "restart:4");
-    dlock_client_close(c);
 }
 
 struct hostile_case {
@@ -353,20 +306,17 @@ static void test_conn_hostile_replies(void **state)
     (void)state;
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         const struct hostile_case *k = &cases[i];
-        fake_server fake;
-        dlock_client *c;
-        int rc;
-        assert_int_equal(fake_server_start(&fake, k->reply, strlen(k->reply), k->close_after), 0);
-        c = open_client(fake.url, 1000, 500);
-        rc = try_lock(c, "hostile");
+        fake_server *fake = start_fake_server(k->reply, strlen(k->reply), k->close_after);
+        dlock_client *c = client_with_timeouts(fake->url, 1000, 500);
+        int rc = try_lock(c, "hostile");
         if (rc != k->expected)
             fail_msg("reply %zu (%s): got %s (%s)", i, k->reply, dlock_err_name(rc),
                      dlock_client_errmsg(c));
         if (k->in_message && !strstr(dlock_client_errmsg(c), k->in_message))
             fail_msg("reply %zu: message \"%s\" lacks \"%s\"", i, dlock_client_errmsg(c),
                      k->in_message);
-        dlock_client_close(c);
-        fake_server_stop(&fake);
+        cleanup_now(c);
+        cleanup_now(fake);
     }
 }
 
@@ -375,55 +325,65 @@ static void on_alarm(int sig)
     (void)sig;
 }
 
+/* What the test below changes of the process, put back at teardown too:
+ * the next tests must not run with an alarm every millisecond or without
+ * descriptors. */
+struct process_state {
+    struct sigaction alarm;
+    struct rlimit files;
+};
+
+static void restore_process(void *arg)
+{
+    struct process_state *saved = arg;
+    struct itimerval off = {{0, 0}, {0, 0}};
+    setitimer(ITIMER_REAL, &off, NULL);
+    sigaction(SIGALRM, &saved->alarm, NULL);
+    setrlimit(RLIMIT_NOFILE, &saved->files);
+    free(saved);
+}
+
 /* A signal every millisecond (no SA_RESTART: every wait sees EINTR), a
  * server that hangs up while we write (SIGPIPE left at its default, which
  * would kill us), and no file descriptor left: each gives a clear result. */
 static void test_conn_signals_and_no_descriptors(void **state)
 {
     test_redis *server = *state;
-    dlock_client *a = open_client(server->url, 0, 0), *b = open_client(server->url, 0, 0);
-    struct sigaction sa = {.sa_handler = on_alarm}, old_sa;
+    dlock_client *a = client_on(server->url), *b = client_on(server->url);
+    struct sigaction sa = {.sa_handler = on_alarm};
     struct itimerval every_ms = {{0, 1000}, {0, 1000}}, off = {{0, 0}, {0, 0}};
-    dlock_acquire_options opts = DLOCK_ACQUIRE_OPTIONS_INIT;
-    struct rlimit old_limit, low;
-    dlock_lock *held, *lock = NULL;
-    fake_server fake;
+    dlock_acquire_options opts = wait_options(3000);
+    struct process_state *saved = malloc(sizeof(*saved));
+    struct rlimit low;
+    dlock_lock *lock;
+    fake_server *fake;
     dlock_client *c;
 
-    sigaction(SIGALRM, &sa, &old_sa);
+    assert_non_null(saved);
+    getrlimit(RLIMIT_NOFILE, &saved->files);
+    sigaction(SIGALRM, &sa, &saved->alarm);
+    cleanup_keep(saved, restore_process);
     setitimer(ITIMER_REAL, &every_ms, NULL);
-    held = must_acquire(a, "conn:eintr", 300, NULL);
-    opts.wait_ms = 3000;
-    lock = must_acquire(b, "conn:eintr", 300, &opts); /* waits through the signals */
+    take(a, "conn:eintr", 300, NULL);
+    lock = take(b, "conn:eintr", 300, &opts); /* waits through the signals */
     assert_int_equal(dlock_lock_release(lock), 0);
-    dlock_lock_free(lock);
-    dlock_lock_free(held);
     setitimer(ITIMER_REAL, &off, NULL);
-    sigaction(SIGALRM, &old_sa, NULL);
+    sigaction(SIGALRM, &saved->alarm, NULL);
 
     signal(SIGPIPE, SIG_DFL);
-    assert_int_equal(fake_server_start(&fake, "", 0, true), 0);
-    c = open_client(fake.url, 1000, 500);
-    lock = NULL;
-    assert_int_equal(dlock_lock_acquire(&lock, c, "conn:pipe", 30000, NULL), DLOCK_ECONN);
-    dlock_client_close(c);
-    fake_server_stop(&fake);
+    fake = start_fake_server("", 0, true);
+    c = client_with_timeouts(fake->url, 1000, 500);
+    expect_acquire(DLOCK_ECONN, c, "conn:pipe", 30000, NULL);
 
-    getrlimit(RLIMIT_NOFILE, &old_limit);
-    low = old_limit;
+    low = saved->files;
     low.rlim_cur = 3; /* stdin, stdout, stderr: no socket possible */
-    c = open_client(server->url, 0, 0);
+    c = client_on(server->url);
     assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
     lock = NULL;
     assert_int_equal(dlock_lock_acquire(&lock, c, "conn:nofd", 30000, NULL), DLOCK_ECONN);
-    setrlimit(RLIMIT_NOFILE, &old_limit);
+    setrlimit(RLIMIT_NOFILE, &saved->files);
     assert_non_null(strstr(dlock_client_errmsg(c), "socket"));
-    lock = must_acquire(c, "conn:nofd", 30000, NULL); /* fine again */
-    assert_int_equal(dlock_lock_release(lock), 0);
-    dlock_lock_free(lock);
-    dlock_client_close(c);
-    dlock_client_close(a);
-    dlock_client_close(b);
+    take_and_release(c, "conn:nofd", 30000, NULL); /* fine again */
 }
 
 static void test_conn_open_refuses_bad_options(void **state)
@@ -477,20 +437,23 @@ static void test_conn_open_refuses_bad_options(void **state)
 
 int main(void)
 {
+#define T(name) cmocka_unit_test_teardown(name, cleanup_teardown)
+#define S(name, setup) cmocka_unit_test_setup_teardown(name, setup, cleanup_teardown)
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_conn_refused_is_econn),
-        cmocka_unit_test(test_conn_full_accept_queue_times_out),
-        cmocka_unit_test_setup_teardown(test_conn_paused_server_times_out_then_recovers, setup_server, teardown_server),
-        cmocka_unit_test_setup_teardown(test_conn_late_reply_never_answers_a_newer_call, setup_server, teardown_server),
-        cmocka_unit_test_setup_teardown(test_conn_password, setup_password_server, teardown_server),
-        cmocka_unit_test_setup_teardown(test_conn_acl_user, setup_acl_server, teardown_server),
-        cmocka_unit_test_setup_teardown(test_conn_unix_socket_and_databases, setup_server, teardown_server),
-        cmocka_unit_test_setup_teardown(test_conn_ipv6_literal, setup_server, teardown_server),
-        cmocka_unit_test_setup_teardown(test_conn_reconnects_after_restart, setup_server, teardown_server),
-        cmocka_unit_test(test_conn_hostile_replies),
-        cmocka_unit_test(test_conn_open_refuses_bad_options),
-        cmocka_unit_test_setup_teardown(test_conn_signals_and_no_descriptors, setup_server,
-                                        teardown_server),
+        T(test_conn_refused_is_econn),
+        T(test_conn_full_accept_queue_times_out),
+        S(test_conn_paused_server_times_out_then_recovers, setup_server),
+        S(test_conn_late_reply_never_answers_a_newer_call, setup_server),
+        S(test_conn_password, setup_password_server),
+        S(test_conn_acl_user, setup_acl_server),
+        S(test_conn_unix_socket_and_databases, setup_server),
+        S(test_conn_ipv6_literal, setup_server),
+        S(test_conn_reconnects_after_restart, setup_server),
+        T(test_conn_hostile_replies),
+        T(test_conn_open_refuses_bad_options),
+        S(test_conn_signals_and_no_descriptors, setup_server),
     };
+#undef T
+#undef S
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,10 +5,7 @@
  *
  * The restart trials run side by side, one server (or pair) each, so that
  * 20 of them cost one delay of wall time, not twenty. */
-#include "cli_runner.h"
-#include "fault_proxy.h"
 #include "helpers.h"
-#include "script_server.h"
 
 #include <dlock.h>
 
@@ -19,9 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -32,15 +27,6 @@
 #define DELAY_MS 3000 /* --restart-delay 3s */
 
 static const char *const primary_args[] = {"--repl-diskless-sync-delay", "0", NULL};
-
-/* The wall clock: the servers' TIME, which the restart delay is measured
- * on, reads it too. */
-static long long wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
 
 /* A primary and its replica, the link up, through a proxy that can cut it. */
 struct pair {
@@ -57,8 +43,8 @@ struct pair {
  * and a WAIT for it answers 1.) */
 static bool link_up(const struct pair *p)
 {
-    redisContext *primary = test_redis_connect(&p->primary, NULL);
-    redisContext *replica = test_redis_connect(&p->replica, NULL);
+    redisContext *primary = connect_to(&p->primary);
+    redisContext *replica = connect_to(&p->replica);
     long long written;
     bool up = false;
     freeReplyObject(run(primary, "SET durable-link-check 1"));
@@ -73,13 +59,36 @@ static bool link_up(const struct pair *p)
         up = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
         freeReplyObject(r);
     }
-    redisFree(replica);
-    redisFree(primary);
+    cleanup_now(replica);
+    cleanup_now(primary);
     return up;
 }
 
-static void start_pairs(struct pair *p, size_t n)
+/* n pairs, and how many there are before them: kept as one block. */
+struct pairs {
+    size_t n;
+    struct pair p[];
+};
+
+static void stop_pairs(void *first)
 {
+    struct pairs *all = (struct pairs *)((char *)first - offsetof(struct pairs, p));
+    for (size_t i = 0; i < all->n; i++) {
+        test_redis_stop(&all->p[i].replica);
+        fault_proxy_stop(all->p[i].link);
+        test_redis_stop(&all->p[i].primary);
+    }
+    free(all);
+}
+
+/* n pairs, each with its link up. */
+static struct pair *start_pairs(size_t n)
+{
+    struct pairs *all = calloc(1, sizeof(*all) + n * sizeof(all->p[0]));
+    struct pair *p;
+    assert_non_null(all);
+    all->n = n;
+    p = cleanup_keep(all->p, stop_pairs);
     for (size_t i = 0; i < n; i++) {
         assert_int_equal(test_redis_start(&p[i].primary, primary_args), 0);
         p[i].link = fault_proxy_start(p[i].primary.port);
@@ -98,23 +107,14 @@ static void start_pairs(struct pair *p, size_t n)
             ;
         assert_true(up);
     }
-}
-
-static void stop_pairs(struct pair *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        test_redis_stop(&p[i].replica);
-        fault_proxy_stop(p[i].link);
-        test_redis_stop(&p[i].primary);
-    }
+    return p;
 }
 
 static void assert_no_lock_left(const test_redis *r, const char *name)
 {
-    redisContext *c = test_redis_connect(r, NULL);
+    redisContext *c = connect_to(r);
     assert_int_equal(key_exists(c, name), 0);
     assert_int_equal(key_exists(c, aux_key(name, "owner")), 0);
-    redisFree(c);
 }
 
 /* --replicas 1 with the replica paused: exit 69 within the node's
@@ -122,61 +122,48 @@ static void assert_no_lock_left(const test_redis *r, const char *name)
  * nothing left. */
 static void test_durable_replicas_paused(void **state)
 {
-    struct pair p = {0};
+    struct pair *p = start_pairs(1);
     const char *args[] = {"acquire", "--replicas", "1", "-t", "3s", "-n", "durable-paused", NULL};
     cli_proc proc;
     (void)state;
-    start_pairs(&p, 1);
-    test_redis_pause(&p.replica);
-    assert_int_equal(cli_run(&proc, p.primary.url, args, 10000 * test_slowdown()), 69);
-    test_redis_resume(&p.replica);
+    test_redis_pause(&p->replica);
+    assert_int_equal(cli_run(&proc, p->primary.url, args, 10000 * test_slowdown()), 69);
+    test_redis_resume(&p->replica);
     assert_true(proc.took_ms < 1000LL * test_slowdown());
     assert_non_null(strstr(proc.err, "too few replicas acknowledged"));
     assert_true(strstr(proc.err, "0 of 1 replicas") || strstr(proc.err, "fewer than 1 replicas"));
-    assert_no_lock_left(&p.primary, "durable-paused");
-    stop_pairs(&p, 1);
+    assert_no_lock_left(&p->primary, "durable-paused");
 }
 
 /* doctor on a primary with one replica: ASYNC_REPLICAS, unless told that
  * the locks wait for that replica (--replicas 1). */
 static void test_durable_doctor_counts_waited_replicas(void **state)
 {
-    struct pair p = {0};
+    struct pair *p = start_pairs(1);
     const char *plain[] = {"doctor", NULL};
     const char *waited[] = {"doctor", "--replicas", "1", NULL};
     cli_proc proc;
     (void)state;
-    start_pairs(&p, 1);
-    cli_run(&proc, p.primary.url, plain, 10000 * test_slowdown());
+    cli_run(&proc, p->primary.url, plain, 10000 * test_slowdown());
     assert_non_null(strstr(proc.out, "ASYNC_REPLICAS"));
     assert_non_null(strstr(proc.out, "0 waited for"));
-    cli_run(&proc, p.primary.url, waited, 10000 * test_slowdown());
+    cli_run(&proc, p->primary.url, waited, 10000 * test_slowdown());
     assert_null(strstr(proc.out, "ASYNC_REPLICAS"));
     assert_non_null(strstr(proc.out, "NO_PERSISTENCE")); /* it did look at the server */
-    stop_pairs(&p, 1);
 }
 
 /* With the replica running the grant counts, and it is on the replica as
  * soon as the command returns. */
 static void test_durable_replicas_running(void **state)
 {
-    struct pair p = {0};
+    struct pair *p = start_pairs(1);
     const char *args[] = {"acquire", "--replicas", "1", "-n", "durable-running", NULL};
-    redisContext *replica;
     cli_proc proc;
-    char *token;
     (void)state;
-    start_pairs(&p, 1);
-    if (cli_run(&proc, p.primary.url, args, 10000 * test_slowdown()) != 0)
+    if (cli_run(&proc, p->primary.url, args, 10000 * test_slowdown()) != 0)
         fail_msg("exit %d: %s", proc.status, proc.err);
     proc.out[strcspn(proc.out, "\n")] = '\0';
-    replica = test_redis_connect(&p.replica, NULL);
-    token = get_string(replica, "durable-running");
-    assert_non_null(token);
-    assert_string_equal(token, proc.out);
-    free(token);
-    redisFree(replica);
-    stop_pairs(&p, 1);
+    assert_key_holds(connect_to(&p->replica), "durable-running", proc.out);
 }
 
 /* A library wait retries a grant too few replicas acknowledged, as it
@@ -185,57 +172,47 @@ static void test_durable_replicas_running(void **state)
  * ends at once: exit 69.) */
 static void test_durable_wait_outlasts_a_paused_replica(void **state)
 {
-    struct pair p = {0};
-    dlock_acquire_options opts = DLOCK_ACQUIRE_OPTIONS_INIT;
-    dlock_client *c;
-    dlock_lock *lock = NULL;
+    struct pair *p = start_pairs(1);
+    dlock_client *c = durable_client(p->primary.url, 1, 0);
+    dlock_acquire_options opts = wait_options(20000);
+    dlock_lock *lock;
     long long start;
+    pid_t resumer;
     (void)state;
-    start_pairs(&p, 1);
-    c = open_durable(p.primary.url, 1, 0);
-    opts.wait_ms = 20000;
-    test_redis_pause(&p.replica);
+    test_redis_pause(&p->replica);
     start = test_now_ms();
     /* The replica resumes while the wait goes on: a child sends SIGCONT. */
-    if (fork() == 0) {
+    resumer = fork_child();
+    if (resumer == 0) {
         usleep(500 * 1000);
-        kill(p.replica.pid, SIGCONT);
+        kill(p->replica.pid, SIGCONT);
         _exit(0);
     }
     /* 3 s: WAIT gives up after 135 ms, well before the replica is back. */
-    assert_int_equal(dlock_lock_acquire(&lock, c, "durable-retry", TTL_MS, &opts), 0);
+    lock = take(c, "durable-retry", TTL_MS, &opts);
     assert_true(test_now_ms() - start >= 500);
-    wait(NULL);
+    wait_child(resumer);
     assert_int_equal(dlock_lock_release(lock), 0);
-    dlock_lock_free(lock);
-    dlock_client_close(c);
-    stop_pairs(&p, 1);
 }
 
 /* An extend the replica did not acknowledge does not extend the
  * validity. */
 static void test_durable_extend_unacknowledged(void **state)
 {
-    struct pair p = {0};
-    dlock_client *c;
-    dlock_lock *lock;
+    struct pair *p = start_pairs(1);
+    dlock_client *c = durable_client(p->primary.url, 1, 0);
+    /* 30 s: a node deadline of 1 s, whatever the server's 1/hz adds to WAIT. */
+    dlock_lock *lock = take(c, "durable-extend", 30000, NULL);
     int64_t before;
     (void)state;
-    start_pairs(&p, 1);
-    c = open_durable(p.primary.url, 1, 0);
-    /* 30 s: a node deadline of 1 s, whatever the server's 1/hz adds to WAIT. */
-    lock = must_acquire(c, "durable-extend", 30000, NULL);
     assert_int_equal(dlock_lock_extend(lock, 30000), 0);
-    test_redis_pause(&p.replica);
+    test_redis_pause(&p->replica);
     before = dlock_lock_validity_ms(lock);
     assert_int_equal(dlock_lock_extend(lock, 60000), DLOCK_ENOREPLICAS);
-    test_redis_resume(&p.replica);
+    test_redis_resume(&p->replica);
     assert_true(dlock_lock_validity_ms(lock) <= before);
     assert_non_null(strstr(dlock_client_errmsg(c), "replicas acknowledged"));
     assert_int_equal(dlock_lock_release(lock), 0);
-    dlock_lock_free(lock);
-    dlock_client_close(c);
-    stop_pairs(&p, 1);
 }
 
 /* NOSCRIPT: the grant is re-sent as EVAL behind the WAIT that was already
@@ -252,20 +229,17 @@ static void test_durable_wait_follows_fallback(void **state)
         {"WAIT", NULL, ":0\r\n", 0, 0},
         {"EVALSHA", NULL, ":1\r\n", 0, 0}, /* the cleanup */
     };
-    script_server fake;
-    dlock_client *c;
+    script_server *fake = start_script_server(steps, 5);
+    dlock_client *c = durable_client(fake->url, 1, 0);
     dlock_lock *lock = NULL;
     char log[SCRIPT_LOG_MAX * 24], why[512];
     int rc;
     (void)state;
-    assert_int_equal(script_server_start(&fake, steps, 5), 0);
-    c = open_durable(fake.url, 1, 0);
     rc = dlock_lock_acquire(&lock, c, "durable-fallback", 30000, NULL);
+    kept_lock(lock);
     snprintf(why, sizeof(why), "%s", dlock_client_errmsg(c));
-    dlock_lock_free(lock);
-    dlock_client_close(c);
-    script_server_stop(&fake);
-    script_server_log(&fake, log, sizeof(log));
+    script_server_stop(fake);
+    script_server_log(fake, log, sizeof(log));
     if (rc != DLOCK_ENOREPLICAS)
         fail_msg("%s: %s (commands: %s)", dlock_err_name(rc), why, log);
     assert_non_null(strstr(why, "0 of 1 replicas"));
@@ -291,7 +265,8 @@ static void contend(struct trial *t, size_t n, const char *name)
             if (t[i].taken || dlock_lock_acquire(&t[i].taken, t[i].contender, name, TTL_MS,
                                                  NULL) != 0)
                 continue;
-            t[i].taken_ms = wall_ms();
+            kept_lock(t[i].taken);
+            t[i].taken_ms = test_wall_ms();
             t[i].holder_valid_then = dlock_lock_validity_ms(t[i].held) > 0;
             left--;
         }
@@ -304,9 +279,8 @@ static void contend(struct trial *t, size_t n, const char *name)
  * then the delay (and the servers' young uptime) must pass once. */
 static void prime(struct trial *t, size_t n, const char *name)
 {
-    dlock_lock *lock = NULL;
     for (size_t i = 0; i < n; i++)
-        assert_int_equal(dlock_lock_acquire(&lock, t[i].holder, name, TTL_MS, NULL), DLOCK_EBUSY);
+        expect_acquire(DLOCK_EBUSY, t[i].holder, name, TTL_MS, NULL);
     usleep((DELAY_MS + 1100) * 1000); /* uptime: whole seconds, read late */
 }
 
@@ -323,10 +297,6 @@ static void finish(struct trial *t, size_t n, bool safe)
             assert_true(t[i].holder_valid_then);
         }
         assert_true(dlock_lock_fence(t[i].taken) > dlock_lock_fence(t[i].held));
-        dlock_lock_free(t[i].taken);
-        dlock_lock_free(t[i].held);
-        dlock_client_close(t[i].contender);
-        dlock_client_close(t[i].holder);
     }
 }
 
@@ -344,28 +314,26 @@ static void assert_status_shows_delay(const char *url, const char *name)
  * without it (the controls) a second holder at once. */
 static void test_durable_restart_rule(void **state)
 {
-    static test_redis servers[TRIALS + CONTROLS];
+    test_redis *servers = start_servers(TRIALS + CONTROLS);
     struct trial t[TRIALS + CONTROLS] = {{0}};
     const char *name = "durable-restart";
     (void)state;
-    assert_int_equal(test_redis_start_all(servers, TRIALS + CONTROLS), 0);
     for (size_t i = 0; i < TRIALS + CONTROLS; i++) {
         int64_t delay = i < TRIALS ? DELAY_MS : 0;
-        t[i].holder = open_durable(servers[i].url, 0, delay);
-        t[i].contender = open_durable(servers[i].url, 0, delay);
+        t[i].holder = durable_client(servers[i].url, 0, delay);
+        t[i].contender = durable_client(servers[i].url, 0, delay);
     }
     prime(t, TRIALS, name);
     for (size_t i = 0; i < TRIALS + CONTROLS; i++)
-        t[i].held = must_acquire(t[i].holder, name, TTL_MS, NULL);
+        t[i].held = take(t[i].holder, name, TTL_MS, NULL);
     for (size_t i = 0; i < TRIALS + CONTROLS; i++) {
         assert_int_equal(test_redis_restart(&servers[i]), 0);
-        t[i].lost_ms = wall_ms();
+        t[i].lost_ms = test_wall_ms();
     }
     assert_status_shows_delay(servers[0].url, name);
     contend(t, TRIALS + CONTROLS, name);
     finish(t, TRIALS, true);
     finish(t + TRIALS, CONTROLS, false);
-    test_redis_stop_all(servers, TRIALS + CONTROLS);
 }
 
 /* A replica that missed the holder's grant (its link cut) is promoted with
@@ -374,46 +342,42 @@ static void test_durable_restart_rule(void **state)
  * controls, without it, grant at once. */
 static void test_durable_promoted_replica(void **state)
 {
-    static struct pair p[TRIALS + CONTROLS];
+    struct pair *p = start_pairs(TRIALS + CONTROLS);
     struct trial t[TRIALS + CONTROLS] = {{0}};
     const char *name = "durable-promoted";
     (void)state;
-    start_pairs(p, TRIALS + CONTROLS);
     for (size_t i = 0; i < TRIALS + CONTROLS; i++) {
         int64_t delay = i < TRIALS ? DELAY_MS : 0;
-        t[i].holder = open_durable(p[i].primary.url, 0, delay);
-        t[i].contender = open_durable(p[i].replica.url, 0, delay);
+        t[i].holder = durable_client(p[i].primary.url, 0, delay);
+        t[i].contender = durable_client(p[i].replica.url, 0, delay);
     }
     prime(t, TRIALS, name);
     for (size_t i = 0; i < TRIALS + CONTROLS; i++) {
-        redisContext *replica = test_redis_connect(&p[i].replica, NULL);
+        redisContext *replica = connect_to(&p[i].replica);
         long long until = test_now_ms() + 10000LL * test_slowdown();
-        char *marker = NULL;
         /* The marker reached the replica (only the trials have one). */
-        while (i < TRIALS && !(marker = get_string(replica, "dlock:restart-marker")) &&
+        while (i < TRIALS && !key_exists(replica, "dlock:restart-marker") &&
                test_now_ms() < until)
             usleep(20000);
-        assert_true(i >= TRIALS || marker);
-        free(marker);
-        redisFree(replica);
+        assert_true(i >= TRIALS || key_exists(replica, "dlock:restart-marker"));
+        cleanup_now(replica);
         fault_proxy_set(p[i].link, FAULT_BLACKHOLE, 0);
-        t[i].held = must_acquire(t[i].holder, name, TTL_MS, NULL);
+        t[i].held = take(t[i].holder, name, TTL_MS, NULL);
     }
     for (size_t i = 0; i < TRIALS + CONTROLS; i++) {
         redisContext *replica;
         test_redis_kill(&p[i].primary);
         fault_proxy_stop(p[i].link); /* what it held back is lost */
         p[i].link = NULL;
-        replica = test_redis_connect(&p[i].replica, NULL);
+        replica = connect_to(&p[i].replica);
         freeReplyObject(run(replica, "REPLICAOF NO ONE"));
-        redisFree(replica);
-        t[i].lost_ms = wall_ms();
+        cleanup_now(replica);
+        t[i].lost_ms = test_wall_ms();
     }
     assert_status_shows_delay(p[0].replica.url, name);
     contend(t, TRIALS + CONTROLS, name);
     finish(t, TRIALS, true);
     finish(t + TRIALS, CONTROLS, false);
-    stop_pairs(p, TRIALS + CONTROLS);
 }
 
 /* Bad values and commands that do not take the options are usage errors. */
@@ -438,16 +402,18 @@ static void test_durable_cli_usage(void **state)
 
 int main(void)
 {
+#define T(name) cmocka_unit_test_teardown(name, cleanup_teardown)
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_durable_cli_usage),
-        cmocka_unit_test(test_durable_replicas_paused),
-        cmocka_unit_test(test_durable_replicas_running),
-        cmocka_unit_test(test_durable_doctor_counts_waited_replicas),
-        cmocka_unit_test(test_durable_wait_outlasts_a_paused_replica),
-        cmocka_unit_test(test_durable_extend_unacknowledged),
-        cmocka_unit_test(test_durable_wait_follows_fallback),
-        cmocka_unit_test(test_durable_restart_rule),
-        cmocka_unit_test(test_durable_promoted_replica),
+        T(test_durable_cli_usage),
+        T(test_durable_replicas_paused),
+        T(test_durable_replicas_running),
+        T(test_durable_doctor_counts_waited_replicas),
+        T(test_durable_wait_outlasts_a_paused_replica),
+        T(test_durable_extend_unacknowledged),
+        T(test_durable_wait_follows_fallback),
+        T(test_durable_restart_rule),
+        T(test_durable_promoted_replica),
     };
+#undef T
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

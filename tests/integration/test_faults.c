@@ -3,13 +3,10 @@
  * a slow one, connections reset or cut mid-stream. Each gets a clear error
  * within its deadline, and no key is left behind. Also the chaos suite's
  * clock shim, which must really move a server's clock. */
-#include "fault_proxy.h"
 #include "helpers.h"
 
 #include <dlock.h>
 
-#include <fcntl.h>
-#include <pthread.h>
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -23,36 +20,23 @@
 
 #define NODES 3
 
+/* Three servers, each behind a proxy. */
 struct fixture {
-    test_redis servers[NODES];
+    test_redis *servers;
     fault_proxy *proxies[NODES];
-    char urls[NODES][64];
+    const char *urls[NODES];
+    char url[NODES][64];
 };
 
 static int setup(void **state)
 {
-    struct fixture *f = calloc(1, sizeof(*f));
+    struct fixture *f = cleanup_alloc(sizeof(*f));
+    f->servers = start_servers(NODES);
     for (int i = 0; i < NODES; i++) {
-        if (test_redis_start(&f->servers[i], NULL) != 0)
-            return -1;
-        f->proxies[i] = fault_proxy_start(f->servers[i].port);
-        if (!f->proxies[i])
-            return -1;
-        snprintf(f->urls[i], sizeof(f->urls[i]), "redis://127.0.0.1:%d",
-                 fault_proxy_port(f->proxies[i]));
+        f->proxies[i] = start_proxy(f->servers[i].port, f->url[i], sizeof(f->url[i]));
+        f->urls[i] = f->url[i];
     }
     *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    struct fixture *f = *state;
-    for (int i = 0; i < NODES; i++) {
-        fault_proxy_stop(f->proxies[i]);
-        test_redis_stop(&f->servers[i]);
-    }
-    free(f);
     return 0;
 }
 
@@ -67,27 +51,22 @@ static int node_ms(void)
 static dlock_client *open_through(struct fixture *f, size_t n, int node_timeout_ms,
                                   int command_timeout_ms)
 {
-    const char *urls[NODES];
-    for (size_t i = 0; i < n; i++)
-        urls[i] = f->urls[i];
-    return open_nodes(urls, n, node_timeout_ms, command_timeout_ms);
+    return client_on_nodes(f->urls, n, node_timeout_ms, command_timeout_ms);
 }
 
 /* Acquire and release: the connections are made, nothing is held. */
 static void take_turn(dlock_client *c, const char *name)
 {
-    dlock_lock *lock = must_acquire(c, name, 5000, NULL);
-    assert_int_equal(dlock_lock_release(lock), 0);
-    dlock_lock_free(lock);
+    take_and_release(c, name, 5000, NULL);
 }
 
 static int keys_left(struct fixture *f, const char *name)
 {
     int n = 0;
     for (int i = 0; i < NODES; i++) {
-        redisContext *r = test_redis_connect(&f->servers[i], NULL);
+        redisContext *r = connect_to(&f->servers[i]);
         n += key_exists(r, name);
-        redisFree(r);
+        cleanup_now(r);
     }
     return n;
 }
@@ -111,13 +90,12 @@ static void test_blackholed_node_times_out_and_leaves_nothing(void **state)
 {
     struct fixture *f = *state;
     dlock_client *c = open_through(f, 1, node_ms(), node_ms());
-    dlock_lock *lock = NULL;
     long long t0, took;
 
     take_turn(c, "fault:bh");
     fault_proxy_set(f->proxies[0], FAULT_BLACKHOLE, 0);
     t0 = test_now_ms();
-    assert_int_equal(dlock_lock_acquire(&lock, c, "fault:bh", 5000, NULL), DLOCK_ETIMEDOUT);
+    expect_acquire(DLOCK_ETIMEDOUT, c, "fault:bh", 5000, NULL);
     /* The node deadline for the attempt, another for the cleanup. */
     took = test_now_ms() - t0;
     assert_true(took >= node_ms());
@@ -127,7 +105,6 @@ static void test_blackholed_node_times_out_and_leaves_nothing(void **state)
     fault_proxy_set(f->proxies[0], FAULT_PASS, 0);
     assert_int_equal(keys_left_in_the_end(f, "fault:bh"), 0);
     take_turn(c, "fault:bh");
-    dlock_client_close(c);
 }
 
 /* A node 30 ms slow each way answers within its deadline; one as slow as
@@ -136,19 +113,14 @@ static void test_slow_node_within_and_past_its_deadline(void **state)
 {
     struct fixture *f = *state;
     dlock_client *c = open_through(f, 1, node_ms(), node_ms());
-    dlock_lock *lock;
 
     fault_proxy_set(f->proxies[0], FAULT_DELAY, 30);
-    lock = must_acquire(c, "fault:slow", 5000, NULL);
-    assert_int_equal(dlock_lock_release(lock), 0);
-    dlock_lock_free(lock);
+    take_turn(c, "fault:slow");
 
     fault_proxy_set(f->proxies[0], FAULT_DELAY, node_ms());
-    lock = NULL;
-    assert_int_equal(dlock_lock_acquire(&lock, c, "fault:slow", 5000, NULL), DLOCK_ETIMEDOUT);
+    expect_acquire(DLOCK_ETIMEDOUT, c, "fault:slow", 5000, NULL);
     fault_proxy_set(f->proxies[0], FAULT_PASS, 0);
     assert_int_equal(keys_left_in_the_end(f, "fault:slow"), 0);
-    dlock_client_close(c);
 }
 
 /* An extend to a short TTL whose reply comes too late may have run: the
@@ -157,7 +129,7 @@ static void test_late_extend_shortens_the_validity(void **state)
 {
     struct fixture *f = *state;
     dlock_client *c = open_through(f, 1, 0, 1000);
-    dlock_lock *lock = must_acquire(c, "fault:late-extend", 30000, NULL);
+    dlock_lock *lock = take(c, "fault:late-extend", 30000, NULL);
     int rc;
 
     fault_proxy_set(f->proxies[0], FAULT_DELAY, 100);
@@ -166,20 +138,13 @@ static void test_late_extend_shortens_the_validity(void **state)
     assert_true(rc == DLOCK_ETIMEDOUT || rc == DLOCK_ENOTOWNER);
     usleep(DLOCK_TTL_MIN_MS * 1000); /* at most that: not the 30 s of before */
     assert_false(dlock_lock_held(lock));
-    dlock_lock_free(lock);
-    dlock_client_close(c);
 }
 
 /* The lock's key on the server behind the first proxy holds its token:
  * nothing released it there. */
 static void assert_key_is_ours(struct fixture *f, const dlock_lock *lock)
 {
-    redisContext *r = test_redis_connect(&f->servers[0], NULL);
-    char *value = get_string(r, dlock_lock_name(lock));
-    redisFree(r);
-    assert_non_null(value);
-    assert_string_equal(value, dlock_lock_token(lock));
-    free(value);
+    assert_key_holds(connect_to(&f->servers[0]), dlock_lock_name(lock), dlock_lock_token(lock));
 }
 
 /* Every connection reset, the one in use and the reconnect alike: the
@@ -196,7 +161,7 @@ static void test_reset_connections_then_reconnect(void **state)
     struct fixture *f = *state;
     int timeout_ms = 2000 * test_slowdown();
     dlock_client *c = open_through(f, 1, timeout_ms, timeout_ms);
-    dlock_lock *lock = must_acquire(c, "fault:reset", 5000, NULL);
+    dlock_lock *lock = take(c, "fault:reset", 5000, NULL);
 
     fault_proxy_set(f->proxies[0], FAULT_RESET, 0);
     assert_int_equal(dlock_lock_release(lock), DLOCK_ECONN);
@@ -205,8 +170,6 @@ static void test_reset_connections_then_reconnect(void **state)
     fault_proxy_set(f->proxies[0], FAULT_PASS, 0);
     assert_int_equal(dlock_lock_release(lock), 0);
     assert_int_equal(keys_left(f, "fault:reset"), 0);
-    dlock_lock_free(lock);
-    dlock_client_close(c);
 }
 
 /* Resets every connection of `proxy` once it has read bytes past
@@ -220,7 +183,8 @@ static void *reset_on_arrival(void *arg)
 {
     struct reset_on_arrival *r = arg;
     long long until = test_now_ms() + 5000LL * test_slowdown();
-    while (fault_proxy_hits(r->proxy) == r->hits_before && test_now_ms() < until)
+    while (fault_proxy_hits(r->proxy) == r->hits_before && test_now_ms() < until &&
+           !cleanup_stopping())
         usleep(1000);
     fault_proxy_set(r->proxy, FAULT_RESET, 0);
     return NULL;
@@ -234,22 +198,20 @@ static void test_reset_after_the_release_left(void **state)
     struct fixture *f = *state;
     int timeout_ms = 5000 * test_slowdown();
     dlock_client *c = open_through(f, 1, timeout_ms, timeout_ms);
-    dlock_lock *lock = must_acquire(c, "fault:reset-late", 5000, NULL);
+    dlock_lock *lock = take(c, "fault:reset-late", 5000, NULL);
     struct reset_on_arrival r = {.proxy = f->proxies[0]};
-    pthread_t thread;
+    void *resetter;
 
     fault_proxy_set(f->proxies[0], FAULT_BLACKHOLE, 0);
     r.hits_before = fault_proxy_hits(f->proxies[0]);
-    assert_int_equal(pthread_create(&thread, NULL, reset_on_arrival, &r), 0);
+    resetter = start_thread(reset_on_arrival, &r, sizeof(r));
     assert_int_equal(dlock_lock_release(lock), DLOCK_ECONN);
-    assert_int_equal(pthread_join(thread, NULL), 0);
+    join_thread(resetter);
     assert_false(dlock_lock_held(lock));
     assert_key_is_ours(f, lock);
     fault_proxy_set(f->proxies[0], FAULT_PASS, 0);
     assert_int_equal(dlock_lock_release(lock), 0);
     assert_int_equal(keys_left(f, "fault:reset-late"), 0);
-    dlock_lock_free(lock);
-    dlock_client_close(c);
 }
 
 /* The release fails before a byte of it left (nothing listens any more):
@@ -261,18 +223,16 @@ static void test_release_refused_before_it_left(void **state)
     struct fixture *f = *state;
     int timeout_ms = 2000 * test_slowdown();
     dlock_client *c = open_through(f, 1, timeout_ms, timeout_ms);
-    dlock_lock *lock = must_acquire(c, "fault:refused", 5000, NULL);
+    dlock_lock *lock = take(c, "fault:refused", 5000, NULL);
     status_view view;
 
-    fault_proxy_stop(f->proxies[0]);
+    cleanup_now(f->proxies[0]); /* nothing listens there any more */
     f->proxies[0] = NULL;
     assert_int_equal(status_of(&view, c, "fault:refused"), DLOCK_ECONN);
     assert_int_equal(dlock_lock_release(lock), DLOCK_ECONN);
     assert_non_null(strstr(dlock_client_errmsg(c), "refused"));
     assert_true(dlock_lock_held(lock));
     assert_key_is_ours(f, lock);
-    dlock_lock_free(lock);
-    dlock_client_close(c);
 }
 
 /* Bytes lost mid-stream: the proxy resets such connections when it heals;
@@ -281,18 +241,14 @@ static void test_dropped_bytes_then_reconnect(void **state)
 {
     struct fixture *f = *state;
     dlock_client *c = open_through(f, 1, node_ms(), node_ms());
-    dlock_lock *lock = NULL;
 
     take_turn(c, "fault:drop");
     fault_proxy_set(f->proxies[0], FAULT_DROP, 0);
-    assert_int_equal(dlock_lock_acquire(&lock, c, "fault:drop", 5000, NULL), DLOCK_ETIMEDOUT);
+    expect_acquire(DLOCK_ETIMEDOUT, c, "fault:drop", 5000, NULL);
     fault_proxy_set(f->proxies[0], FAULT_PASS, 0);
     usleep(50 * 1000);
-    lock = must_acquire(c, "fault:drop", 5000, NULL);
-    assert_int_equal(dlock_lock_release(lock), 0);
-    dlock_lock_free(lock);
+    take_turn(c, "fault:drop");
     assert_int_equal(keys_left(f, "fault:drop"), 0);
-    dlock_client_close(c);
 }
 
 /* Redlock with one node silent: granted by the other two without waiting
@@ -308,67 +264,47 @@ static void test_redlock_with_a_blackholed_node(void **state)
     take_turn(c, "fault:rl");
     fault_proxy_set(f->proxies[1], FAULT_BLACKHOLE, 0);
     t0 = test_now_ms();
-    lock = must_acquire(c, "fault:rl", 5000, NULL);
+    lock = take(c, "fault:rl", 5000, NULL);
     assert_true(test_now_ms() - t0 < 2LL * node_ms());
     assert_true(dlock_lock_held(lock));
     assert_int_equal(dlock_lock_release(lock), 0);
-    dlock_lock_free(lock);
     fault_proxy_set(f->proxies[1], FAULT_PASS, 0);
     assert_int_equal(keys_left_in_the_end(f, "fault:rl"), 0);
-    dlock_client_close(c);
 }
 
 /* The chaos suite's clock shim, preloaded into a redis-server, moves the
  * clock that server expires keys by, and nothing else's. */
 static void test_clock_shim_moves_a_server_clock(void **state)
 {
-    char path[] = "/tmp/dlock-test-clock-XXXXXX";
-    int fd = mkstemp(path);
-    test_redis server;
-    redisContext *r;
-    redisReply *t;
+    char shift[64];
+    test_redis *server = start_shifted_server(DLOCK_CLOCK_SHIM, shift, sizeof(shift), 0);
+    redisContext *r = connect_to(server);
     long long before;
     (void)state;
-    assert_true(fd >= 0);
-    assert_int_equal(write(fd, "0\n", 2), 2);
-    close(fd);
-    setenv("LD_PRELOAD", DLOCK_CLOCK_SHIM, 1);
-    setenv("DLOCK_CLOCK_SHIFT_FILE", path, 1);
-    assert_int_equal(test_redis_start(&server, NULL), 0);
-    unsetenv("LD_PRELOAD");
-    unsetenv("DLOCK_CLOCK_SHIFT_FILE");
-    r = test_redis_connect(&server, NULL);
     freeReplyObject(run(r, "SET shim:key v PX 5000"));
-    t = run(r, "TIME");
-    before = strtoll(t->element[0]->str, NULL, 10);
-    freeReplyObject(t);
-    fd = open(path, O_WRONLY | O_TRUNC);
-    assert_int_equal(write(fd, "3000\n", 5), 5);
-    close(fd);
+    before = strtoll(kept_reply(run(r, "TIME"))->element[0]->str, NULL, 10);
+    write_number_file(shift, 3000);
     usleep(50 * 1000); /* the shim reads its file every 10 ms */
-    t = run(r, "TIME");
-    assert_true(strtoll(t->element[0]->str, NULL, 10) - before >= 3);
-    freeReplyObject(t);
+    assert_true(strtoll(kept_reply(run(r, "TIME"))->element[0]->str, NULL, 10) - before >= 3);
     assert_true(pttl_of(r, "shim:key") < 2500);
-    redisFree(r);
-    test_redis_stop(&server);
-    unlink(path);
 }
 
 int main(void)
 {
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, cleanup_teardown)
+#define U(name) cmocka_unit_test_teardown(name, cleanup_teardown)
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_blackholed_node_times_out_and_leaves_nothing, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_slow_node_within_and_past_its_deadline, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_late_extend_shortens_the_validity, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_reset_connections_then_reconnect, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_reset_after_the_release_left, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_release_refused_before_it_left, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_dropped_bytes_then_reconnect, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_redlock_with_a_blackholed_node, setup, teardown),
-        cmocka_unit_test(test_clock_shim_moves_a_server_clock),
+        T(test_blackholed_node_times_out_and_leaves_nothing),
+        T(test_slow_node_within_and_past_its_deadline),
+        T(test_late_extend_shortens_the_validity),
+        T(test_reset_connections_then_reconnect),
+        T(test_reset_after_the_release_left),
+        T(test_release_refused_before_it_left),
+        T(test_dropped_bytes_then_reconnect),
+        T(test_redlock_with_a_blackholed_node),
+        U(test_clock_shim_moves_a_server_clock),
     };
+#undef T
+#undef U
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,20 +22,12 @@
 
 static uint64_t acquire_release(dlock_client *c, const char *name)
 {
-    dlock_lock *lock = NULL;
-    uint64_t fence;
-    int rc = dlock_lock_acquire(&lock, c, name, 30000, NULL);
-    if (rc != 0)
-        fail_msg("acquire: %s: %s", dlock_err_name(rc), dlock_client_errmsg(c));
-    fence = dlock_lock_fence(lock);
-    assert_int_equal(dlock_lock_release(lock), 0);
-    dlock_lock_free(lock);
-    return fence;
+    return take_and_release(c, name, 30000, NULL);
 }
 
 static void test_fence_strictly_increases(void **state)
 {
-    dlock_client *c = open_client(server.url, 0, 0);
+    dlock_client *c = client_on(server.url);
     uint64_t last = 0;
     (void)state;
     for (int i = 0; i < 1000; i++) {
@@ -44,74 +36,56 @@ static void test_fence_strictly_increases(void **state)
             fail_msg("acquisition %d: fence %" PRIu64 " after %" PRIu64, i, fence, last);
         last = fence;
     }
-    dlock_client_close(c);
 }
 
 static void test_fence_increases_after_restart_without_persistence(void **state)
 {
-    dlock_client *c = open_client(server.url, 0, 0);
-    redisContext *redis;
+    dlock_client *c = client_on(server.url);
     uint64_t before = 0, after;
     (void)state;
     for (int i = 0; i < 10; i++)
         before = acquire_release(c, "fence:restart");
     assert_int_equal(test_redis_restart(&server), 0);
-    redis = test_redis_connect(&server, NULL);
-    assert_false(key_exists(redis, aux_key("fence:restart", "fence"))); /* the counter is gone */
+    /* the counter is gone */
+    assert_false(key_exists(connect_to(&server), aux_key("fence:restart", "fence")));
     after = acquire_release(c, "fence:restart"); /* same client: reconnects */
     assert_true(after > before);
-    redisFree(redis);
-    dlock_client_close(c);
 }
 
 static void test_fence_counter_branch_adds_one(void **state)
 {
-    dlock_client *c = open_client(server.url, 0, 0);
-    redisContext *redis = test_redis_connect(&server, NULL);
-    char *stored;
+    dlock_client *c = client_on(server.url);
+    redisContext *redis = connect_to(&server);
     (void)state;
-    freeReplyObject(run(redis, "SET %s %llu", aux_key("fence:counter", "fence"), (unsigned long long)FAR_FUTURE));
+    freeReplyObject(run(redis, "SET %s %llu", aux_key("fence:counter", "fence"),
+                        (unsigned long long)FAR_FUTURE));
     assert_int_equal(acquire_release(c, "fence:counter"), FAR_FUTURE + 1);
     assert_int_equal(acquire_release(c, "fence:counter"), FAR_FUTURE + 2);
-    stored = get_string(redis, aux_key("fence:counter", "fence"));
-    assert_string_equal(stored, "4503599627370498");
-    free(stored);
-    redisFree(redis);
-    dlock_client_close(c);
+    assert_key_holds(redis, aux_key("fence:counter", "fence"), "4503599627370498");
 }
 
 static void test_fence_key_lifetime_is_an_option(void **state)
 {
-    dlock_client_options opts = DLOCK_CLIENT_OPTIONS_INIT;
     const char *url = server.url;
-    dlock_client *c = NULL;
-    redisContext *redis = test_redis_connect(&server, NULL);
+    dlock_client_options opts = client_options(&url, 1);
     long long pttl;
     (void)state;
-    opts.urls = &url;
-    opts.n_urls = 1;
     opts.fence_ttl_ms = 60000;
-    assert_int_equal(dlock_client_open(&c, &opts, NULL, 0), 0);
-    acquire_release(c, "fence:ttl");
-    pttl = pttl_of(redis, aux_key("fence:ttl", "fence"));
+    acquire_release(client_with(&opts), "fence:ttl");
+    pttl = pttl_of(connect_to(&server), aux_key("fence:ttl", "fence"));
     assert_true(pttl > 0 && pttl <= 60000);
-    redisFree(redis);
-    dlock_client_close(c);
 }
 
 static void test_fence_garbage_refused_before_any_write(void **state)
 {
-    dlock_client *c = open_client(server.url, 0, 0);
-    redisContext *redis = test_redis_connect(&server, NULL);
-    dlock_lock *lock = NULL;
+    dlock_client *c = client_on(server.url);
+    redisContext *redis = connect_to(&server);
     (void)state;
     freeReplyObject(run(redis, "SET %s not-a-number", aux_key("fence:junk", "fence")));
-    assert_int_equal(dlock_lock_acquire(&lock, c, "fence:junk", 30000, NULL), DLOCK_ESERVER);
+    expect_acquire(DLOCK_ESERVER, c, "fence:junk", 30000, NULL);
     assert_non_null(strstr(dlock_client_errmsg(c), "not a fencing token"));
     assert_false(key_exists(redis, "fence:junk"));
     assert_false(key_exists(redis, aux_key("fence:junk", "owner")));
-    redisFree(redis);
-    dlock_client_close(c);
 }
 
 /* Acquires `before` times, SAVEs a snapshot, acquires `after` more times,
@@ -119,61 +93,41 @@ static void test_fence_garbage_refused_before_any_write(void **state)
  * token handed out before the restart; *next is the first one after it. */
 static uint64_t roll_back(test_redis *r, const char *name, int before, int after, uint64_t *next)
 {
-    dlock_client *c = open_client(r->url, 0, 0);
-    redisContext *redis = test_redis_connect(r, NULL);
+    dlock_client *c = client_on(r->url);
     uint64_t last = 0;
     for (int i = 0; i < before; i++)
         last = acquire_release(c, name);
-    freeReplyObject(run(redis, "SAVE"));
-    redisFree(redis);
+    freeReplyObject(run(connect_to(r), "SAVE"));
     for (int i = 0; i < after; i++)
         last = acquire_release(c, name);
     assert_int_equal(test_redis_restart(r), 0); /* SIGKILL: the snapshot is all that is left */
     *next = acquire_release(c, name);
-    dlock_client_close(c);
     return last;
-}
-
-static void remove_snapshot(test_redis *r)
-{
-    char path[192];
-    snprintf(path, sizeof(path), "%s/dump.rdb", r->dir);
-    unlink(path);
 }
 
 /* A counter rolled back by a restart from an older snapshot is not a lost
  * counter: the clock floor keeps the next token above every one issued. */
 static void test_fence_after_restart_from_an_older_snapshot(void **state)
 {
-    test_redis r = {0};
     uint64_t last, next;
     (void)state;
-    assert_int_equal(test_redis_start(&r, NULL), 0);
-    last = roll_back(&r, "fence:snapshot", 3, 5, &next);
+    last = roll_back(start_servers(1), "fence:snapshot", 3, 5, &next);
     if (next <= last)
         fail_msg("token %" PRIu64 " after a rollback, %" PRIu64 " was handed out before", next, last);
-    remove_snapshot(&r);
-    test_redis_stop(&r);
 }
 
 /* What the rule cannot prevent (docs/fencing.md): a counter that ran ahead
  * of the clock repeats after a rollback to an older snapshot. */
 static void test_fence_ahead_of_the_clock_repeats_after_a_rollback(void **state)
 {
-    test_redis r = {0};
-    redisContext *redis;
+    test_redis *r = start_servers(1);
     uint64_t last, next;
     (void)state;
-    assert_int_equal(test_redis_start(&r, NULL), 0);
-    redis = test_redis_connect(&r, NULL);
-    freeReplyObject(run(redis, "SET %s %llu", aux_key("fence:ahead", "fence"),
+    freeReplyObject(run(connect_to(r), "SET %s %llu", aux_key("fence:ahead", "fence"),
                         (unsigned long long)FAR_FUTURE));
-    redisFree(redis);
-    last = roll_back(&r, "fence:ahead", 3, 5, &next);
+    last = roll_back(r, "fence:ahead", 3, 5, &next);
     assert_int_equal(last, FAR_FUTURE + 8);
     assert_int_equal(next, FAR_FUTURE + 4); /* handed out once already */
-    remove_snapshot(&r);
-    test_redis_stop(&r);
 }
 
 /* Only a decimal integer from 0 to 2^53 - 2 is a stored token: anything
@@ -183,8 +137,8 @@ static void test_fence_values_out_of_range_refused(void **state)
     static const char *const bad[] = {"9007199254740991", "9007199254740993", "inf", "nan",
                                       "1e400", "-5", "5 ", " 5", "0x10", "1.5", "", "05", "00",
                                       "12345678901234567"};
-    dlock_client *c = open_client(server.url, 0, 0);
-    redisContext *redis = test_redis_connect(&server, NULL);
+    dlock_client *c = client_on(server.url);
+    redisContext *redis = connect_to(&server);
     char fence[128];
     (void)state;
     snprintf(fence, sizeof(fence), "%s", aux_key("fence:range", "fence"));
@@ -196,17 +150,11 @@ static void test_fence_values_out_of_range_refused(void **state)
         assert_non_null(strstr(dlock_client_errmsg(c), fence));
         assert_false(key_exists(redis, "fence:range"));
         assert_false(key_exists(redis, aux_key("fence:range", "owner")));
-        {
-            char *stored = get_string(redis, fence);
-            assert_string_equal(stored, bad[i]);
-            free(stored);
-        }
+        assert_true(key_holds(redis, fence, bad[i]));
     }
     /* The largest stored value accepted: the next token is still exact. */
     freeReplyObject(run(redis, "SET %s 9007199254740990", fence));
     assert_int_equal(acquire_release(c, "fence:range"), 9007199254740991ULL);
-    redisFree(redis);
-    dlock_client_close(c);
 }
 
 /* A stored value that is not a token, for an acquire of each kind: refused
@@ -214,10 +162,7 @@ static void test_fence_values_out_of_range_refused(void **state)
 static void expect_refused(dlock_client *c, redisContext *redis, const char *name,
                            const char *key, const dlock_acquire_options *o)
 {
-    dlock_lock *lock = NULL;
-    int rc = dlock_lock_acquire(&lock, c, name, 30000, o);
-    if (rc != DLOCK_ESERVER)
-        fail_msg("%s: %s instead of DLOCK_ESERVER", name, dlock_err_name(rc));
+    expect_acquire(DLOCK_ESERVER, c, name, 30000, o);
     if (!strstr(dlock_client_errmsg(c), key) || !strstr(dlock_client_errmsg(c), "not a fencing token"))
         fail_msg("%s: the message does not name %s: %s", name, key, dlock_client_errmsg(c));
     assert_false(key_exists(redis, name));
@@ -227,8 +172,8 @@ static void expect_refused(dlock_client *c, redisContext *redis, const char *nam
  * (a slot's token in a hash), fair locks, shared holds, status. */
 static void test_fence_garbage_refused_by_every_kind(void **state)
 {
-    dlock_client *c = open_client(server.url, 0, 0);
-    redisContext *redis = test_redis_connect(&server, NULL);
+    dlock_client *c = client_on(server.url);
+    redisContext *redis = connect_to(&server);
     dlock_acquire_options o = DLOCK_ACQUIRE_OPTIONS_INIT;
     dlock_status *st = NULL;
     char key[128];
@@ -254,8 +199,6 @@ static void test_fence_garbage_refused_by_every_kind(void **state)
     freeReplyObject(run(redis, "SET %s 05", key));
     assert_int_equal(dlock_status_query(&st, c, "fence:status"), DLOCK_ESERVER);
     assert_non_null(strstr(dlock_client_errmsg(c), key));
-    redisFree(redis);
-    dlock_client_close(c);
 }
 
 /* Redlock's fence write-back and its extend's repair of a node that lost
@@ -263,45 +206,26 @@ static void test_fence_garbage_refused_by_every_kind(void **state)
  * written, and the majority's lock is unaffected. */
 static void test_fence_garbage_refused_by_write_back_and_repair(void **state)
 {
-    test_redis nodes[3] = {{0}};
-    redisContext *redis[3];
-    const char *urls[3];
-    dlock_client *c;
+    test_redis *nodes = start_servers(3);
+    dlock_client *c = client_on_servers(nodes, 3, 0, 0);
+    redisContext *first = connect_to(&nodes[0]), *third = connect_to(&nodes[2]);
     dlock_lock *lock;
-    char *stored;
     (void)state;
-    for (int i = 0; i < 3; i++) {
-        assert_int_equal(test_redis_start(&nodes[i], NULL), 0);
-        urls[i] = nodes[i].url;
-        redis[i] = test_redis_connect(&nodes[i], NULL);
-    }
-    c = open_nodes(urls, 3, 0, 0);
     /* Write-back: node 2 refuses the grant and the write-back. */
-    freeReplyObject(run(redis[2], "SET %s nan", aux_key("fence:back", "fence")));
-    lock = must_acquire(c, "fence:back", 30000, NULL);
-    assert_false(key_exists(redis[2], "fence:back"));
-    stored = get_string(redis[2], aux_key("fence:back", "fence"));
-    assert_string_equal(stored, "nan");
-    free(stored);
+    freeReplyObject(run(third, "SET %s nan", aux_key("fence:back", "fence")));
+    lock = take(c, "fence:back", 30000, NULL);
+    assert_false(key_exists(third, "fence:back"));
+    assert_key_holds(third, aux_key("fence:back", "fence"), "nan");
     assert_int_equal(dlock_lock_release(lock), 0);
-    dlock_lock_free(lock);
     /* Repair: node 0 lost the lock and holds garbage; the extend holds on
      * nodes 1 and 2 and writes nothing on node 0. */
-    lock = must_acquire(c, "fence:repair", 30000, NULL);
-    freeReplyObject(run(redis[0], "DEL fence:repair"));
-    freeReplyObject(run(redis[0], "SET %s 0x10", aux_key("fence:repair", "fence")));
+    lock = take(c, "fence:repair", 30000, NULL);
+    freeReplyObject(run(first, "DEL fence:repair"));
+    freeReplyObject(run(first, "SET %s 0x10", aux_key("fence:repair", "fence")));
     assert_int_equal(dlock_lock_extend(lock, 30000), 0);
-    assert_false(key_exists(redis[0], "fence:repair"));
-    stored = get_string(redis[0], aux_key("fence:repair", "fence"));
-    assert_string_equal(stored, "0x10");
-    free(stored);
+    assert_false(key_exists(first, "fence:repair"));
+    assert_key_holds(first, aux_key("fence:repair", "fence"), "0x10");
     assert_int_equal(dlock_lock_release(lock), 0);
-    dlock_lock_free(lock);
-    dlock_client_close(c);
-    for (int i = 0; i < 3; i++) {
-        redisFree(redis[i]);
-        test_redis_stop(&nodes[i]);
-    }
 }
 
 /* dlock_fence_check: the holder's fence is current; an older one, one never
@@ -309,28 +233,25 @@ static void test_fence_garbage_refused_by_write_back_and_repair(void **state)
  * name are not. A semaphore: each held permit's own fence. */
 static void test_fence_check_answers_for_the_holder_only(void **state)
 {
-    dlock_client *c = open_client(server.url, 0, 0);
-    dlock_acquire_options two = DLOCK_ACQUIRE_OPTIONS_INIT;
-    dlock_lock *lock = must_acquire(c, "fence:check", 30000, NULL), *permits[2];
+    dlock_client *c = client_on(server.url);
+    dlock_acquire_options two = permits_options(2);
+    dlock_lock *lock = take(c, "fence:check", 30000, NULL), *permits[2];
     uint64_t fence = dlock_lock_fence(lock);
     (void)state;
     assert_int_equal(dlock_fence_check(c, "fence:check", fence), 1);
     assert_int_equal(dlock_fence_check(c, "fence:check", fence - 1), 0);
     assert_int_equal(dlock_fence_check(c, "fence:check", fence + 1), 0);
     assert_int_equal(dlock_lock_release(lock), 0);
-    dlock_lock_free(lock);
     assert_int_equal(dlock_fence_check(c, "fence:check", fence), 0);
-    lock = must_acquire(c, "fence:check", 30000, NULL);
+    lock = take(c, "fence:check", 30000, NULL);
     assert_int_equal(dlock_fence_check(c, "fence:check", fence), 0);
     assert_int_equal(dlock_fence_check(c, "fence:check", dlock_lock_fence(lock)), 1);
     assert_int_equal(dlock_lock_release(lock), 0);
-    dlock_lock_free(lock);
     assert_int_equal(dlock_fence_check(c, "fence:never-taken", 1), 0);
     assert_int_equal(dlock_fence_check(NULL, "fence:check", 1), DLOCK_EINVAL);
 
-    two.permits = 2;
-    permits[0] = must_acquire(c, "fence:check-permits", 30000, &two);
-    permits[1] = must_acquire(c, "fence:check-permits", 30000, &two);
+    permits[0] = take(c, "fence:check-permits", 30000, &two);
+    permits[1] = take(c, "fence:check-permits", 30000, &two);
     for (int i = 0; i < 2; i++)
         assert_int_equal(dlock_fence_check(c, "fence:check-permits",
                                            dlock_lock_fence(permits[i])), 1);
@@ -338,25 +259,25 @@ static void test_fence_check_answers_for_the_holder_only(void **state)
         assert_int_equal(dlock_lock_release(permits[i]), 0);
         assert_int_equal(dlock_fence_check(c, "fence:check-permits",
                                            dlock_lock_fence(permits[i])), 0);
-        dlock_lock_free(permits[i]);
     }
-    dlock_client_close(c);
 }
 
 int main(void)
 {
+#define T(name) cmocka_unit_test_teardown(name, cleanup_teardown)
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_fence_strictly_increases),
-        cmocka_unit_test(test_fence_increases_after_restart_without_persistence),
-        cmocka_unit_test(test_fence_counter_branch_adds_one),
-        cmocka_unit_test(test_fence_key_lifetime_is_an_option),
-        cmocka_unit_test(test_fence_garbage_refused_before_any_write),
-        cmocka_unit_test(test_fence_after_restart_from_an_older_snapshot),
-        cmocka_unit_test(test_fence_ahead_of_the_clock_repeats_after_a_rollback),
-        cmocka_unit_test(test_fence_values_out_of_range_refused),
-        cmocka_unit_test(test_fence_garbage_refused_by_every_kind),
-        cmocka_unit_test(test_fence_garbage_refused_by_write_back_and_repair),
-        cmocka_unit_test(test_fence_check_answers_for_the_holder_only),
+        T(test_fence_strictly_increases),
+        T(test_fence_increases_after_restart_without_persistence),
+        T(test_fence_counter_branch_adds_one),
+        T(test_fence_key_lifetime_is_an_option),
+        T(test_fence_garbage_refused_before_any_write),
+        T(test_fence_after_restart_from_an_older_snapshot),
+        T(test_fence_ahead_of_the_clock_repeats_after_a_rollback),
+        T(test_fence_values_out_of_range_refused),
+        T(test_fence_garbage_refused_by_every_kind),
+        T(test_fence_garbage_refused_by_write_back_and_repair),
+        T(test_fence_check_answers_for_the_holder_only),
     };
+#undef T
     return cmocka_run_group_tests(tests, group_setup_server, group_teardown_server);
 }

@@ -4,11 +4,9 @@
  * between its first try and its subscription is not missed; and a
  * sleeping waiter wakes on the release, long before its backoff. */
 #include "helpers.h"
-#include "script_server.h"
 
 #include <dlock.h>
 
-#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -51,30 +49,23 @@ static void count_acquire(dlock_client *c, redisContext *r, const char *name,
                           const dlock_acquire_options *opts, long long *cmds, long long *subs)
 {
     long long subs_before = subscribes(r), cmds_before = commands(r);
-    dlock_lock *lock = must_acquire(c, name, 30000, opts);
+    dlock_lock *lock = take(c, name, 30000, opts);
     *cmds = commands(r) - cmds_before;
     *subs = subscribes(r) - subs_before;
     assert_int_equal(dlock_lock_release(lock), 0);
-    dlock_lock_free(lock);
 }
 
 static void test_listen_free_lock_costs_one_try(void **state)
 {
-    dlock_client *c = open_client(group_server.url, 0, 0);
-    redisContext *r = test_redis_connect(&group_server, NULL);
-    dlock_acquire_options wait = DLOCK_ACQUIRE_OPTIONS_INIT;
+    dlock_client *c = client_on(group_server.url);
+    redisContext *r = connect_to(&group_server);
+    dlock_acquire_options wait = wait_options(10000);
     long long try_cmds, try_subs, wait_cmds, wait_subs;
-    dlock_lock *warm;
     (void)state;
-    wait.wait_ms = 10000;
-    warm = must_acquire(c, "listen:warm", 30000, NULL); /* connected, scripts loaded */
-    assert_int_equal(dlock_lock_release(warm), 0);
-    dlock_lock_free(warm);
+    take_and_release(c, "listen:warm", 30000, NULL); /* connected, scripts loaded */
 
     count_acquire(c, r, "listen:try", NULL, &try_cmds, &try_subs);
     count_acquire(c, r, "listen:wait", &wait, &wait_cmds, &wait_subs);
-    redisFree(r);
-    dlock_client_close(c);
     if (wait_subs != 0)
         fail_msg("a waiting acquire of a free lock sent %lld SUBSCRIBE", wait_subs);
     if (wait_cmds != try_cmds)
@@ -95,36 +86,29 @@ static void *wait_for_lock(void *arg)
     struct waiter *w = arg;
     dlock_acquire_options o = long_backoff_wait();
     w->rc = dlock_lock_acquire(&w->lock, w->client, w->name, 30000, &o);
+    kept_lock(w->lock);
     w->granted_ms = test_now_ms();
     return NULL;
 }
 
 static void test_listen_waiter_wakes_on_release(void **state)
 {
-    dlock_client *holder = open_client(group_server.url, 0, 0);
-    redisContext *r = test_redis_connect(&group_server, NULL);
-    struct waiter w = {.client = open_client(group_server.url, 0, 0), .name = "listen:busy"};
-    dlock_lock *held = must_acquire(holder, "listen:busy", 60000, NULL);
+    dlock_lock *held = take(client_on(group_server.url), "listen:busy", 60000, NULL);
+    struct waiter one = {.client = client_on(group_server.url), .name = "listen:busy"};
+    struct waiter *w = start_thread(wait_for_lock, &one, sizeof(one));
     long long released_ms;
-    pthread_t t;
     (void)state;
-    assert_int_equal(pthread_create(&t, NULL, wait_for_lock, &w), 0);
-    wait_for_listener(r, "listen:busy");
+    wait_for_listener(connect_to(&group_server), "listen:busy");
     usleep(200 * 1000); /* its try after subscribing is done: it sleeps now */
     released_ms = test_now_ms();
     assert_int_equal(dlock_lock_release(held), 0);
-    pthread_join(t, NULL);
-    if (w.rc != 0)
-        fail_msg("the waiter: %s", dlock_err_name(w.rc));
-    assert_true(w.granted_ms >= released_ms);
-    if (w.granted_ms - released_ms >= (long long)WAKE_BOUND_MS * test_slowdown())
+    join_thread(w);
+    if (w->rc != 0)
+        fail_msg("the waiter: %s", dlock_err_name(w->rc));
+    assert_true(w->granted_ms >= released_ms);
+    if (w->granted_ms - released_ms >= (long long)WAKE_BOUND_MS * test_slowdown())
         fail_msg("the waiter was granted %lld ms after the release (bound %d ms)",
-                 w.granted_ms - released_ms, WAKE_BOUND_MS * test_slowdown());
-    dlock_lock_free(w.lock);
-    dlock_lock_free(held);
-    redisFree(r);
-    dlock_client_close(w.client);
-    dlock_client_close(holder);
+                 w->granted_ms - released_ms, WAKE_BOUND_MS * test_slowdown());
 }
 
 /* The lock is busy on the first try and free on the next: the release
@@ -142,7 +126,7 @@ static void test_listen_release_before_subscribe_is_not_missed(void **state)
         {"EVAL", channel, ":1\r\n", 0, 0},
     };
     dlock_acquire_options o = long_backoff_wait();
-    script_server fake;
+    script_server *fake;
     dlock_client *c;
     dlock_lock *lock = NULL;
     char log[SCRIPT_LOG_MAX * 24], why[512];
@@ -150,19 +134,18 @@ static void test_listen_release_before_subscribe_is_not_missed(void **state)
     int rc, listened;
     (void)state;
     snprintf(channel, sizeof(channel), "%s", aux_key(name, "released"));
-    assert_int_equal(script_server_start(&fake, steps, 3), 0);
-    c = open_client(fake.url, 0, 0);
+    fake = start_script_server(steps, 3);
+    c = client_on(fake->url);
     start = test_now_ms();
     rc = dlock_lock_acquire(&lock, c, name, 30000, &o);
     took = test_now_ms() - start;
+    kept_lock(lock);
     snprintf(why, sizeof(why), "%s", dlock_client_errmsg(c));
     if (rc == 0)
         assert_int_equal(dlock_lock_release(lock), 0);
-    dlock_lock_free(lock);
-    dlock_client_close(c);
-    script_server_stop(&fake);
+    script_server_stop(fake);
 
-    script_server_log(&fake, log, sizeof(log));
+    script_server_log(fake, log, sizeof(log));
     if (rc != 0)
         fail_msg("acquire: %s: %s (commands: %s)", dlock_err_name(rc), why, log);
     if (took >= (long long)WAKE_BOUND_MS * test_slowdown())
@@ -170,17 +153,19 @@ static void test_listen_release_before_subscribe_is_not_missed(void **state)
                  WAKE_BOUND_MS * test_slowdown(), log);
     if (steps[0].seq < 0 || steps[1].seq < 0)
         fail_msg("not granted by the second try (commands: %s)", log);
-    listened = script_server_first(&fake, "SUBSCRIBE");
+    listened = script_server_first(fake, "SUBSCRIBE");
     if (!(steps[0].seq < listened && listened < steps[1].seq))
         fail_msg("not try, listen, try again (commands: %s)", log);
 }
 
 int main(void)
 {
+#define T(name) cmocka_unit_test_teardown(name, cleanup_teardown)
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_listen_free_lock_costs_one_try),
-        cmocka_unit_test(test_listen_waiter_wakes_on_release),
-        cmocka_unit_test(test_listen_release_before_subscribe_is_not_missed),
+        T(test_listen_free_lock_costs_one_try),
+        T(test_listen_waiter_wakes_on_release),
+        T(test_listen_release_before_subscribe_is_not_missed),
     };
+#undef T
     return cmocka_run_group_tests(tests, group_setup_server, group_teardown_server);
 }

@@ -27,44 +27,24 @@ struct fixture {
 
 static int setup(void **state)
 {
-    struct fixture *f = calloc(1, sizeof(*f));
-    f->a = open_client(server.url, 0, 0);
-    f->b = open_client(server.url, 0, 0);
-    f->redis = test_redis_connect(&server, NULL);
-    assert_non_null(f->redis);
+    struct fixture *f = cleanup_alloc(sizeof(*f));
+    f->a = client_on(server.url);
+    f->b = client_on(server.url);
+    f->redis = connect_to(&server);
     *state = f;
     return 0;
-}
-
-static int teardown(void **state)
-{
-    struct fixture *f = *state;
-    dlock_client_close(f->a);
-    dlock_client_close(f->b);
-    redisFree(f->redis);
-    free(f);
-    return 0;
-}
-
-static void assert_key_holds(redisContext *redis, const char *key, const char *value)
-{
-    char *v = get_string(redis, key);
-    assert_non_null(v);
-    assert_string_equal(v, value);
-    free(v);
 }
 
 static void test_lock_classic_sequence(void **state)
 {
     struct fixture *f = *state;
-    dlock_lock *a = must_acquire(f->a, "lock:order", 30000, NULL);
-    dlock_lock *b = NULL, *b_own = NULL;
+    dlock_lock *a = take(f->a, "lock:order", 30000, NULL);
+    dlock_lock *b_own;
 
-    assert_int_equal(dlock_lock_acquire(&b, f->b, "lock:order", 30000, NULL), DLOCK_EBUSY);
-    assert_null(b);
+    expect_acquire(DLOCK_EBUSY, f->b, "lock:order", 30000, NULL);
     assert_non_null(strstr(dlock_client_errmsg(f->b), "held by another owner"));
 
-    assert_int_equal(dlock_lock_adopt(&b_own, f->b, "lock:order", TOKEN_OF_NOBODY), 0);
+    b_own = adopt(f->b, "lock:order", TOKEN_OF_NOBODY);
     assert_int_equal(dlock_lock_release(b_own), DLOCK_ENOTOWNER);
     assert_key_holds(f->redis, "lock:order", dlock_lock_token(a));
     assert_true(pttl_of(f->redis, "lock:order") > 0);
@@ -75,14 +55,12 @@ static void test_lock_classic_sequence(void **state)
     assert_int_equal(dlock_lock_validity_ms(a), 0);
     /* A second release finds nothing of ours. */
     assert_int_equal(dlock_lock_release(a), DLOCK_ENOTOWNER);
-    dlock_lock_free(b_own);
-    dlock_lock_free(a);
 }
 
 static void test_lock_key_has_ttl_and_token(void **state)
 {
     struct fixture *f = *state;
-    dlock_lock *a = must_acquire(f->a, "lock:ttl", 30000, NULL);
+    dlock_lock *a = take(f->a, "lock:ttl", 30000, NULL);
     char *owner;
     char pid[32];
     long long pttl = pttl_of(f->redis, "lock:ttl");
@@ -94,14 +72,13 @@ static void test_lock_key_has_ttl_and_token(void **state)
     assert_string_equal(dlock_lock_name(a), "lock:ttl");
 
     /* The owner record: host, pid, since, token; it expires with the lock. */
-    owner = get_string(f->redis, aux_key("lock:ttl", "owner"));
+    owner = string_at(f->redis, aux_key("lock:ttl", "owner"));
     assert_non_null(owner);
     snprintf(pid, sizeof(pid), "\"pid\":%ld", (long)getpid());
     assert_non_null(strstr(owner, pid));
     assert_non_null(strstr(owner, dlock_lock_token(a)));
     assert_non_null(strstr(owner, "\"host\":"));
     assert_non_null(strstr(owner, "\"since\":"));
-    free(owner);
     pttl = pttl_of(f->redis, aux_key("lock:ttl", "owner"));
     assert_true(pttl > 0 && pttl <= 30000);
 
@@ -112,36 +89,33 @@ static void test_lock_key_has_ttl_and_token(void **state)
     /* Two acquisitions never share a token. */
     assert_int_equal(dlock_lock_release(a), 0);
     {
-        dlock_lock *again = must_acquire(f->a, "lock:ttl", 30000, NULL);
+        dlock_lock *again = take(f->a, "lock:ttl", 30000, NULL);
         assert_string_not_equal(dlock_lock_token(again), dlock_lock_token(a));
         assert_int_equal(dlock_lock_release(again), 0);
-        dlock_lock_free(again);
     }
-    dlock_lock_free(a);
 }
 
 static void test_lock_validity_is_conservative(void **state)
 {
     struct fixture *f = *state;
-    dlock_lock *a = must_acquire(f->a, "lock:validity", 10000, NULL);
+    dlock_lock *a = take(f->a, "lock:validity", 10000, NULL);
     int64_t v = dlock_lock_validity_ms(a);
     /* ttl - elapsed - (ttl * 0.01 + 2 ms) */
     assert_true(v > 0);
     assert_true(v <= 10000 - 100 - 2);
     assert_int_equal(dlock_lock_release(a), 0);
-    dlock_lock_free(a);
 }
 
 static void test_lock_expired_can_be_taken_by_another(void **state)
 {
     struct fixture *f = *state;
-    dlock_lock *a = must_acquire(f->a, "lock:expiry", 100, NULL);
+    dlock_lock *a = take(f->a, "lock:expiry", 100, NULL);
     dlock_lock *b;
     usleep(250 * 1000);
     assert_false(key_exists(f->redis, "lock:expiry"));
     assert_int_equal(dlock_lock_validity_ms(a), 0);
 
-    b = must_acquire(f->b, "lock:expiry", 30000, NULL);
+    b = take(f->b, "lock:expiry", 30000, NULL);
     assert_true(dlock_lock_fence(b) > dlock_lock_fence(a));
     assert_int_equal(dlock_lock_release(a), DLOCK_ENOTOWNER);
     assert_int_equal(dlock_lock_extend(a, 30000), DLOCK_ENOTOWNER);
@@ -150,14 +124,12 @@ static void test_lock_expired_can_be_taken_by_another(void **state)
     assert_true(pttl_of(f->redis, "lock:expiry") > 20000);
 
     assert_int_equal(dlock_lock_release(b), 0);
-    dlock_lock_free(a);
-    dlock_lock_free(b);
 }
 
 static void test_lock_extend_only_for_the_owner(void **state)
 {
     struct fixture *f = *state;
-    dlock_lock *a = must_acquire(f->a, "lock:extend", 1000, NULL);
+    dlock_lock *a = take(f->a, "lock:extend", 1000, NULL);
     dlock_lock *stranger;
     long long pttl;
 
@@ -169,7 +141,7 @@ static void test_lock_extend_only_for_the_owner(void **state)
     assert_true(dlock_lock_validity_ms(a) > 50000);
     assert_true(dlock_lock_validity_ms(a) <= 60000 - 600 - 2);
 
-    assert_int_equal(dlock_lock_adopt(&stranger, f->b, "lock:extend", TOKEN_OF_NOBODY), 0);
+    stranger = adopt(f->b, "lock:extend", TOKEN_OF_NOBODY);
     assert_int_equal(dlock_lock_extend(stranger, 120000), DLOCK_ENOTOWNER);
     assert_true(pttl_of(f->redis, "lock:extend") <= 60000);
     assert_key_holds(f->redis, "lock:extend", dlock_lock_token(a));
@@ -180,24 +152,19 @@ static void test_lock_extend_only_for_the_owner(void **state)
     assert_true(dlock_lock_validity_ms(a) <= 2000);
 
     assert_int_equal(dlock_lock_release(a), 0);
-    dlock_lock_free(stranger);
-    dlock_lock_free(a);
 }
 
 static void test_lock_adopted_token_releases(void **state)
 {
     struct fixture *f = *state;
-    dlock_lock *a = must_acquire(f->a, "lock:adopt", 30000, NULL);
-    dlock_lock *later;
-    assert_int_equal(dlock_lock_adopt(&later, f->b, "lock:adopt", dlock_lock_token(a)), 0);
+    dlock_lock *a = take(f->a, "lock:adopt", 30000, NULL);
+    dlock_lock *later = adopt(f->b, "lock:adopt", dlock_lock_token(a));
     assert_int_equal(dlock_lock_validity_ms(later), 0);
     assert_int_equal(dlock_lock_fence(later), 0);
     assert_int_equal(dlock_lock_extend(later, 40000), 0);
     assert_true(dlock_lock_validity_ms(later) > 30000);
     assert_int_equal(dlock_lock_release(later), 0);
     assert_false(key_exists(f->redis, "lock:adopt"));
-    dlock_lock_free(later);
-    dlock_lock_free(a);
 }
 
 static void test_lock_adopt_refuses_bad_tokens(void **state)
@@ -217,15 +184,13 @@ static void test_lock_adopt_refuses_bad_tokens(void **state)
 static void test_lock_plain_set_makes_acquire_busy(void **state)
 {
     struct fixture *f = *state;
-    dlock_lock *a = NULL;
     freeReplyObject(run(f->redis, "SET lock:interop x NX PX 5000"));
-    assert_int_equal(dlock_lock_acquire(&a, f->a, "lock:interop", 30000, NULL), DLOCK_EBUSY);
-    assert_null(a);
+    expect_acquire(DLOCK_EBUSY, f->a, "lock:interop", 30000, NULL);
     assert_key_holds(f->redis, "lock:interop", "x");
     assert_true(pttl_of(f->redis, "lock:interop") <= 5000);
     /* A key without a TTL (set by someone else) is busy too. */
     freeReplyObject(run(f->redis, "SET lock:interop2 y"));
-    assert_int_equal(dlock_lock_acquire(&a, f->a, "lock:interop2", 30000, NULL), DLOCK_EBUSY);
+    expect_acquire(DLOCK_EBUSY, f->a, "lock:interop2", 30000, NULL);
     assert_int_equal(pttl_of(f->redis, "lock:interop2"), -1);
     assert_key_holds(f->redis, "lock:interop2", "y");
 }
@@ -233,36 +198,29 @@ static void test_lock_plain_set_makes_acquire_busy(void **state)
 static void test_lock_release_survives_script_flush(void **state)
 {
     struct fixture *f = *state;
-    dlock_lock *a = must_acquire(f->a, "lock:noscript", 30000, NULL);
+    dlock_lock *a = take(f->a, "lock:noscript", 30000, NULL);
     freeReplyObject(run(f->redis, "SCRIPT FLUSH"));
     assert_int_equal(dlock_lock_release(a), 0);
     assert_false(key_exists(f->redis, "lock:noscript"));
     freeReplyObject(run(f->redis, "SCRIPT FLUSH"));
-    dlock_lock_free(a);
-    a = must_acquire(f->a, "lock:noscript", 30000, NULL);
+    a = take(f->a, "lock:noscript", 30000, NULL);
     freeReplyObject(run(f->redis, "SCRIPT FLUSH"));
     assert_int_equal(dlock_lock_extend(a, 30000), 0);
     assert_int_equal(dlock_lock_release(a), 0);
-    dlock_lock_free(a);
 }
 
 static void test_lock_wrong_type_is_not_busy(void **state)
 {
     struct fixture *f = *state;
-    dlock_lock *a = NULL;
-    redisReply *r;
     freeReplyObject(run(f->redis, "RPUSH lock:list item"));
-    assert_int_equal(dlock_lock_acquire(&a, f->a, "lock:list", 30000, NULL), DLOCK_EWRONGTYPE);
-    assert_null(a);
+    expect_acquire(DLOCK_EWRONGTYPE, f->a, "lock:list", 30000, NULL);
     assert_non_null(strstr(dlock_client_errmsg(f->a), "WRONGTYPE"));
-    r = run(f->redis, "LLEN lock:list");
-    assert_int_equal(r->integer, 1);
-    freeReplyObject(r);
+    assert_int_equal(kept_reply(run(f->redis, "LLEN lock:list"))->integer, 1);
     assert_false(key_exists(f->redis, aux_key("lock:list", "fence")));
     assert_false(key_exists(f->redis, aux_key("lock:list", "owner")));
     /* A fence key of another type: refused before any write. */
     freeReplyObject(run(f->redis, "HSET %s a b", aux_key("lock:wf", "fence")));
-    assert_int_equal(dlock_lock_acquire(&a, f->a, "lock:wf", 30000, NULL), DLOCK_EWRONGTYPE);
+    expect_acquire(DLOCK_EWRONGTYPE, f->a, "lock:wf", 30000, NULL);
     assert_false(key_exists(f->redis, "lock:wf"));
 }
 
@@ -272,15 +230,13 @@ static void test_lock_binary_name_works(void **state)
     /* Bytes of every kind, and CRLF, which must not split the command. */
     static const char *const names[] = {"bin:\x01\x7f\xff\xfe name", "crlf:\r\nPING\r\n"};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-        dlock_lock *a = must_acquire(f->a, names[i], 30000, NULL);
-        redisReply *r = run(f->redis, "GET %b", names[i], strlen(names[i]));
+        dlock_lock *a = take(f->a, names[i], 30000, NULL);
+        redisReply *r = kept_reply(run(f->redis, "GET %b", names[i], strlen(names[i])));
         assert_int_equal(r->type, REDIS_REPLY_STRING);
         assert_string_equal(r->str, dlock_lock_token(a));
-        freeReplyObject(r);
         assert_string_equal(dlock_lock_name(a), names[i]);
         assert_int_equal(dlock_lock_release(a), 0);
         assert_false(key_exists(f->redis, names[i]));
-        dlock_lock_free(a);
     }
 }
 
@@ -289,33 +245,23 @@ static void test_lock_name_limits(void **state)
     struct fixture *f = *state;
     static const char *const refused[] = {"", "{x", "x}", "}x{", "{}x", "a{}b{c}",
                                           "{x}:dlock:fence:x", "{lock}:dlock:owner:lock"};
-    char *name = malloc(DLOCK_NAME_MAX + 2);
-    dlock_lock *lock = NULL;
+    char *name = cleanup_alloc(DLOCK_NAME_MAX + 2);
+    dlock_lock *lock;
 
     memset(name, 'n', DLOCK_NAME_MAX);
-    name[DLOCK_NAME_MAX] = '\0';
-    lock = must_acquire(f->a, name, 30000, NULL);
-    assert_int_equal(dlock_lock_release(lock), 0);
-    dlock_lock_free(lock);
-    lock = NULL;
+    take_and_release(f->a, name, 30000, NULL);
     name[DLOCK_NAME_MAX] = 'n';
-    name[DLOCK_NAME_MAX + 1] = '\0';
-    assert_int_equal(dlock_lock_acquire(&lock, f->a, name, 30000, NULL), DLOCK_EINVAL);
+    expect_acquire(DLOCK_EINVAL, f->a, name, 30000, NULL);
     assert_non_null(strstr(dlock_client_errmsg(f->a), "1 to 1024 bytes"));
-    free(name);
     for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
-        int rc = dlock_lock_acquire(&lock, f->a, refused[i], 30000, NULL);
-        if (rc != DLOCK_EINVAL)
-            fail_msg("name \"%s\": %s", refused[i], dlock_err_name(rc));
+        expect_acquire(DLOCK_EINVAL, f->a, refused[i], 30000, NULL);
         assert_true(strlen(dlock_client_errmsg(f->a)) > 0);
     }
-    assert_null(lock);
     /* A valid hash tag keeps the name as the prefix of its auxiliary keys. */
-    lock = must_acquire(f->a, "{user:7}:lock", 30000, NULL);
+    lock = take(f->a, "{user:7}:lock", 30000, NULL);
     assert_true(key_exists(f->redis, aux_key("{user:7}:lock", "owner")));
     assert_true(key_exists(f->redis, aux_key("{user:7}:lock", "fence")));
     assert_int_equal(dlock_lock_release(lock), 0);
-    dlock_lock_free(lock);
 }
 
 static void test_lock_bad_ttl_refused(void **state)
@@ -323,23 +269,20 @@ static void test_lock_bad_ttl_refused(void **state)
     struct fixture *f = *state;
     static const int64_t bad[] = {0,         1, 2, DLOCK_TTL_MIN_MS - 1, -1, -30000,
                                   DLOCK_TTL_MAX_MS + 1, INT64_MAX, INT64_MIN};
-    dlock_lock *lock = NULL;
+    dlock_lock *lock;
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        assert_int_equal(dlock_lock_acquire(&lock, f->a, "lock:ttlbad", bad[i], NULL), DLOCK_EINVAL);
+        expect_acquire(DLOCK_EINVAL, f->a, "lock:ttlbad", bad[i], NULL);
         assert_non_null(strstr(dlock_client_errmsg(f->a), "TTL"));
     }
-    assert_null(lock);
     assert_false(key_exists(f->redis, "lock:ttlbad"));
-    lock = must_acquire(f->a, "lock:ttlbad", 30000, NULL);
+    lock = take(f->a, "lock:ttlbad", 30000, NULL);
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         assert_int_equal(dlock_lock_extend(lock, bad[i]), DLOCK_EINVAL);
     /* Nothing was sent: the key keeps its TTL (PEXPIRE 0 would delete it). */
     assert_true(pttl_of(f->redis, "lock:ttlbad") > 20000);
     assert_int_equal(dlock_lock_release(lock), 0);
-    dlock_lock_free(lock);
     /* The shortest TTL is one that can be acquired. */
-    lock = must_acquire(f->a, "lock:ttlbad", DLOCK_TTL_MIN_MS, NULL);
-    dlock_lock_free(lock);
+    take(f->a, "lock:ttlbad", DLOCK_TTL_MIN_MS, NULL);
 }
 
 /* Durations beyond DLOCK_DURATION_MAX_MS would overflow nanoseconds: an
@@ -369,28 +312,26 @@ static void test_lock_durations_bounded(void **state)
         assert_null(untouched);
     }
     /* The longest wait allowed is a wait, not an immediate EBUSY. */
-    held = must_acquire(f->b, "lock:long", 30000, NULL);
+    held = take(f->b, "lock:long", 30000, NULL);
     opts.backoff_max_ms = 0;
     opts.auto_renew = 0;
     opts.wait_ms = DLOCK_DURATION_MAX_MS;
     {
         long long start = test_now_ms();
-        dlock_lock_free(held); /* not released: the waiter gets it after the TTL */
+        cleanup_now(held); /* not released: the waiter gets it after the TTL */
         freeReplyObject(run(f->redis, "PEXPIRE lock:long 300"));
-        lock = must_acquire(f->a, "lock:long", 30000, &opts);
+        lock = take(f->a, "lock:long", 30000, &opts);
         assert_true(test_now_ms() - start >= 250);
     }
     assert_int_equal(dlock_lock_release(lock), 0);
-    dlock_lock_free(lock);
     /* The longest hold allowed is no false loss: renewals at TTL/3 go on. */
     opts.wait_ms = 0;
     opts.auto_renew = 1;
     opts.max_hold_ms = DLOCK_DURATION_MAX_MS;
-    lock = must_acquire(f->a, "lock:long", 3000, &opts);
+    lock = take(f->a, "lock:long", 3000, &opts);
     usleep(1500 * 1000); /* past the first renewal */
     assert_true(dlock_lock_held(lock));
     assert_int_equal(dlock_lock_release(lock), 0);
-    dlock_lock_free(lock);
 }
 
 static void test_lock_null_arguments(void **state)
@@ -421,10 +362,9 @@ static void test_lock_errmsg_cleared_on_success(void **state)
     dlock_lock *lock = NULL;
     assert_int_equal(dlock_lock_acquire(&lock, f->a, "", 1000, NULL), DLOCK_EINVAL);
     assert_true(strlen(dlock_client_errmsg(f->a)) > 0);
-    lock = must_acquire(f->a, "lock:errmsg", 1000, NULL);
+    lock = take(f->a, "lock:errmsg", 1000, NULL);
     assert_string_equal(dlock_client_errmsg(f->a), "");
     assert_int_equal(dlock_lock_release(lock), 0);
-    dlock_lock_free(lock);
 }
 
 static void test_lock_status_tells_holder_and_fence(void **state)
@@ -441,7 +381,7 @@ static void test_lock_status_tells_holder_and_fence(void **state)
     assert_int_equal(st.fence, 0);
     assert_false(st.has_owner);
 
-    a = must_acquire(f->a, "lock:status", 30000, NULL);
+    a = take(f->a, "lock:status", 30000, NULL);
     assert_int_equal(status_of(&st, f->b, "lock:status"), 0);
     assert_true(st.held);
     assert_true(st.pttl_ms > 20000 && st.pttl_ms <= 30000);
@@ -457,7 +397,6 @@ static void test_lock_status_tells_holder_and_fence(void **state)
     }
     assert_true(st.since_ms <= now_ms && st.since_ms > now_ms - 60000);
     assert_int_equal(dlock_lock_release(a), 0);
-    dlock_lock_free(a);
 
     /* Free again, the fence remembered. */
     assert_int_equal(status_of(&st, f->b, "lock:status"), 0);
@@ -475,7 +414,7 @@ static void test_lock_status_tells_holder_and_fence(void **state)
 
     /* A foreign value over a dlock holder's key: its owner record is not
      * this holder's (the record is matched by its whole token). */
-    a = must_acquire(f->a, "lock:status4", 30000, NULL);
+    a = take(f->a, "lock:status4", 30000, NULL);
     freeReplyObject(run(f->redis, "SET lock:status4 %b", "", (size_t)0));
     assert_int_equal(status_of(&st, f->b, "lock:status4"), 0);
     assert_true(st.held);
@@ -483,7 +422,6 @@ static void test_lock_status_tells_holder_and_fence(void **state)
     freeReplyObject(run(f->redis, "SET lock:status4 %b", dlock_lock_token(a), (size_t)16));
     assert_int_equal(status_of(&st, f->b, "lock:status4"), 0);
     assert_false(st.has_owner);
-    dlock_lock_free(a);
 
     freeReplyObject(run(f->redis, "SADD lock:status3 x"));
     assert_int_equal(status_of(&st, f->b, "lock:status3"), DLOCK_EWRONGTYPE);
@@ -503,11 +441,9 @@ static void test_lock_status_tells_holder_and_fence(void **state)
 static redisReply *keys_of(redisContext *redis, dlock_client *c, const char *name,
                            const dlock_acquire_options *o)
 {
-    dlock_lock *lock;
     freeReplyObject(run(redis, "FLUSHALL"));
-    lock = must_acquire(c, name, 30000, o);
-    dlock_lock_free(lock); /* no release: the keys stay */
-    return run(redis, "KEYS *");
+    take(c, name, 30000, o); /* no release: the keys stay */
+    return kept_reply(run(redis, "KEYS *"));
 }
 
 /* Issue #12, item 11: "ax" and "{ax}" used to share their fence, owner
@@ -518,8 +454,8 @@ static void test_lock_names_share_no_auxiliary_key(void **state)
     status_view st;
     dlock_lock *a, *b;
     freeReplyObject(run(f->redis, "SET %s 4503599627370496", aux_key("ax", "fence")));
-    a = must_acquire(f->a, "ax", 30000, NULL);
-    b = must_acquire(f->b, "{ax}", 30000, NULL);
+    a = take(f->a, "ax", 30000, NULL);
+    b = take(f->b, "{ax}", 30000, NULL);
     assert_int_equal(dlock_lock_fence(a), 4503599627370497ULL);
     assert_true(dlock_lock_fence(b) < 4503599627370496ULL); /* its own counter: the clock */
     assert_int_equal(dlock_lock_release(b), 0);
@@ -528,8 +464,6 @@ static void test_lock_names_share_no_auxiliary_key(void **state)
     assert_true(st.held && st.has_owner);
     assert_int_equal(st.fence, dlock_lock_fence(a));
     assert_int_equal(dlock_lock_release(a), 0);
-    dlock_lock_free(a);
-    dlock_lock_free(b);
 
     for (int k = 0; k < 4; k++) { /* mutex, semaphore, fair, shared */
         dlock_acquire_options kind = DLOCK_ACQUIRE_OPTIONS_INIT;
@@ -544,34 +478,32 @@ static void test_lock_names_share_no_auxiliary_key(void **state)
             for (size_t j = 0; j < tagged->elements; j++)
                 if (strcmp(plain->element[i]->str, tagged->element[j]->str) == 0)
                     fail_msg("kind %d: ax and {ax} share %s", k, plain->element[i]->str);
-        freeReplyObject(plain);
-        freeReplyObject(tagged);
     }
 }
 
 int main(void)
 {
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, cleanup_teardown)
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_lock_classic_sequence, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_lock_key_has_ttl_and_token, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_lock_validity_is_conservative, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_lock_expired_can_be_taken_by_another, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_lock_extend_only_for_the_owner, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_lock_adopted_token_releases, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_lock_adopt_refuses_bad_tokens, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_lock_plain_set_makes_acquire_busy, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_lock_release_survives_script_flush, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_lock_wrong_type_is_not_busy, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_lock_binary_name_works, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_lock_name_limits, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_lock_bad_ttl_refused, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_lock_durations_bounded, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_lock_null_arguments, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_lock_errmsg_cleared_on_success, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_lock_status_tells_holder_and_fence, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_lock_names_share_no_auxiliary_key, setup, teardown),
+        T(test_lock_classic_sequence),
+        T(test_lock_key_has_ttl_and_token),
+        T(test_lock_validity_is_conservative),
+        T(test_lock_expired_can_be_taken_by_another),
+        T(test_lock_extend_only_for_the_owner),
+        T(test_lock_adopted_token_releases),
+        T(test_lock_adopt_refuses_bad_tokens),
+        T(test_lock_plain_set_makes_acquire_busy),
+        T(test_lock_release_survives_script_flush),
+        T(test_lock_wrong_type_is_not_busy),
+        T(test_lock_binary_name_works),
+        T(test_lock_name_limits),
+        T(test_lock_bad_ttl_refused),
+        T(test_lock_durations_bounded),
+        T(test_lock_null_arguments),
+        T(test_lock_errmsg_cleared_on_success),
+        T(test_lock_status_tells_holder_and_fence),
+        T(test_lock_names_share_no_auxiliary_key),
     };
+#undef T
     return cmocka_run_group_tests(tests, group_setup_server, group_teardown_server);
 }

@@ -17,8 +17,8 @@
  *   - the command: acquire (which waits: it subscribes first and waits for
  *     every confirmation), release and extend 1 s each, run 2 s, status 2
  *     to 3 s (the connect timeout). */
-#include "cli_runner.h"
 #include "helpers.h"
+#include "nodes.h"
 
 #include <dlock.h>
 
@@ -31,15 +31,13 @@
 
 #include <cmocka.h>
 
-#define SERVERS 5
 #define RUNS 5
 #define BOUND_MS 1000
 #define SLOW_TIMEOUT_MS 5000 /* connect and command: never to be waited for */
 #define NODE_TIMEOUT_MS 500
 #define TTL_MS 30000
 
-static test_redis servers[SERVERS];
-static char redis_env[SERVERS * 100]; /* DLOCK_REDIS: the test's servers */
+static char redis_env[NODES * 100]; /* DLOCK_REDIS: the test's servers */
 
 /* One check: `measure` times one run of an operation on the first `nodes`
  * servers, the last `paused` of them stopped. */
@@ -49,64 +47,29 @@ struct minority_case {
     long long (*measure)(const struct minority_case *mc, dlock_client *c, int run);
 };
 
-static int group_setup(void **state)
-{
-    (void)state;
-    return test_redis_start_all(servers, SERVERS);
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    test_redis_stop_all(servers, SERVERS);
-    return 0;
-}
-
-/* Empty servers, the minority paused. */
+/* Empty servers, the minority paused (setup_nodes() resumes them for the
+ * next test). */
 static int setup(void **state)
 {
     const struct minority_case *mc = *state;
     size_t used = 0;
-    for (size_t i = 0; i < SERVERS; i++) {
-        redisContext *r = test_redis_connect(&servers[i], NULL);
-        if (!r)
-            return -1;
-        freeReplyObject(redisCommand(r, "FLUSHALL"));
-        redisFree(r);
-    }
+    if (setup_nodes(state) != 0)
+        return -1;
     for (size_t i = 0; i < mc->nodes; i++)
         used += (size_t)snprintf(redis_env + used, sizeof(redis_env) - used, "%s%s",
-                                 i ? "," : "", servers[i].url);
+                                 i ? "," : "", nodes[i].url);
     for (size_t i = mc->nodes - mc->paused; i < mc->nodes; i++)
-        test_redis_pause(&servers[i]);
+        test_redis_pause(&nodes[i]);
     return 0;
 }
 
-/* Also after a failed assertion: the next test needs them running. */
-static int teardown(void **state)
+static dlock_client *open_slow_client(size_t n)
 {
-    (void)state;
-    for (int i = 0; i < SERVERS; i++)
-        test_redis_resume(&servers[i]);
-    return 0;
-}
-
-static dlock_client *open_slow_client(size_t nodes)
-{
-    dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
-    const char *urls[SERVERS];
-    dlock_client *c = NULL;
-    char why[256];
-    for (size_t i = 0; i < nodes; i++)
-        urls[i] = servers[i].url;
-    o.urls = urls;
-    o.n_urls = nodes;
+    dlock_client_options o = client_options(urls_of(nodes, n), n);
     o.connect_timeout_ms = SLOW_TIMEOUT_MS;
     o.command_timeout_ms = SLOW_TIMEOUT_MS;
     o.node_timeout_ms = NODE_TIMEOUT_MS;
-    if (dlock_client_open(&c, &o, why, sizeof(why)) != 0)
-        fail_msg("open: %s", why);
-    return c;
+    return client_with(&o);
 }
 
 /* The lock name of a run: unique to the case, so that what a paused server
@@ -126,28 +89,22 @@ static long long since(long long start)
 /* A lock to extend, release or ask about, taken before the clock starts. */
 static dlock_lock *hold(const struct minority_case *mc, dlock_client *c, int run)
 {
-    return must_acquire(c, name_of(mc, run), TTL_MS, NULL);
+    return take(c, name_of(mc, run), TTL_MS, NULL);
 }
 
 static long long acquire_once(const struct minority_case *mc, dlock_client *c, int run)
 {
-    long long start = test_now_ms(), took;
-    dlock_lock *lock = must_acquire(c, name_of(mc, run), TTL_MS, NULL);
-    took = since(start);
-    dlock_lock_free(lock);
-    return took;
+    long long start = test_now_ms();
+    take(c, name_of(mc, run), TTL_MS, NULL);
+    return since(start);
 }
 
 static long long acquire_waiting(const struct minority_case *mc, dlock_client *c, int run)
 {
-    dlock_acquire_options o = DLOCK_ACQUIRE_OPTIONS_INIT;
-    long long start = test_now_ms(), took;
-    dlock_lock *lock;
-    o.wait_ms = 30000;
-    lock = must_acquire(c, name_of(mc, run), TTL_MS, &o);
-    took = since(start);
-    dlock_lock_free(lock);
-    return took;
+    dlock_acquire_options o = wait_options(30000);
+    long long start = test_now_ms();
+    take(c, name_of(mc, run), TTL_MS, &o);
+    return since(start);
 }
 
 static long long extend(const struct minority_case *mc, dlock_client *c, int run)
@@ -158,7 +115,6 @@ static long long extend(const struct minority_case *mc, dlock_client *c, int run
     took = since(start);
     if (rc != 0)
         fail_msg("extend: %s: %s", dlock_err_name(rc), dlock_client_errmsg(c));
-    dlock_lock_free(lock);
     return took;
 }
 
@@ -170,22 +126,21 @@ static long long release(const struct minority_case *mc, dlock_client *c, int ru
     took = since(start);
     if (rc != 0)
         fail_msg("release: %s: %s", dlock_err_name(rc), dlock_client_errmsg(c));
-    dlock_lock_free(lock);
     return took;
 }
 
 static long long status(const struct minority_case *mc, dlock_client *c, int run)
 {
-    dlock_lock *lock = hold(mc, c, run);
     status_view st;
     long long start = test_now_ms(), took;
-    int rc = status_of(&st, c, name_of(mc, run));
+    int rc;
+    hold(mc, c, run);
+    rc = status_of(&st, c, name_of(mc, run));
     took = since(start);
     if (rc != 0)
         fail_msg("status: %s: %s", dlock_err_name(rc), dlock_client_errmsg(c));
     assert_true(st.held);
     assert_true(st.nodes_answered > mc->nodes / 2);
-    dlock_lock_free(lock);
     return took;
 }
 
@@ -220,9 +175,7 @@ static long long cli_on_held(const struct minority_case *mc, dlock_client *c, in
     dlock_lock *lock = hold(mc, c, run);
     const char *args[] = {verb, name_of(mc, run), with_token ? dlock_lock_token(lock) : NULL,
                           NULL};
-    long long took = time_cli(args);
-    dlock_lock_free(lock);
-    return took;
+    return time_cli(args);
 }
 
 static long long cli_release(const struct minority_case *mc, dlock_client *c, int run)
@@ -255,7 +208,6 @@ static void test_minority(void **state)
         over += took >= bound;
         used += (size_t)snprintf(runs + used, sizeof(runs) - used, " %lld", took);
     }
-    dlock_client_close(c);
     if (over > RUNS / 2)
         fail_msg("%s, %zu of %zu servers paused: %d of %d runs took %lld ms or more, so "
                  "does the median (runs, ms:%s)",
@@ -292,9 +244,7 @@ static long accept_queue(int port)
 
 static void cycle(dlock_client *c)
 {
-    dlock_lock *lock = must_acquire(c, "min:reconnects", TTL_MS, NULL);
-    assert_int_equal(dlock_lock_release(lock), 0);
-    dlock_lock_free(lock);
+    take_and_release(c, "min:reconnects", TTL_MS, NULL);
 }
 
 /* A paused server's connection, once it owes too many replies, is dropped
@@ -310,31 +260,30 @@ static void test_minority_reconnects_rate_limited(void **state)
     const struct minority_case *mc = *state;
     dlock_client *c = open_slow_client(mc->nodes);
     size_t first_paused = mc->nodes - mc->paused;
-    long before[SERVERS] = {0}, start, took;
+    long before[NODES] = {0}, start, took;
     /* Connections that answered, as they had before their server paused. */
     for (size_t i = first_paused; i < mc->nodes; i++)
-        test_redis_resume(&servers[i]);
+        test_redis_resume(&nodes[i]);
     cycle(c);
     for (size_t i = first_paused; i < mc->nodes; i++) {
-        test_redis_pause(&servers[i]);
-        before[i] = accept_queue(servers[i].port);
+        test_redis_pause(&nodes[i]);
+        before[i] = accept_queue(nodes[i].port);
     }
     start = test_now_ms();
     for (int i = 0; i < RECONNECT_CYCLES; i++)
         cycle(c);
     took = since(start);
-    dlock_client_close(c);
     for (size_t i = first_paused; i < mc->nodes; i++) {
-        long connects = accept_queue(servers[i].port) - before[i];
+        long connects = accept_queue(nodes[i].port) - before[i];
         long bound = 3 + took / RECONNECT_FIRST_MS; /* at once, then per back-off */
         if (before[i] < 0 || connects > bound)
             fail_msg("%d cycles in %ld ms made %ld connects to paused server %s (bound %ld)",
-                     RECONNECT_CYCLES, took, connects, servers[i].url, bound);
+                     RECONNECT_CYCLES, took, connects, nodes[i].url, bound);
     }
 }
 
 #define MINORITY(nodes, paused, op)                                                                \
-    {"test_minority_" #nodes "_" #paused "_paused_" #op, test_minority, setup, teardown,           \
+    {"test_minority_" #nodes "_" #paused "_paused_" #op, test_minority, setup, cleanup_teardown,   \
      &(struct minority_case){#op, nodes, paused, op}}
 
 #define MINORITY_CASES(nodes, paused)                                                              \
@@ -350,7 +299,7 @@ int main(void)
         MINORITY_CASES(5, 2),
         MINORITY_CASES(3, 1),
         {"test_minority_5_2_paused_reconnects_rate_limited", test_minority_reconnects_rate_limited,
-         setup, teardown, &(struct minority_case){"reconnects", 5, 2, NULL}},
+         setup, cleanup_teardown, &(struct minority_case){"reconnects", 5, 2, NULL}},
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, group_setup_nodes, group_teardown_nodes);
 }

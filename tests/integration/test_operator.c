@@ -2,9 +2,8 @@
  * semaphore, shared) on one server, a Redlock and a cluster; options that
  * do not apply refused; the messages for a name of another kind and for
  * a name held shared. */
-#include "cli_runner.h"
+#include "cluster_tools.h"
 #include "helpers.h"
-#include "topology.h"
 
 #include <dlock.h>
 
@@ -128,27 +127,21 @@ static void test_operator_list_shows_every_kind_on_one_server(void **state)
 
 static void test_operator_list_shows_every_kind_on_a_redlock(void **state)
 {
-    test_redis r[3];
-    char urls[3 * 100];
+    const char *urls = url_list(start_servers(3), 3);
     held h;
     (void)state;
-    assert_int_equal(test_redis_start_all(r, 3), 0);
-    snprintf(urls, sizeof(urls), "%s,%s,%s", r[0].url, r[1].url, r[2].url);
     h = take_every_kind(urls, "op:redlock", 0);
     assert_lists_every_kind(urls, "op:redlock", &h);
-    test_redis_stop_all(r, 3);
 }
 
 static void test_operator_list_shows_every_kind_on_a_cluster(void **state)
 {
-    test_cluster cluster;
+    test_cluster *cluster = start_cluster();
     held h;
     (void)state;
-    assert_int_equal(test_cluster_start(&cluster), 0);
     /* names of several slots: their records are on several masters */
-    h = take_every_kind(cluster.nodes[0].url, "op:cluster", 1);
-    assert_lists_every_kind(cluster.nodes[0].url, "op:cluster", &h);
-    test_cluster_stop(&cluster);
+    h = take_every_kind(cluster->nodes[0].url, "op:cluster", 1);
+    assert_lists_every_kind(cluster->nodes[0].url, "op:cluster", &h);
 }
 
 /* Servers that all refuse alike (a wrong password): list says so, as
@@ -156,24 +149,20 @@ static void test_operator_list_shows_every_kind_on_a_cluster(void **state)
 static void test_operator_list_on_a_redlock_gives_the_failure_all_servers_share(void **state)
 {
     static const char *const auth[] = {"--requirepass", "right-pw", NULL};
-    test_redis r[3] = {{0}};
     char urls[3][100];
     const char *const list[] = {urls[0], urls[1], urls[2]};
     dlock_names *names = NULL;
     dlock_status *st = NULL;
     dlock_client *c;
     (void)state;
-    for (size_t i = 0; i < 3; i++) {
-        assert_int_equal(test_redis_start(&r[i], auth), 0);
-        snprintf(urls[i], sizeof(urls[i]), "redis://:wrong-pw@127.0.0.1:%d", r[i].port);
-    }
-    c = open_nodes(list, 3, 0, 0);
+    for (size_t i = 0; i < 3; i++)
+        snprintf(urls[i], sizeof(urls[i]), "redis://:wrong-pw@127.0.0.1:%d",
+                 start_server(auth)->port);
+    c = client_on_nodes(list, 3, 0, 0);
     assert_int_equal(dlock_status_query(&st, c, "op:auth"), DLOCK_EAUTH);
     assert_int_equal(dlock_list_names(&names, c, NULL), DLOCK_EAUTH);
     assert_null(names);
     assert_non_null(strstr(dlock_client_errmsg(c), "WRONGPASS"));
-    dlock_client_close(c);
-    test_redis_stop_all(r, 3);
 }
 
 /* ---- status: the top-level fields ---- */
@@ -187,12 +176,12 @@ static void test_operator_status_top_level_fields_per_kind(void **state)
     (void)state;
     for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
         char name[64], top[160];
-        dlock_client *c = open_client(server.url, 0, 0);
         dlock_status *st = NULL;
         cli_proc p;
         uint64_t largest = 0;
         snprintf(name, sizeof(name), "op:top:%s", kinds[k]);
-        assert_int_equal(dlock_status_query(&st, c, name), 0);
+        assert_int_equal(dlock_status_query(&st, client_on(server.url), name), 0);
+        kept_status(st);
         for (size_t i = 0; i < dlock_status_holders(st); i++) {
             uint64_t f = dlock_status_holder(st, i)->fence;
             largest = f > largest ? f : largest;
@@ -209,8 +198,6 @@ static void test_operator_status_top_level_fields_per_kind(void **state)
         } else {
             assert_contains(p.out, "\"holder\":null");
         }
-        dlock_status_free(st);
-        dlock_client_close(c);
     }
 }
 
@@ -218,10 +205,8 @@ static void test_operator_status_top_level_fields_per_kind(void **state)
 
 static void test_operator_lease_without_fair_is_refused(void **state)
 {
-    dlock_client *c = open_client(server.url, 0, 0);
+    dlock_client *c = client_on(server.url);
     dlock_acquire_options o = DLOCK_ACQUIRE_OPTIONS_INIT;
-    redisContext *redis = test_redis_connect(&server, NULL);
-    dlock_lock *lock = NULL;
     cli_proc p;
     (void)state;
     assert_int_equal(DLOCK(&p, 10000, "acquire", "-n", "--lease", "1s", "op:lease"), 64);
@@ -230,17 +215,12 @@ static void test_operator_lease_without_fair_is_refused(void **state)
     assert_int_equal(DLOCK(&p, 10000, "run", "--lease", "1s", "op:lease", "--", "true"), 64);
     assert_contains(p.err, "--fair");
     o.lease_ms = 1000;
-    assert_int_equal(dlock_lock_acquire(&lock, c, "op:lease", 30000, &o), DLOCK_EINVAL);
-    assert_null(lock);
+    expect_acquire(DLOCK_EINVAL, c, "op:lease", 30000, &o);
     assert_contains(dlock_client_errmsg(c), "lease_ms");
     assert_contains(dlock_client_errmsg(c), "fair");
-    assert_false(key_exists(redis, "op:lease"));
+    assert_false(key_exists(connect_to(&server), "op:lease"));
     o.fair = 1;
-    lock = must_acquire(c, "op:lease", 30000, &o);
-    assert_int_equal(dlock_lock_release(lock), 0);
-    dlock_lock_free(lock);
-    redisFree(redis);
-    dlock_client_close(c);
+    take_and_release(c, "op:lease", 30000, &o);
 }
 
 /* ---- messages ---- */
@@ -284,10 +264,8 @@ static void test_operator_wrong_kind_names_both_kinds(void **state)
     static const char *const asked[][3] = {
         {"-n", "op:kind:sem", "mutex"}, {"--fair", "op:kind:sem", "fair lock"},
         {"-s", "op:kind:sem", "shared lock"}};
-    dlock_client *c = open_client(server.url, 0, 0);
+    dlock_client *c = client_on(server.url);
     dlock_acquire_options o = DLOCK_ACQUIRE_OPTIONS_INIT;
-    dlock_lock *lock = NULL;
-    redisContext *redis;
     char want[160];
     cli_proc p;
     (void)state;
@@ -309,23 +287,20 @@ static void test_operator_wrong_kind_names_both_kinds(void **state)
     assert_string_equal(p.err,
                         "dlock: op:kind:shared is held shared, not a semaphore of 2 permits\n");
     o.fair = 1;
-    assert_int_equal(dlock_lock_acquire(&lock, c, "op:kind:sem", 30000, &o), DLOCK_EWRONGTYPE);
+    expect_acquire(DLOCK_EWRONGTYPE, c, "op:kind:sem", 30000, &o);
     assert_string_equal(dlock_client_errmsg(c),
                         "op:kind:sem is a semaphore of 3 permits, not a fair lock");
     /* a name that holds no lock: the server's words, for every kind asked */
-    redis = test_redis_connect(&server, NULL);
-    freeReplyObject(run(redis, "HSET op:kind:hash f v"));
-    redisFree(redis);
+    freeReplyObject(run(connect_to(&server), "HSET op:kind:hash f v"));
     o.fair = 0;
     o.permits = 2;
-    assert_int_equal(dlock_lock_acquire(&lock, c, "op:kind:hash", 30000, &o), DLOCK_EWRONGTYPE);
+    expect_acquire(DLOCK_EWRONGTYPE, c, "op:kind:hash", 30000, &o);
     assert_string_equal(dlock_client_errmsg(c), "WRONGTYPE op:kind:hash holds a hash, not a lock");
     assert_int_equal(DLOCK(&p, 10000, "acquire", "-n", "--permits", "2", "op:kind:hash"), 69);
     assert_string_equal(p.err, "dlock: op:kind:hash holds a hash, not a lock (WRONGTYPE)\n");
     /* with -v: no internals either */
     assert_int_equal(DLOCK(&p, 10000, "-v", "acquire", "-n", "op:kind:sem"), 69);
     assert_no_script_internals(p.err);
-    dlock_client_close(c);
 }
 
 /* A `dlock run` stopped (SIGSTOP) past its TTL, then continued: the lock
@@ -334,24 +309,21 @@ static void test_operator_wrong_kind_names_both_kinds(void **state)
 static void test_operator_run_stopped_past_its_ttl_says_so(void **state)
 {
     char started[160], script[256];
-    cli_proc p;
+    cli_proc *p;
     (void)state;
     scratch(started, sizeof(started), "stopped-run");
     snprintf(script, sizeof(script), "echo $$ >%s; sleep 30", started);
-    assert_int_equal(cli_start(&p, server.url,
-                               (const char *const[]){"run", "-t", "1s", "op:stopped", "-c",
-                                                     script, NULL},
-                               NULL),
-                     0);
+    p = start_cli(server.url,
+                  (const char *const[]){"run", "-t", "1s", "op:stopped", "-c", script, NULL}, NULL);
     /* the command runs: the lock is held and renewed */
     assert_true(wait_for_number(started) > 0);
-    assert_int_equal(kill(p.pid, SIGSTOP), 0);
+    assert_int_equal(kill(p->pid, SIGSTOP), 0);
     usleep(2500 * 1000); /* the TTL, and more */
-    assert_int_equal(kill(p.pid, SIGCONT), 0);
-    assert_int_equal(cli_wait(&p, 20000 * test_slowdown()), 70);
-    assert_contains(p.err, "lock op:stopped was lost: its validity ran out while dlock was not "
-                           "running");
-    assert_lacks(p.err, "did not answer");
+    assert_int_equal(kill(p->pid, SIGCONT), 0);
+    assert_int_equal(cli_wait(p, 20000 * test_slowdown()), 70);
+    assert_contains(p->err, "lock op:stopped was lost: its validity ran out while dlock was not "
+                            "running");
+    assert_lacks(p->err, "did not answer");
 }
 
 /* ---- run --stats-json ---- */
@@ -398,17 +370,19 @@ static void test_operator_run_stats_a_wait_that_got_the_lock_is_not_busy(void **
 
 int main(void)
 {
+#define T(name) cmocka_unit_test_teardown(name, cleanup_teardown)
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_operator_list_shows_every_kind_on_one_server),
-        cmocka_unit_test(test_operator_list_shows_every_kind_on_a_redlock),
-        cmocka_unit_test(test_operator_list_shows_every_kind_on_a_cluster),
-        cmocka_unit_test(test_operator_list_on_a_redlock_gives_the_failure_all_servers_share),
-        cmocka_unit_test(test_operator_status_top_level_fields_per_kind),
-        cmocka_unit_test(test_operator_lease_without_fair_is_refused),
-        cmocka_unit_test(test_operator_run_stats_a_wait_that_got_the_lock_is_not_busy),
-        cmocka_unit_test(test_operator_busy_shared_says_how_many_and_one),
-        cmocka_unit_test(test_operator_wrong_kind_names_both_kinds),
-        cmocka_unit_test(test_operator_run_stopped_past_its_ttl_says_so),
+        T(test_operator_list_shows_every_kind_on_one_server),
+        T(test_operator_list_shows_every_kind_on_a_redlock),
+        T(test_operator_list_shows_every_kind_on_a_cluster),
+        T(test_operator_list_on_a_redlock_gives_the_failure_all_servers_share),
+        T(test_operator_status_top_level_fields_per_kind),
+        T(test_operator_lease_without_fair_is_refused),
+        T(test_operator_run_stats_a_wait_that_got_the_lock_is_not_busy),
+        T(test_operator_busy_shared_says_how_many_and_one),
+        T(test_operator_wrong_kind_names_both_kinds),
+        T(test_operator_run_stopped_past_its_ttl_says_so),
     };
+#undef T
     return cmocka_run_group_tests(tests, group_setup_server, group_teardown_server);
 }

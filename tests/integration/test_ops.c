@@ -1,13 +1,11 @@
 /* The operators' tools against real servers: doctor's findings (and that
  * its scratch keys are gone afterwards), list over a large database without
  * KEYS, status --watch following holders, and the client's counters. */
-#include "cli_runner.h"
 #include "helpers.h"
 
 #include <dlock.h>
 
 #include <poll.h>
-#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -23,12 +21,12 @@
 
 /* ---- doctor ---- */
 
-/* Runs the library's doctor on `client` and returns the report. */
+/* Runs the library's doctor on `client` and returns the report (kept). */
 static dlock_report *doctor(dlock_client *client, const char *name)
 {
     dlock_report *report = NULL;
     assert_int_equal(dlock_doctor(&report, client, name, 0), 0);
-    return report;
+    return kept_report(report);
 }
 
 /* The finding `id` (of any server), or NULL. */
@@ -40,18 +38,14 @@ static const dlock_finding *finding(const dlock_report *r, const char *id)
     return NULL;
 }
 
-/* A server started with `extra`, the doctor's report on it, and the
+/* The doctor's report on a server started with `extra`, and the
  * command's exit status for the same server. */
-static dlock_report *doctor_of(test_redis *server, const char *const *extra, int *exit_status)
+static dlock_report *doctor_of(const char *const *extra, int *exit_status)
 {
     const char *args[] = {"doctor", NULL};
-    dlock_client *client;
-    dlock_report *report;
+    test_redis *server = start_server(extra);
+    dlock_report *report = doctor(client_on(server->url), NULL);
     cli_proc p;
-    assert_int_equal(test_redis_start(server, extra), 0);
-    client = open_client(server->url, 0, 0);
-    report = doctor(client, NULL);
-    dlock_client_close(client);
     *exit_status = cli_run(&p, server->url, args, 10000);
     assert_empty(server);
     return report;
@@ -61,62 +55,50 @@ static void test_doctor_evictable_is_an_error(void **state)
 {
     static const char *const extra[] = {"--maxmemory", "100mb", "--maxmemory-policy",
                                         "allkeys-lru", NULL};
-    test_redis server;
     int status;
-    dlock_report *r = doctor_of(&server, extra, &status);
+    dlock_report *r = doctor_of(extra, &status);
     const dlock_finding *f = finding(r, "EVICTABLE");
     (void)state;
     assert_non_null(f);
     assert_int_equal(f->severity, DLOCK_SEVERITY_ERROR);
     assert_non_null(strstr(f->evidence, "allkeys-lru"));
     assert_int_equal(status, 78);
-    dlock_report_free(r);
-    test_redis_stop(&server);
 }
 
 static void test_doctor_durable_server_is_fine(void **state)
 {
     static const char *const extra[] = {"--maxmemory-policy", "noeviction", "--appendonly",
                                         "yes", "--appendfsync", "always", NULL};
-    test_redis server;
     int status;
-    dlock_report *r = doctor_of(&server, extra, &status);
+    dlock_report *r = doctor_of(extra, &status);
     (void)state;
     for (size_t i = 0; i < dlock_report_count(r); i++) /* an informational SLOW is fine */
         print_message("finding: %s %s\n", dlock_report_finding(r, i)->id,
                       dlock_report_finding(r, i)->evidence);
     assert_true(dlock_report_worst(r) <= DLOCK_SEVERITY_INFO);
     assert_int_equal(status, 0);
-    dlock_report_free(r);
-    test_redis_stop(&server);
 }
 
 static void test_doctor_no_persistence(void **state)
 {
-    test_redis server;
     int status;
-    dlock_report *r = doctor_of(&server, NULL, &status);
+    dlock_report *r = doctor_of(NULL, &status);
     const dlock_finding *f = finding(r, "NO_PERSISTENCE");
     (void)state;
     assert_non_null(f);
     assert_int_equal(f->severity, DLOCK_SEVERITY_WARNING);
     assert_null(finding(r, "EVICTABLE"));
     assert_int_equal(status, 0);
-    dlock_report_free(r);
-    test_redis_stop(&server);
 }
 
 static void test_doctor_everysec(void **state)
 {
     static const char *const extra[] = {"--appendonly", "yes", "--appendfsync", "everysec", NULL};
-    test_redis server;
     int status;
-    dlock_report *r = doctor_of(&server, extra, &status);
+    dlock_report *r = doctor_of(extra, &status);
     (void)state;
     assert_non_null(finding(r, "FSYNC_EVERYSEC"));
     assert_null(finding(r, "NO_PERSISTENCE"));
-    dlock_report_free(r);
-    test_redis_stop(&server);
 }
 
 /* A user without PUBLISH: the scripts' PUBLISH goes through pcall and
@@ -127,55 +109,38 @@ static void test_doctor_acl_missing_names_publish(void **state)
     static const char *const extra[] = {"--user", "nopub", "on", ">nopub-pw", "+@all",
                                         "-publish", "~lock:*", "~{lock:*", "&*", NULL};
     const char *args[] = {"doctor", "--json", "lock:report", NULL};
-    test_redis server;
+    test_redis *server = start_server(extra);
     char url[128];
-    dlock_client *client;
     dlock_report *r;
     const dlock_finding *f;
     cli_proc p;
     (void)state;
-    assert_int_equal(test_redis_start(&server, extra), 0);
-    snprintf(url, sizeof(url), "redis://nopub:nopub-pw@127.0.0.1:%d", server.port);
-    client = open_client(url, 0, 0);
-    r = doctor(client, "lock:report");
+    snprintf(url, sizeof(url), "redis://nopub:nopub-pw@127.0.0.1:%d", server->port);
+    r = doctor(client_on(url), "lock:report");
     f = finding(r, "ACL_MISSING");
     assert_non_null(f);
     assert_int_equal(f->severity, DLOCK_SEVERITY_ERROR);
     assert_non_null(strstr(f->evidence, "PUBLISH"));
     assert_null(strstr(f->evidence, "SUBSCRIBE")); /* the rest is allowed */
     assert_null(strstr(f->evidence, "SET"));
-    dlock_report_free(r);
-    dlock_client_close(client);
     assert_int_equal(cli_run(&p, url, args, 10000), 78);
     assert_non_null(strstr(p.out, "\"id\":\"ACL_MISSING\""));
-    assert_empty(&server);
-    test_redis_stop(&server);
+    assert_empty(server);
 }
 
 /* One server as two votes: a TCP port and the Unix socket of one server
  * (two spellings of one address are refused when the client opens). */
 static void test_doctor_same_node(void **state)
 {
-    test_redis servers[2];
-    const char *urls[3];
-    dlock_client *client;
-    dlock_report *r;
-    const dlock_finding *f;
+    test_redis *servers = start_servers(2);
+    const char *urls[3] = {servers[0].url, servers[0].unix_url, servers[1].url};
+    dlock_report *r = doctor(client_on_nodes(urls, 3, 0, 0), NULL);
+    const dlock_finding *f = finding(r, "SAME_NODE");
     (void)state;
-    assert_int_equal(test_redis_start_all(servers, 2), 0);
-    urls[0] = servers[0].url;
-    urls[1] = servers[0].unix_url;
-    urls[2] = servers[1].url;
-    client = open_nodes(urls, 3, 0, 0);
-    r = doctor(client, NULL);
-    f = finding(r, "SAME_NODE");
     assert_non_null(f);
     assert_int_equal(f->severity, DLOCK_SEVERITY_ERROR);
-    dlock_report_free(r);
-    dlock_client_close(client);
     assert_empty(&servers[0]);
     assert_empty(&servers[1]);
-    test_redis_stop_all(servers, 2);
 }
 
 /* One server spelt two ways (127.0.0.1 and localhost): a lock client
@@ -185,77 +150,48 @@ static void test_doctor_same_node_two_spellings(void **state)
 {
     const char *doctor_args[] = {"doctor", NULL};
     const char *acquire_args[] = {"acquire", "-n", "lock:same", NULL};
-    dlock_client_options opts = DLOCK_CLIENT_OPTIONS_INIT;
-    test_redis server;
+    test_redis *server = start_servers(1);
     char other[96], both[200];
-    const char *urls[2];
-    dlock_client *client;
-    dlock_lock *lock;
+    const char *urls[2] = {server->url, other};
+    dlock_client_options opts = client_options(urls, 2);
+    dlock_client *client = NULL;
     dlock_report *r;
     const dlock_finding *f;
     cli_proc p;
     (void)state;
-    assert_int_equal(test_redis_start(&server, NULL), 0);
-    snprintf(other, sizeof(other), "redis://localhost:%d", server.port);
-    snprintf(both, sizeof(both), "%s,%s", server.url, other);
-    urls[0] = server.url;
-    urls[1] = other;
-    opts.urls = urls;
-    opts.n_urls = 2;
+    snprintf(other, sizeof(other), "redis://localhost:%d", server->port);
+    snprintf(both, sizeof(both), "%s,%s", server->url, other);
     assert_int_equal(dlock_client_open(&client, &opts, NULL, 0), DLOCK_EINVAL);
+    assert_null(client);
     opts.inspect = 1;
-    assert_int_equal(dlock_client_open(&client, &opts, NULL, 0), 0);
-    assert_int_equal(dlock_lock_acquire(&lock, client, "lock:same", 10000, NULL), DLOCK_EINVAL);
+    client = client_with(&opts);
+    expect_acquire(DLOCK_EINVAL, client, "lock:same", 10000, NULL);
     r = doctor(client, NULL);
     f = finding(r, "SAME_NODE");
     assert_non_null(f);
     assert_int_equal(f->severity, DLOCK_SEVERITY_ERROR);
-    assert_non_null(strstr(f->evidence, server.url + strlen("redis://")));
+    assert_non_null(strstr(f->evidence, server->url + strlen("redis://")));
     assert_non_null(strstr(f->evidence, other + strlen("redis://")));
-    dlock_report_free(r);
-    dlock_client_close(client);
 
     assert_int_equal(cli_run(&p, both, doctor_args, 10000), 78);
     assert_non_null(strstr(p.out, "error   SAME_NODE: "));
     assert_non_null(strstr(p.out, other + strlen("redis://")));
     assert_int_equal(cli_run(&p, both, acquire_args, 10000), 64);
-    assert_empty(&server);
-    test_redis_stop(&server);
+    assert_empty(server);
 }
 
 /* A server whose clock runs 2 s ahead (the clock shim preloaded into it). */
 static void test_doctor_clock_skew(void **state)
 {
-    test_redis server = {0};
-    char path[256];
-    dlock_client *client;
-    dlock_report *r;
-    const dlock_finding *f;
-    FILE *shift;
-    int started;
+    char shift[64];
+    test_redis *server = start_shifted_server(DLOCK_CLOCK_SHIM, shift, sizeof(shift), 2000);
+    dlock_report *r = doctor(client_on(server->url), NULL);
+    const dlock_finding *f = finding(r, "CLOCK_SKEW");
     (void)state;
-    snprintf(path, sizeof(path), "/tmp/dlock-test-shift-%d", (int)getpid());
-    shift = fopen(path, "w");
-    assert_non_null(shift);
-    fputs("2000\n", shift);
-    fclose(shift);
-    setenv("LD_PRELOAD", DLOCK_CLOCK_SHIM, 1);
-    setenv("DLOCK_CLOCK_SHIFT_FILE", path, 1);
-    started = test_redis_start(&server, NULL);
-    unsetenv("LD_PRELOAD");
-    unsetenv("DLOCK_CLOCK_SHIFT_FILE");
-    assert_int_equal(started, 0);
-    client = open_client(server.url, 0, 0);
-    r = doctor(client, NULL);
-    f = finding(r, "CLOCK_SKEW");
     assert_non_null(f);
     print_message("offset %lld ms: %s\n", (long long)f->offset_ms, f->evidence);
     assert_in_range(f->offset_ms, 1950, 2050);
-    dlock_report_free(r);
-    dlock_client_close(client);
-    assert_empty(&server);
-    test_redis_stop(&server);
-    unlink(path);
+    assert_empty(server);
 }
 
 /* Nothing listens there: UNREACHABLE, exit 69, in words. */
@@ -277,8 +213,8 @@ static void test_list_finds_locks_among_many_keys_without_keys(void **state)
 {
     const char *args[] = {"list", "--json", NULL};
     test_redis *server = *state;
-    dlock_client *client = open_client(server->url, 0, 0);
-    redisContext *rc = test_redis_connect(server, NULL);
+    dlock_client *client = client_on(server->url);
+    redisContext *rc = connect_to(server);
     dlock_lock *locks[5];
     char name[32];
     cli_proc p;
@@ -286,7 +222,7 @@ static void test_list_finds_locks_among_many_keys_without_keys(void **state)
                         "for i = 1, 100000 do redis.call('SET', 'other:' .. i, 'x') end"));
     for (int i = 0; i < 5; i++) {
         snprintf(name, sizeof(name), "job:%d", i);
-        locks[i] = must_acquire(client, name, 60000, NULL);
+        locks[i] = take(client, name, 60000, NULL);
     }
     freeReplyObject(run(rc, "CONFIG RESETSTAT"));
     assert_int_equal(cli_run(&p, server->url, args, 10000), 0);
@@ -308,33 +244,25 @@ static void test_list_finds_locks_among_many_keys_without_keys(void **state)
         assert_non_null(strstr(p.out, pid));
     }
     assert_int_equal(info_count(rc, "commandstats", "cmdstat_keys:calls="), 0);
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < 5; i++)
         assert_int_equal(dlock_lock_release(locks[i]), 0);
-        dlock_lock_free(locks[i]);
-    }
-    freeReplyObject(run(rc, "FLUSHALL"));
-    redisFree(rc);
-    dlock_client_close(client);
 }
 
 static void test_list_pattern_and_text(void **state)
 {
     const char *args[] = {"list", "build:*", NULL}, *none[] = {"list", "--json", "x*", NULL};
     test_redis *server = *state;
-    dlock_client *client = open_client(server->url, 0, 0);
-    dlock_lock *a = must_acquire(client, "build:web", 60000, NULL);
-    dlock_lock *b = must_acquire(client, "deploy:web", 60000, NULL);
+    dlock_client *client = client_on(server->url);
+    dlock_lock *a = take(client, "build:web", 60000, NULL);
+    dlock_lock *b = take(client, "deploy:web", 60000, NULL);
     cli_proc p;
     assert_int_equal(cli_run(&p, server->url, args, 10000), 0);
     assert_non_null(strstr(p.out, "build:web: held by "));
     assert_null(strstr(p.out, "deploy:web"));
     assert_int_equal(cli_run(&p, server->url, none, 10000), 0);
     assert_string_equal(p.out, "[]\n");
-    dlock_lock_release(a);
-    dlock_lock_release(b);
-    dlock_lock_free(a);
-    dlock_lock_free(b);
-    dlock_client_close(client);
+    assert_int_equal(dlock_lock_release(a), 0);
+    assert_int_equal(dlock_lock_release(b), 0);
 }
 
 /* ---- watch ---- */
@@ -385,36 +313,32 @@ static void test_watch_follows_holders(void **state)
     const char *args[] = {"status", "--watch", "--json", "leader", NULL};
     const long long check_ms = DLOCK_WATCH_PERIOD_MS + 100;
     test_redis *server = *state;
-    dlock_client *client = open_client(server->url, 0, 0);
+    dlock_client *client = client_on(server->url);
+    cli_proc *p = start_cli(server->url, args, NULL);
     char line[1024];
     uint64_t fence = 0;
-    cli_proc p;
-    assert_int_equal(cli_start(&p, server->url, args, NULL), 0);
-    assert_true(read_line(&p, line, sizeof(line), 10000LL * test_slowdown()) > 0);
+    assert_true(read_line(p, line, sizeof(line), 10000LL * test_slowdown()) > 0);
     assert_non_null(strstr(line, "\"held\":false,"));
     usleep(100 * 1000); /* let it subscribe */
     for (int i = 0; i < 3; i++) {
-        dlock_lock *lock = must_acquire(client, "leader", 60000, NULL);
+        dlock_lock *lock = take(client, "leader", 60000, NULL);
         long long at = test_now_ms();
         fence = dlock_lock_fence(lock);
-        expect_line(&p, at, check_ms, true, fence);
+        expect_line(p, at, check_ms, true, fence);
         usleep(50 * 1000);
         at = test_now_ms();
         assert_int_equal(dlock_lock_release(lock), 0);
-        expect_line(&p, at, 100, false, fence);
-        dlock_lock_free(lock);
+        expect_line(p, at, 100, false, fence);
     }
     {
-        dlock_lock *lock = must_acquire(client, "leader", 400, NULL);
+        dlock_lock *lock = take(client, "leader", 400, NULL);
         long long at = test_now_ms();
         fence = dlock_lock_fence(lock);
-        expect_line(&p, at, check_ms, true, fence);
-        expect_line(&p, at, 400 + check_ms, false, fence);
-        dlock_lock_free(lock);
+        expect_line(p, at, check_ms, true, fence);
+        expect_line(p, at, 400 + check_ms, false, fence);
     }
-    kill(p.pid, SIGINT);
-    assert_int_equal(cli_wait(&p, 5000), 0);
-    dlock_client_close(client);
+    kill(p->pid, SIGINT);
+    assert_int_equal(cli_wait(p, 5000), 0);
 }
 
 /* ---- counters ---- */
@@ -436,32 +360,23 @@ static void test_stats_count_acquisitions_and_a_loss(void **state)
 {
     test_redis *server = *state;
     const char *url = server->url;
-    dlock_client *client = open_nodes(&url, 1, 1000, 0);
-    redisContext *rc = test_redis_connect(server, NULL);
-    dlock_client *other = open_nodes(&url, 1, 1000, 0);
-    dlock_acquire_options renewed = DLOCK_ACQUIRE_OPTIONS_INIT, waiting = renewed;
+    dlock_client *client = client_on_nodes(&url, 1, 1000, 0);
+    redisContext *rc = connect_to(server);
+    dlock_client *other = client_on_nodes(&url, 1, 1000, 0);
+    dlock_acquire_options renewed = DLOCK_ACQUIRE_OPTIONS_INIT, waiting = wait_options(10000);
     dlock_stats s = {.version = DLOCK_STATS_VERSION};
-    dlock_lock *lock, *held;
     long long deadline;
-    for (int i = 0; i < 8; i++) {
-        lock = must_acquire(client, "counted", 10000, NULL);
-        assert_int_equal(dlock_lock_release(lock), 0);
-        dlock_lock_free(lock);
-    }
+    for (int i = 0; i < 8; i++)
+        take_and_release(client, "counted", 10000, NULL);
     /* Busy once, then a wait until the other holder's second runs out (of
      * which the busy try leaves at least 100 ms, however slow). */
-    held = must_acquire(other, "counted", 1000, NULL);
-    assert_int_equal(dlock_lock_acquire(&lock, client, "counted", 10000, NULL), DLOCK_EBUSY);
-    waiting.wait_ms = 10000;
-    lock = must_acquire(client, "counted", 10000, &waiting);
-    assert_int_equal(dlock_lock_release(lock), 0);
-    dlock_lock_free(lock);
-    dlock_lock_free(held);
-    dlock_client_close(other);
+    take(other, "counted", 1000, NULL);
+    expect_acquire(DLOCK_EBUSY, client, "counted", 10000, NULL);
+    take_and_release(client, "counted", 10000, &waiting);
     renewed.auto_renew = 1;
     renewed.on_lost = on_lost;
     /* A TTL that a busy machine renews in time; deleted after a renewal. */
-    lock = must_acquire(client, "counted", 1000, &renewed);
+    take(client, "counted", 1000, &renewed);
     deadline = test_now_ms() + 5000LL * test_slowdown();
     while (dlock_client_stats(client, &s) == 0 && s.renewals == 0 && test_now_ms() < deadline)
         usleep(5 * 1000);
@@ -483,36 +398,36 @@ static void test_stats_count_acquisitions_and_a_loss(void **state)
     assert_int_equal(s.nodes, 1);
     assert_int_equal(s.node[0].errors, 0);
     assert_int_equal(s.node[0].timeouts, 0);
-    dlock_lock_free(lock);
-    redisFree(rc);
-    dlock_client_close(client);
 }
 
 /* A watch that nothing changes ends when another thread cancels it. */
+struct canceller {
+    dlock_client *client;
+};
+
 static void *cancel_later(void *arg)
 {
     usleep(100 * 1000);
-    dlock_client_cancel(arg);
+    dlock_client_cancel(((struct canceller *)arg)->client);
     return NULL;
 }
 
 static void test_watch_canceled(void **state)
 {
     test_redis *server = *state;
-    dlock_client *client = open_client(server->url, 0, 0);
+    dlock_client *client = client_on(server->url);
     dlock_status *now = NULL, *next = NULL;
-    pthread_t thread;
+    void *canceller;
     long long start;
     assert_int_equal(dlock_status_watch(&now, client, "quiet", NULL, 0), 0);
+    kept_status(now);
     assert_false(dlock_status_held(now));
     start = test_now_ms();
-    assert_int_equal(pthread_create(&thread, NULL, cancel_later, client), 0);
+    canceller = start_thread(cancel_later, &(struct canceller){client}, sizeof(struct canceller));
     assert_int_equal(dlock_status_watch(&next, client, "quiet", now, 50), DLOCK_ECANCELED);
     assert_null(next);
     assert_true(test_now_ms() - start >= 100);
-    pthread_join(thread, NULL);
-    dlock_status_free(now);
-    dlock_client_close(client);
+    join_thread(canceller);
 }
 
 static void test_run_writes_stats_json(void **state)
@@ -535,30 +450,29 @@ static void test_run_writes_stats_json(void **state)
 
 int main(void)
 {
+#define T(name) cmocka_unit_test_teardown(name, cleanup_teardown)
+#define S(name) cmocka_unit_test_setup_teardown(name, setup_server, cleanup_teardown)
     const struct CMUnitTest doctor_tests[] = {
-        cmocka_unit_test(test_doctor_evictable_is_an_error),
-        cmocka_unit_test(test_doctor_durable_server_is_fine),
-        cmocka_unit_test(test_doctor_no_persistence),
-        cmocka_unit_test(test_doctor_everysec),
-        cmocka_unit_test(test_doctor_acl_missing_names_publish),
-        cmocka_unit_test(test_doctor_same_node),
-        cmocka_unit_test(test_doctor_same_node_two_spellings),
-        cmocka_unit_test(test_doctor_clock_skew),
-        cmocka_unit_test(test_doctor_unreachable),
+        T(test_doctor_evictable_is_an_error),
+        T(test_doctor_durable_server_is_fine),
+        T(test_doctor_no_persistence),
+        T(test_doctor_everysec),
+        T(test_doctor_acl_missing_names_publish),
+        T(test_doctor_same_node),
+        T(test_doctor_same_node_two_spellings),
+        T(test_doctor_clock_skew),
+        T(test_doctor_unreachable),
     };
     const struct CMUnitTest server_tests[] = {
-        cmocka_unit_test_setup_teardown(test_list_finds_locks_among_many_keys_without_keys,
-                                        setup_server, teardown_server),
-        cmocka_unit_test_setup_teardown(test_list_pattern_and_text, setup_server,
-                                        teardown_server),
-        cmocka_unit_test_setup_teardown(test_watch_follows_holders, setup_server,
-                                        teardown_server),
-        cmocka_unit_test_setup_teardown(test_stats_count_acquisitions_and_a_loss, setup_server,
-                                        teardown_server),
-        cmocka_unit_test_setup_teardown(test_watch_canceled, setup_server, teardown_server),
-        cmocka_unit_test_setup_teardown(test_run_writes_stats_json, setup_server,
-                                        teardown_server),
+        S(test_list_finds_locks_among_many_keys_without_keys),
+        S(test_list_pattern_and_text),
+        S(test_watch_follows_holders),
+        S(test_stats_count_acquisitions_and_a_loss),
+        S(test_watch_canceled),
+        S(test_run_writes_stats_json),
     };
+#undef T
+#undef S
     signal(SIGPIPE, SIG_IGN);
     return cmocka_run_group_tests(doctor_tests, NULL, NULL) |
            cmocka_run_group_tests(server_tests, NULL, NULL);

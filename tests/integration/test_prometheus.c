@@ -4,14 +4,12 @@
  * a fair hand-over, the cap on names, server errors without the password;
  * from the library and from `dlock run --metrics-file` (which writes it
  * on every exit that had a client: done, busy, lost, unreachable). */
-#include "cli_runner.h"
 #include "helpers.h"
 #include "promtext.h"
 
 #include <dlock.h>
 
 #include <dirent.h>
-#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -29,33 +27,35 @@
  * busy machine misses, keeping `max` names apart (0: the default). */
 static dlock_client *open_metered(const char *url, unsigned max)
 {
-    dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
-    dlock_client *c = NULL;
-    char why[256];
-    o.urls = &url;
-    o.n_urls = 1;
+    dlock_client_options o = client_options(&url, 1);
     o.node_timeout_ms = 1000;
     o.metrics_names_max = max;
-    if (dlock_client_open(&c, &o, why, sizeof(why)) < 0)
-        fail_msg("dlock_client_open: %s", why);
-    return c;
+    return client_with(&o);
 }
 
-/* The client's text as the parser read it; caller frees. */
+static void free_metrics(void *text)
+{
+    dlock_metrics_free(text);
+}
+
+/* The client's text (kept), as dlock_client_metrics_text() gives it. */
+static char *metrics_text(dlock_client *c)
+{
+    char *text = NULL;
+    assert_int_equal(dlock_client_metrics_text(&text, c), 0);
+    return cleanup_keep(text, free_metrics);
+}
+
+/* The client's text as the parser read it; kept. */
 static char *parsed_metrics(dlock_client *c)
 {
-    char *text = NULL, *parsed;
-    assert_int_equal(dlock_client_metrics_text(&text, c), 0);
-    parsed = promtext_parse(text);
-    dlock_metrics_free(text);
-    return parsed;
+    return kept_string(promtext_parse(metrics_text(c)));
 }
 
-/* A file's text as the parser read it, which names no password; caller
- * frees. */
+/* A file's text as the parser read it, which names no password; kept. */
 static char *parsed_file(const char *path)
 {
-    char *parsed = promtext_parse_file(path);
+    char *parsed = kept_string(promtext_parse_file(path));
     assert_null(strstr(parsed, "s3cret"));
     return parsed;
 }
@@ -87,13 +87,14 @@ static long long bucket(const char *parsed, const char *family, const char *le, 
 struct later_release {
     dlock_lock *lock;
     int delay_ms;
+    int rc;
 };
 
 static void *release_later(void *arg)
 {
     struct later_release *r = arg;
     usleep((useconds_t)r->delay_ms * 1000);
-    assert_int_equal(dlock_lock_release(r->lock), 0);
+    r->rc = dlock_lock_release(r->lock);
     return NULL;
 }
 
@@ -106,31 +107,26 @@ static void test_prometheus_counts_acquisitions_busy_and_a_wait(void **state)
 {
     dlock_client *c = open_metered(group_server.url, 0);
     dlock_client *other = open_metered(group_server.url, 0);
-    dlock_acquire_options waiting = DLOCK_ACQUIRE_OPTIONS_INIT;
-    struct later_release later = {NULL, 1500};
+    dlock_acquire_options waiting = wait_options(10000LL * test_slowdown());
+    struct later_release *later;
     dlock_lock *lock;
-    pthread_t thread;
     long long start;
     char *p;
     (void)state;
-    for (int i = 0; i < 5; i++) {
-        lock = must_acquire(c, "m-a", 10000, NULL);
-        assert_int_equal(dlock_lock_release(lock), 0);
-        dlock_lock_free(lock);
-    }
-    later.lock = must_acquire(other, "m-a", 10000, NULL);
+    for (int i = 0; i < 5; i++)
+        take_and_release(c, "m-a", 10000, NULL);
+    lock = take(other, "m-a", 10000, NULL);
     for (int i = 0; i < 2; i++)
-        assert_int_equal(dlock_lock_acquire(&lock, c, "m-a", 10000, NULL), DLOCK_EBUSY);
+        expect_acquire(DLOCK_EBUSY, c, "m-a", 10000, NULL);
     start = test_now_ms();
-    assert_int_equal(pthread_create(&thread, NULL, release_later, &later), 0);
-    waiting.wait_ms = 10000LL * test_slowdown();
-    lock = must_acquire(c, "m-a", 10000, &waiting);
+    later = start_thread(release_later, &(struct later_release){lock, 1500, -1},
+                         sizeof(struct later_release));
+    lock = take(c, "m-a", 10000, &waiting);
     assert_true(test_now_ms() - start >= 1500);
-    pthread_join(thread, NULL);
+    join_thread(later);
+    assert_int_equal(later->rc, 0);
     usleep(300 * 1000);
     assert_int_equal(dlock_lock_release(lock), 0);
-    dlock_lock_free(lock);
-    dlock_lock_free(later.lock);
 
     p = parsed_metrics(c);
     assert_int_equal(count(p, "dlock_acquisitions_total", "name=\"m-a\""), 6);
@@ -147,9 +143,6 @@ static void test_prometheus_counts_acquisitions_busy_and_a_wait(void **state)
     assert_int_equal(count(p, "dlock_hold_seconds_count", "name=\"m-a\""), 6);
     assert_true(value(p, "dlock_hold_seconds_sum", "name=\"m-a\"") >= 0.3);
     assert_int_equal(count(p, "dlock_renewal_margin_min_seconds", "name=\"m-a\""), -1);
-    free(p);
-    dlock_client_close(other);
-    dlock_client_close(c);
 }
 
 /* An auto-renewed lock renewed, then deleted: one loss (the handle is no
@@ -167,7 +160,7 @@ static void test_prometheus_counts_a_loss(void **state)
     double margin;
     char *p;
     renewed.auto_renew = 1;
-    lock = must_acquire(c, "m-b", 1000, &renewed);
+    lock = take(c, "m-b", 1000, &renewed);
     do
         usleep(5 * 1000);
     while (dlock_client_stats(c, &stats) == 0 && !stats.renewals && test_now_ms() < until);
@@ -177,7 +170,6 @@ static void test_prometheus_counts_a_loss(void **state)
         usleep(5 * 1000);
     assert_false(dlock_lock_held(lock));
     assert_int_equal(dlock_lock_release(lock), DLOCK_ELOST);
-    dlock_lock_free(lock);
 
     p = parsed_metrics(c);
     assert_int_equal(count(p, "dlock_acquisitions_total", "name=\"m-b\""), 1);
@@ -188,15 +180,6 @@ static void test_prometheus_counts_a_loss(void **state)
     assert_true(margin >= 0 && margin < 1);
     assert_int_equal(count(p, "dlock_hold_seconds_count", "name=\"m-b\""), 1);
     assert_int_equal(bucket(p, "dlock_hold_seconds", "0.1", "m-b"), 0);
-    free(p);
-    dlock_client_close(c);
-}
-
-/* Script calls the server ran so far (EVALSHA and its EVAL fallback). */
-static long long script_calls(redisContext *redis)
-{
-    return info_count(redis, "commandstats", "cmdstat_evalsha:calls=") +
-           info_count(redis, "commandstats", "cmdstat_eval:calls=");
 }
 
 struct fair_taker {
@@ -208,10 +191,9 @@ struct fair_taker {
 static void *take_fair(void *arg)
 {
     struct fair_taker *t = arg;
-    dlock_acquire_options o = DLOCK_ACQUIRE_OPTIONS_INIT;
-    o.fair = 1;
-    o.wait_ms = 20000LL * test_slowdown();
+    dlock_acquire_options o = fair_options(0, 20000LL * test_slowdown());
     t->rc = dlock_lock_acquire(&t->lock, t->c, "m-fair", 30000, &o);
+    kept_lock(t->lock);
     return NULL;
 }
 
@@ -221,43 +203,32 @@ static void test_prometheus_counts_a_fair_hand_over(void **state)
 {
     redisContext *redis = *state;
     dlock_client *holder_client = open_metered(group_server.url, 0);
-    struct fair_taker t = {open_metered(group_server.url, 0), NULL, -1};
-    dlock_acquire_options o = DLOCK_ACQUIRE_OPTIONS_INIT;
-    dlock_lock *holder;
-    pthread_t thread;
-    long long before, deadline;
+    dlock_acquire_options o = fair_options(0, 0);
+    dlock_lock *holder = take(holder_client, "m-fair", 30000, &o);
+    long long before = script_calls(redis), deadline;
+    struct fair_taker *t = start_thread(
+        take_fair, &(struct fair_taker){open_metered(group_server.url, 0), NULL, -1},
+        sizeof(struct fair_taker));
     char *p;
-    o.fair = 1;
-    holder = must_acquire(holder_client, "m-fair", 30000, &o);
-    before = script_calls(redis);
-    assert_int_equal(pthread_create(&thread, NULL, take_fair, &t), 0);
     deadline = test_now_ms() + 10000LL * test_slowdown();
     while (script_calls(redis) < before + 2 && test_now_ms() < deadline)
         usleep(5 * 1000);
     assert_int_equal(dlock_lock_release(holder), 0);
-    pthread_join(thread, NULL);
-    assert_int_equal(t.rc, 0);
-    assert_int_equal(dlock_lock_release(t.lock), 0);
-    dlock_lock_free(t.lock);
-    dlock_lock_free(holder);
+    join_thread(t);
+    assert_int_equal(t->rc, 0);
+    assert_int_equal(dlock_lock_release(t->lock), 0);
 
-    p = parsed_metrics(t.c);
+    p = parsed_metrics(t->c);
     assert_int_equal(count(p, "dlock_handovers_total", "name=\"m-fair\""), 1);
     assert_int_equal(count(p, "dlock_acquisitions_total", "name=\"m-fair\""), 1);
     assert_int_equal(count(p, "dlock_waits_total", "name=\"m-fair\""), 1);
-    free(p);
     p = parsed_metrics(holder_client);
     assert_int_equal(count(p, "dlock_handovers_total", "name=\"m-fair\""), 0);
-    free(p);
-    dlock_client_close(t.c);
-    dlock_client_close(holder_client);
 }
 
 static void acquire_and_release(dlock_client *c, const char *name)
 {
-    dlock_lock *lock = must_acquire(c, name, 10000, NULL);
-    assert_int_equal(dlock_lock_release(lock), 0);
-    dlock_lock_free(lock);
+    take_and_release(c, name, 10000, NULL);
 }
 
 /* With room for two names, a name with a quote, a backslash and a newline
@@ -281,47 +252,41 @@ static void test_prometheus_caps_the_names(void **state)
     assert_int_equal(count(p, "dlock_wait_seconds_count", "name=\"__other__\""), 3);
     assert_int_equal(count(p, "dlock_acquisitions_total", "name=\"m-d\""), -1);
     assert_int_equal(count(p, "dlock_acquisitions_total", "name=\"m-e\""), -1);
-    free(p);
-    dlock_client_close(c);
 }
 
 /* A server that refuses connections: its errors, labelled by host and
  * port, never by the URL's password. */
 static void test_prometheus_counts_server_errors_without_the_password(void **state)
 {
-    char url[128], label[64], *text = NULL, *p;
+    char url[128], label[64], *text, *p;
     int port = test_free_port();
     dlock_client *c;
-    dlock_lock *lock = NULL;
     (void)state;
     snprintf(url, sizeof(url), "redis://:s3cret@127.0.0.1:%d", port);
     snprintf(label, sizeof(label), "server=\"127.0.0.1:%d\"", port);
     c = open_metered(url, 0);
-    assert_int_equal(dlock_lock_acquire(&lock, c, "m-down", 10000, NULL), DLOCK_ECONN);
-    assert_int_equal(dlock_client_metrics_text(&text, c), 0);
+    expect_acquire(DLOCK_ECONN, c, "m-down", 10000, NULL);
+    text = metrics_text(c);
     assert_null(strstr(text, "s3cret"));
-    p = promtext_parse(text);
+    p = kept_string(promtext_parse(text));
     assert_true(count(p, "dlock_server_errors_total", label) >= 1);
     assert_int_equal(count(p, "dlock_server_timeouts_total", label), 0);
     assert_int_equal(count(p, "dlock_acquisitions_total", "name=\"m-down\""), 0);
     assert_int_equal(count(p, "dlock_wait_seconds_count", "name=\"m-down\""), 0);
-    free(p);
-    dlock_metrics_free(text);
-    dlock_client_close(c);
 }
 
 struct reader {
     dlock_client *c;
     atomic_bool stop;
-    int texts;
+    int texts, failures;
 };
 
 static void *read_metrics(void *arg)
 {
     struct reader *r = arg;
-    while (!atomic_load(&r->stop)) {
+    while (!atomic_load(&r->stop) && !cleanup_stopping()) {
         char *text = NULL;
-        assert_int_equal(dlock_client_metrics_text(&text, r->c), 0);
+        r->failures += dlock_client_metrics_text(&text, r->c) != 0;
         dlock_metrics_free(text);
         r->texts++;
     }
@@ -336,15 +301,14 @@ static void test_prometheus_text_while_locks_come_and_go(void **state)
     dlock_client *c = open_metered(group_server.url, 0);
     dlock_acquire_options renewed = DLOCK_ACQUIRE_OPTIONS_INIT;
     dlock_stats stats = {.version = DLOCK_STATS_VERSION};
-    struct reader r = {.c = c};
+    struct reader *r;
     long long until = test_now_ms() + 5000LL * test_slowdown();
     dlock_lock *lock;
-    pthread_t thread;
     char *p;
     (void)state;
     renewed.auto_renew = 1;
-    lock = must_acquire(c, "m-busy-reader", 1000, &renewed);
-    assert_int_equal(pthread_create(&thread, NULL, read_metrics, &r), 0);
+    lock = take(c, "m-busy-reader", 1000, &renewed);
+    r = start_thread(read_metrics, &(struct reader){.c = c}, sizeof(struct reader));
     for (int i = 0; i < 40; i++) {
         char name[32];
         snprintf(name, sizeof(name), "m-many-%02d", i);
@@ -352,17 +316,15 @@ static void test_prometheus_text_while_locks_come_and_go(void **state)
     }
     while (dlock_client_stats(c, &stats) == 0 && !stats.renewals && test_now_ms() < until)
         usleep(5 * 1000);
-    atomic_store(&r.stop, true);
-    pthread_join(thread, NULL);
-    assert_true(r.texts > 0);
+    atomic_store(&r->stop, true);
+    join_thread(r);
+    assert_true(r->texts > 0);
+    assert_int_equal(r->failures, 0);
     assert_int_equal(dlock_lock_release(lock), 0);
-    dlock_lock_free(lock);
     p = parsed_metrics(c);
     assert_int_equal(count(p, "dlock_acquisitions_total", "name=\"m-many-39\""), 1);
     assert_true(count(p, "dlock_renewals_total", "name=\"m-busy-reader\"") >= 1);
     assert_int_equal(count(p, "dlock_hold_seconds_count", "name=\"m-busy-reader\""), 1);
-    free(p);
-    dlock_client_close(c);
 }
 
 /* Nothing but FILE is left in the folder: the temporary was renamed. */
@@ -408,7 +370,6 @@ static void test_prometheus_run_writes_the_file(void **state)
     assert_int_equal(count(p, "dlock_losses_total", "name=\"m-run\""), 0);
     snprintf(label, sizeof(label), "server=\"127.0.0.1:%d\"", group_server.port);
     assert_int_equal(count(p, "dlock_server_errors_total", label), 0);
-    free(p);
     /* A file that cannot be written: said, and the command's status kept. */
     snprintf(path, sizeof(path), "%s/missing/dlock.prom", dir);
     assert_int_equal(DLOCK(&proc, 10000, "run", "--metrics-file", path, "m-run", "--", "sh", "-c",
@@ -423,29 +384,25 @@ static void test_prometheus_run_writes_the_file(void **state)
 static void test_prometheus_run_that_waited_is_one_wait(void **state)
 {
     redisContext *redis = *state;
-    dlock_client *c = open_metered(group_server.url, 0);
-    dlock_lock *held = must_acquire(c, "m-waited", 30000, NULL);
+    dlock_lock *held = take(open_metered(group_server.url, 0), "m-waited", 30000, NULL);
     char path[256], *p;
-    cli_proc proc;
+    cli_proc *proc;
 
     scratch(path, sizeof(path), "waited.prom");
-    assert_int_equal(cli_start(&proc, group_server.url,
-                               (const char *const[]){"run", "-w", "30s", "--metrics-file", path,
-                                                     "m-waited", "--", "true", NULL},
-                               NULL), 0);
+    proc = start_cli(group_server.url,
+                     (const char *const[]){"run", "-w", "30s", "--metrics-file", path, "m-waited",
+                                           "--", "true", NULL},
+                     NULL);
     wait_for_listener(redis, "m-waited"); /* it found the lock held */
     usleep(500 * 1000);
     assert_int_equal(dlock_lock_release(held), 0);
-    assert_int_equal(cli_wait(&proc, 20000 * test_slowdown()), 0);
+    assert_int_equal(cli_wait(proc, 20000 * test_slowdown()), 0);
     p = parsed_file(path);
     assert_int_equal(count(p, "dlock_acquisitions_total", "name=\"m-waited\""), 1);
     assert_int_equal(count(p, "dlock_busy_total", "name=\"m-waited\""), 0);
     assert_int_equal(count(p, "dlock_waits_total", "name=\"m-waited\""), 1);
     assert_int_equal(count(p, "dlock_wait_seconds_count", "name=\"m-waited\""), 1);
     assert_int_equal(bucket(p, "dlock_wait_seconds", "0.5", "m-waited"), 0);
-    free(p);
-    dlock_lock_free(held);
-    dlock_client_close(c);
 }
 
 /* Busy (75), a wait of more than 0.5 s, lost (70) and unreachable (69):
@@ -455,9 +412,10 @@ static void test_prometheus_run_writes_it_when_it_fails(void **state)
     redisContext *redis = *state;
     dlock_client *c = open_metered(group_server.url, 0);
     char path[256], url[128], label[64], *p;
-    dlock_lock *held = must_acquire(c, "m-runs", 4000, NULL);
-    cli_proc proc;
+    cli_proc proc, *lost;
     int port = test_free_port();
+
+    take(c, "m-runs", 4000, NULL);
 
     scratch(path, sizeof(path), "busy.prom");
     assert_int_equal(DLOCK(&proc, 10000, "run", "-n", "--metrics-file", path, "m-runs", "--",
@@ -465,7 +423,6 @@ static void test_prometheus_run_writes_it_when_it_fails(void **state)
     p = parsed_file(path);
     assert_int_equal(count(p, "dlock_busy_total", "name=\"m-runs\""), 1);
     assert_int_equal(count(p, "dlock_acquisitions_total", "name=\"m-runs\""), 0);
-    free(p);
 
     /* The holder's 4 s run out: one call of the run waited more than 0.5 s. */
     scratch(path, sizeof(path), "wait.prom");
@@ -476,21 +433,18 @@ static void test_prometheus_run_writes_it_when_it_fails(void **state)
     assert_int_equal(count(p, "dlock_waits_total", "name=\"m-runs\""), 1);
     assert_int_equal(count(p, "dlock_wait_seconds_count", "name=\"m-runs\"") -
                          bucket(p, "dlock_wait_seconds", "0.5", "m-runs"), 1);
-    free(p);
-    dlock_lock_free(held);
 
     scratch(path, sizeof(path), "lost.prom");
-    assert_int_equal(cli_start(&proc, group_server.url,
-                               (const char *const[]){"run", "-t", "1s", "--metrics-file", path,
-                                                     "m-lost", "--", "sleep", "30", NULL},
-                               NULL), 0);
+    lost = start_cli(group_server.url,
+                     (const char *const[]){"run", "-t", "1s", "--metrics-file", path, "m-lost",
+                                           "--", "sleep", "30", NULL},
+                     NULL);
     wait_for_key(redis, "m-lost");
     freeReplyObject(run(redis, "DEL m-lost"));
-    assert_int_equal(cli_wait(&proc, 20000 * test_slowdown()), 70);
+    assert_int_equal(cli_wait(lost, 20000 * test_slowdown()), 70);
     p = parsed_file(path);
     assert_int_equal(count(p, "dlock_losses_total", "name=\"m-lost\""), 1);
     assert_int_equal(count(p, "dlock_hold_seconds_count", "name=\"m-lost\""), 1);
-    free(p);
 
     snprintf(url, sizeof(url), "redis://:s3cret@127.0.0.1:%d", port);
     snprintf(label, sizeof(label), "server=\"127.0.0.1:%d\"", port);
@@ -501,28 +455,24 @@ static void test_prometheus_run_writes_it_when_it_fails(void **state)
                              10000), 69);
     p = parsed_file(path);
     assert_true(count(p, "dlock_server_errors_total", label) >= 1);
-    free(p);
-    dlock_client_close(c);
 }
 
 int main(void)
 {
+#define T(name) cmocka_unit_test_setup_teardown(name, setup_group_redis, cleanup_teardown)
+#define U(name) cmocka_unit_test_teardown(name, cleanup_teardown)
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_prometheus_counts_acquisitions_busy_and_a_wait,
-                                        setup_group_redis, teardown_group_redis),
-        cmocka_unit_test_setup_teardown(test_prometheus_counts_a_loss, setup_group_redis,
-                                        teardown_group_redis),
-        cmocka_unit_test_setup_teardown(test_prometheus_counts_a_fair_hand_over,
-                                        setup_group_redis, teardown_group_redis),
-        cmocka_unit_test_setup_teardown(test_prometheus_caps_the_names, setup_group_redis,
-                                        teardown_group_redis),
-        cmocka_unit_test(test_prometheus_text_while_locks_come_and_go),
-        cmocka_unit_test(test_prometheus_counts_server_errors_without_the_password),
-        cmocka_unit_test(test_prometheus_run_writes_the_file),
-        cmocka_unit_test_setup_teardown(test_prometheus_run_that_waited_is_one_wait,
-                                        setup_group_redis, teardown_group_redis),
-        cmocka_unit_test_setup_teardown(test_prometheus_run_writes_it_when_it_fails,
-                                        setup_group_redis, teardown_group_redis),
+        T(test_prometheus_counts_acquisitions_busy_and_a_wait),
+        T(test_prometheus_counts_a_loss),
+        T(test_prometheus_counts_a_fair_hand_over),
+        T(test_prometheus_caps_the_names),
+        U(test_prometheus_text_while_locks_come_and_go),
+        U(test_prometheus_counts_server_errors_without_the_password),
+        U(test_prometheus_run_writes_the_file),
+        T(test_prometheus_run_that_waited_is_one_wait),
+        T(test_prometheus_run_writes_it_when_it_fails),
     };
+#undef T
+#undef U
     return cmocka_run_group_tests(tests, group_setup_server, group_teardown_server);
 }

@@ -4,8 +4,6 @@
  * under 3 s: the command's first try has TTL/20 per node, its new
  * connection included, and gives up on a timeout; the 50 ms of a 1 s TTL
  * are missed on a busy machine. */
-#include "cli_runner.h"
-#include "fault_proxy.h"
 #include "helpers.h"
 #include "pty_shell.h"
 
@@ -32,11 +30,10 @@ static pty_shell shell;
 
 static int teardown(void **state)
 {
-    teardown_group_redis(state);
     if (shell.pid > 0)
         pty_shell_stop(&shell);
     shell.pid = 0;
-    return 0;
+    return cleanup_teardown(state);
 }
 
 /* Waits until `path` exists, at most `within_ms` (scaled); when it was
@@ -54,7 +51,8 @@ static long long wait_for_file(const char *path, int within_ms)
 
 /* 1 once no process of group `pgid` is left, within `within_ms` (scaled).
  * This process is the subreaper of orphans (see main): it reaps them, or
- * their zombies would still count as members. */
+ * their zombies would still count as members (and so any child: call it
+ * when dlock itself was collected). */
 static int group_gone(pid_t pgid, int within_ms)
 {
     long long until = test_now_ms() + (long long)within_ms * test_slowdown();
@@ -68,7 +66,8 @@ static int group_gone(pid_t pgid, int within_ms)
     return 0;
 }
 
-/* Starts dlock with `args`, stdout on /dev/null and stderr on `err_fd`. */
+/* Starts dlock with `args`, stdout on /dev/null and stderr on `err_fd`;
+ * wait for it with wait_child_within(). */
 static pid_t start_dlock(const char *url, const char *const *args, int err_fd)
 {
     const char *argv[32] = {DLOCK_CLI_PATH};
@@ -79,7 +78,7 @@ static pid_t start_dlock(const char *url, const char *const *args, int err_fd)
         n++;
     }
     argv[n] = NULL;
-    pid = fork();
+    pid = fork_child();
     if (pid == 0) {
         int null = open("/dev/null", O_RDWR);
         dup2(null, STDIN_FILENO);
@@ -90,23 +89,6 @@ static pid_t start_dlock(const char *url, const char *const *args, int err_fd)
         _exit(127);
     }
     return pid;
-}
-
-/* Waits for `pid` at most `within_ms` (scaled); its status (128 + signal),
- * or -1 if it was still running (then it is killed). */
-static int wait_exit(pid_t pid, int within_ms)
-{
-    long long until = test_now_ms() + (long long)within_ms * test_slowdown();
-    int status;
-    while (waitpid(pid, &status, WNOHANG) == 0) {
-        if (test_now_ms() >= until) {
-            kill(pid, SIGKILL);
-            waitpid(pid, NULL, 0);
-            return -1;
-        }
-        usleep(10000);
-    }
-    return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
 }
 
 /* A command that records its process group and, on SIGTERM, a marker. */
@@ -131,6 +113,7 @@ static void test_run_loss_with_a_stuck_stderr_still_stops_the_command(void **sta
     scratch(marker, sizeof(marker), "run-stuck-term");
     trapping_command(script, sizeof(script), pidfile, marker);
     assert_int_equal(pipe2(err, O_NONBLOCK), 0);
+    kept_fd(err[0]);
     while (write(err[1], junk, sizeof(junk)) > 0)
         ;
     assert_int_equal(errno, EAGAIN);
@@ -144,8 +127,7 @@ static void test_run_loss_with_a_stuck_stderr_still_stops_the_command(void **sta
     freeReplyObject(run(redis, "DEL run:stuck"));
     /* The renewal at TTL/3 finds the key gone. */
     termed = wait_for_file(marker, 5000);
-    code = wait_exit(dlock, 5000);
-    close(err[0]);
+    code = wait_child_within(dlock, 5000);
     assert_true(termed > 0);
     assert_int_equal(code, 70);
 }
@@ -170,7 +152,7 @@ static void test_run_loss_kills_what_the_command_left_behind(void **state)
     group = wait_for_number(pidfile);
     assert_true(group > 0);
     freeReplyObject(run(redis, "DEL run:leftover"));
-    assert_int_equal(wait_exit(dlock, 5000), 70);
+    assert_int_equal(wait_child_within(dlock, 5000), 70);
     /* Only its zombie may be left, for us (the subreaper) to reap; a member
      * left alive would stay 30 s. */
     assert_true(group_gone((pid_t)group, 2000));
@@ -197,7 +179,7 @@ static void test_run_killed_dlock_takes_the_whole_pipeline_down(void **state)
     group = wait_for_number(pidfile);
     assert_true(group > 0);
     kill(dlock, SIGKILL);
-    assert_int_equal(wait_exit(dlock, 5000), 128 + SIGKILL);
+    assert_int_equal(wait_child_within(dlock, 5000), 128 + SIGKILL);
     gone = group_gone((pid_t)group, 3000);
     if (!gone)
         kill((pid_t)-group, SIGKILL);
@@ -367,26 +349,21 @@ static void test_run_loss_on_a_tostop_terminal_still_stops_the_command(void **st
 static void test_run_silent_network_stops_the_command_by_the_end_of_validity(void **state)
 {
     char pidfile[160], marker[160], script[400], url[96];
-    fault_proxy *proxy = fault_proxy_start(server.port);
+    fault_proxy *proxy = start_proxy(server.port, url, sizeof(url));
+    const char *args[] = {"run", "-t", "6", "run:silent", "-c", script, NULL};
     long long started, termed;
-    cli_proc proc;
+    cli_proc *proc;
     int code;
     (void)state;
-    assert_non_null(proxy);
-    snprintf(url, sizeof(url), "redis://127.0.0.1:%d", fault_proxy_port(proxy));
     scratch(pidfile, sizeof(pidfile), "run-silent-pid");
     scratch(marker, sizeof(marker), "run-silent-term");
     trapping_command(script, sizeof(script), pidfile, marker);
-    {
-        const char *args[] = {"run", "-t", "6", "run:silent", "-c", script, NULL};
-        assert_int_equal(cli_start(&proc, url, args, NULL), 0);
-    }
+    proc = start_cli(url, args, NULL);
     started = wait_for_file(pidfile, 10000);
     assert_true(started > 0);
     fault_proxy_set(proxy, FAULT_BLACKHOLE, 0);
     termed = wait_for_file(marker, 10000);
-    code = cli_wait(&proc, 10000);
-    fault_proxy_stop(proxy);
+    code = cli_wait(proc, 10000);
     assert_true(termed > 0);
     print_message("SIGTERM %lld ms after the command started\n", termed - started);
     assert_true(termed - started <= 6000 + 800LL * test_slowdown());

@@ -4,7 +4,6 @@
 #include "helpers.h"
 
 #include <inttypes.h>
-#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -18,32 +17,26 @@
 
 #define server group_server
 
-static dlock_acquire_options permits(unsigned n)
-{
-    dlock_acquire_options o = DLOCK_ACQUIRE_OPTIONS_INIT;
-    o.permits = n;
-    return o;
-}
-
 static void test_sem_three_holders_distinct_slots_fourth_busy(void **state)
 {
     redisContext *redis = *state;
-    dlock_client *c = open_client(server.url, 0, 0);
-    dlock_acquire_options o = permits(3);
-    dlock_lock *l[3], *fourth = NULL;
-    dlock_status *st;
+    dlock_client *c = client_on(server.url);
+    dlock_acquire_options o = permits_options(3);
+    dlock_lock *l[3], *fourth;
+    dlock_status *st = NULL;
     unsigned seen = 0;
 
     for (int i = 0; i < 3; i++) {
-        l[i] = must_acquire(c, "sem:three", 30000, &o);
+        l[i] = take(c, "sem:three", 30000, &o);
         seen |= 1u << dlock_lock_slot(l[i]);
         assert_true(dlock_lock_fence(l[i]) > 0);
     }
     assert_int_equal(seen, 7);
     assert_int_equal(zcard(redis, "sem:three"), 3);
-    assert_int_equal(dlock_lock_acquire(&fourth, c, "sem:three", 30000, &o), DLOCK_EBUSY);
+    expect_acquire(DLOCK_EBUSY, c, "sem:three", 30000, &o);
 
     assert_int_equal(dlock_status_query(&st, c, "sem:three"), 0);
+    kept_status(st);
     assert_int_equal(dlock_status_limit(st), 3);
     assert_int_equal(dlock_status_holders(st), 3);
     for (size_t i = 0; i < 3; i++) {
@@ -53,73 +46,55 @@ static void test_sem_three_holders_distinct_slots_fourth_busy(void **state)
         assert_true(h->ttl_ms > 20000 && h->ttl_ms <= 30000);
         assert_true(h->fence > 0);
     }
-    dlock_status_free(st);
 
     /* A released slot is the next holder's. */
     unsigned freed = dlock_lock_slot(l[1]);
     assert_int_equal(dlock_lock_release(l[1]), 0);
-    fourth = must_acquire(c, "sem:three", 30000, &o);
+    fourth = take(c, "sem:three", 30000, &o);
     assert_int_equal(dlock_lock_slot(fourth), freed);
     for (int i = 0; i < 3; i++)
-        dlock_lock_release(i == 1 ? fourth : l[i]);
+        assert_int_equal(dlock_lock_release(i == 1 ? fourth : l[i]), 0);
     /* Nothing of an idle semaphore outlives its last permit but the fences. */
     assert_false(key_exists(redis, "sem:three"));
     assert_false(key_exists(redis, aux_key("sem:three", "limit")));
     assert_false(key_exists(redis, aux_key("sem:three", "slots")));
     assert_false(key_exists(redis, aux_key("sem:three", "owners")));
     assert_true(key_exists(redis, aux_key("sem:three", "fences")));
-    for (int i = 0; i < 3; i++)
-        dlock_lock_free(l[i]);
-    dlock_lock_free(fourth);
-    dlock_client_close(c);
 }
 
 static void test_sem_other_limit_refused_naming_the_limit_in_force(void **state)
 {
     redisContext *redis = *state;
-    dlock_client *c = open_client(server.url, 0, 0);
-    dlock_acquire_options three = permits(3), two = permits(2);
-    dlock_lock *held = must_acquire(c, "sem:limit", 30000, &three), *other = NULL;
-    char *before = digest(redis), *after;
+    dlock_client *c = client_on(server.url);
+    dlock_acquire_options three = permits_options(3), two = permits_options(2);
+    dlock_lock *held = take(c, "sem:limit", 30000, &three);
+    char *before = digest_of(redis);
 
-    assert_int_equal(dlock_lock_acquire(&other, c, "sem:limit", 30000, &two), DLOCK_ELIMIT);
+    expect_acquire(DLOCK_ELIMIT, c, "sem:limit", 30000, &two);
     assert_non_null(strstr(dlock_client_errmsg(c), "semaphore of 3 permits"));
-    after = digest(redis);
-    assert_string_equal(before, after);
+    assert_string_equal(before, digest_of(redis));
     assert_true(dlock_lock_held(held));
-    dlock_lock_release(held);
+    assert_int_equal(dlock_lock_release(held), 0);
     /* Once idle, the name takes another limit. */
-    other = must_acquire(c, "sem:limit", 30000, &two);
-    dlock_lock_release(other);
-    free(before);
-    free(after);
-    dlock_lock_free(held);
-    dlock_lock_free(other);
-    dlock_client_close(c);
+    take_and_release(c, "sem:limit", 30000, &two);
 }
 
 static void test_sem_wrong_kind_both_ways_writes_nothing(void **state)
 {
     redisContext *redis = *state;
-    dlock_client *c = open_client(server.url, 0, 0);
-    dlock_acquire_options o = permits(2);
-    dlock_lock *sem = must_acquire(c, "sem:kind-a", 30000, &o);
-    dlock_lock *mutex = must_acquire(c, "sem:kind-b", 30000, NULL), *x = NULL;
-    char *before = digest(redis), *after;
+    dlock_client *c = client_on(server.url);
+    dlock_acquire_options o = permits_options(2);
+    dlock_lock *sem = take(c, "sem:kind-a", 30000, &o);
+    dlock_lock *mutex = take(c, "sem:kind-b", 30000, NULL);
+    char *before = digest_of(redis);
 
-    assert_int_equal(dlock_lock_acquire(&x, c, "sem:kind-a", 30000, NULL), DLOCK_EWRONGTYPE);
+    expect_acquire(DLOCK_EWRONGTYPE, c, "sem:kind-a", 30000, NULL);
     assert_non_null(strstr(dlock_client_errmsg(c), "not a mutex"));
-    assert_int_equal(dlock_lock_acquire(&x, c, "sem:kind-b", 30000, &o), DLOCK_EWRONGTYPE);
+    expect_acquire(DLOCK_EWRONGTYPE, c, "sem:kind-b", 30000, &o);
     assert_non_null(strstr(dlock_client_errmsg(c), "not a semaphore"));
-    after = digest(redis);
-    assert_string_equal(before, after);
-    dlock_lock_release(sem);
-    dlock_lock_release(mutex);
-    free(before);
-    free(after);
-    dlock_lock_free(sem);
-    dlock_lock_free(mutex);
-    dlock_client_close(c);
+    assert_string_equal(before, digest_of(redis));
+    assert_int_equal(dlock_lock_release(sem), 0);
+    assert_int_equal(dlock_lock_release(mutex), 0);
 }
 
 /* Release and extend by token, through an adopted handle that does not
@@ -128,56 +103,47 @@ static void test_sem_wrong_kind_both_ways_writes_nothing(void **state)
 static void test_sem_release_extend_by_token(void **state)
 {
     redisContext *redis = *state;
-    dlock_client *c = open_client(server.url, 0, 0);
-    dlock_acquire_options o = permits(3);
-    dlock_lock *keep = must_acquire(c, "sem:token", 30000, &o);
-    dlock_lock *a = must_acquire(c, "sem:token", 30000, &o);
-    dlock_lock *b = must_acquire(c, "sem:token", 100, &o), *adopted = NULL, *foreign = NULL;
-    char *before, *after;
+    dlock_client *c = client_on(server.url);
+    dlock_acquire_options o = permits_options(3);
+    dlock_lock *keep = take(c, "sem:token", 30000, &o);
+    dlock_lock *a = take(c, "sem:token", 30000, &o);
+    dlock_lock *b = take(c, "sem:token", 100, &o);
+    dlock_lock *adopted = adopt(c, "sem:token", dlock_lock_token(a));
+    dlock_lock *foreign;
+    char *before;
 
-    assert_int_equal(dlock_lock_adopt(&adopted, c, "sem:token", dlock_lock_token(a)), 0);
     assert_int_equal(dlock_lock_extend(adopted, 60000), 0);
     assert_true(dlock_lock_validity_ms(adopted) > 50000);
-    assert_int_equal(dlock_lock_adopt(&foreign, c, "sem:token", "0123456789abcdef0123456789abcdef"),
-                     0);
+    foreign = adopt(c, "sem:token", "0123456789abcdef0123456789abcdef");
     usleep(200 * 1000); /* b's permit expires */
     assert_int_equal(dlock_lock_extend(b, 30000), DLOCK_ENOTOWNER);
     assert_int_equal(zcard(redis, "sem:token"), 2); /* b's expired permit was reaped */
     assert_int_equal(dlock_lock_release(adopted), 0);
 
-    before = digest(redis);
+    before = digest_of(redis);
     assert_int_equal(dlock_lock_release(foreign), DLOCK_ENOTOWNER);
     assert_int_equal(dlock_lock_release(adopted), DLOCK_ENOTOWNER);
     assert_int_equal(dlock_lock_release(a), DLOCK_ENOTOWNER);
     assert_int_equal(dlock_lock_extend(b, 30000), DLOCK_ENOTOWNER);
-    after = digest(redis);
-    assert_string_equal(before, after);
+    assert_string_equal(before, digest_of(redis));
     assert_int_equal(zcard(redis, "sem:token"), 1);
     assert_int_equal(dlock_lock_release(keep), 0);
-    free(before);
-    free(after);
-    dlock_lock_free(keep);
-    dlock_lock_free(a);
-    dlock_lock_free(b);
-    dlock_lock_free(adopted);
-    dlock_lock_free(foreign);
-    dlock_client_close(c);
 }
 
 /* A crashed holder's permit frees itself after its TTL and is reaped. */
 static void test_sem_dead_permit_frees_after_its_ttl(void **state)
 {
     redisContext *redis = *state;
-    dlock_client *c = open_client(server.url, 0, 0);
-    dlock_acquire_options o = permits(2);
-    dlock_lock *dead[2], *next;
+    dlock_client *c = client_on(server.url);
+    dlock_acquire_options o = permits_options(2);
+    dlock_lock *next;
     long long before = test_now_ms(), after;
 
     for (int i = 0; i < 2; i++)
-        dead[i] = must_acquire(c, "sem:dead", 400, &o);
+        take(c, "sem:dead", 400, &o);
     after = test_now_ms();
     o.wait_ms = 5000;
-    next = must_acquire(c, "sem:dead", 30000, &o);
+    next = take(c, "sem:dead", 30000, &o);
     /* Not before the first dead permit's expiry (server ms: 1 ms of rounding). */
     assert_true(test_now_ms() - before >= 399);
     /* Past both expiries, any script reaps what is left of the dead. */
@@ -185,17 +151,19 @@ static void test_sem_dead_permit_frees_after_its_ttl(void **state)
         usleep(10000);
     assert_int_equal(dlock_lock_extend(next, 30000), 0);
     assert_int_equal(zcard(redis, "sem:dead"), 1);
-    dlock_lock_release(next);
-    for (int i = 0; i < 2; i++)
-        dlock_lock_free(dead[i]);
-    dlock_lock_free(next);
-    dlock_client_close(c);
+    assert_int_equal(dlock_lock_release(next), 0);
 }
 
-static void *release_later(void *lock)
+struct release_later {
+    dlock_lock *lock;
+    int rc;
+};
+
+static void *release_later(void *arg)
 {
+    struct release_later *r = arg;
     usleep(300 * 1000);
-    assert_int_equal(dlock_lock_release(lock), 0);
+    r->rc = dlock_lock_release(r->lock);
     return NULL;
 }
 
@@ -203,32 +171,29 @@ static void *release_later(void *lock)
  * half the backoff cap (15 s) later. */
 static void test_sem_release_wakes_a_waiter(void **state)
 {
-    dlock_client *c = open_client(server.url, 0, 0);
-    dlock_client *w = open_client(server.url, 0, 0);
-    dlock_acquire_options o = permits(2);
+    dlock_client *c = client_on(server.url);
+    dlock_client *w = client_on(server.url);
+    dlock_acquire_options o = permits_options(2);
     dlock_lock *h[2], *waiter;
-    pthread_t t;
+    struct release_later *later;
     long long start;
     (void)state;
 
     for (int i = 0; i < 2; i++)
-        h[i] = must_acquire(c, "sem:wake", 60000, &o);
-    assert_int_equal(pthread_create(&t, NULL, release_later, h[0]), 0);
+        h[i] = take(c, "sem:wake", 60000, &o);
+    later = start_thread(release_later, &(struct release_later){h[0], -1},
+                         sizeof(struct release_later));
     o.wait_ms = 30000;
     o.backoff_max_ms = 30000;
     start = test_now_ms();
-    waiter = must_acquire(w, "sem:wake", 20000, &o);
-    pthread_join(t, NULL);
+    waiter = take(w, "sem:wake", 20000, &o);
+    join_thread(later);
+    assert_int_equal(later->rc, 0);
     assert_true(test_now_ms() - start >= 290);
     assert_true(test_now_ms() - start < 300 + 1500LL * test_slowdown());
     assert_int_equal(dlock_lock_slot(waiter), dlock_lock_slot(h[0]));
-    dlock_lock_release(waiter);
-    dlock_lock_release(h[1]);
-    dlock_lock_free(waiter);
-    for (int i = 0; i < 2; i++)
-        dlock_lock_free(h[i]);
-    dlock_client_close(w);
-    dlock_client_close(c);
+    assert_int_equal(dlock_lock_release(waiter), 0);
+    assert_int_equal(dlock_lock_release(h[1]), 0);
 }
 
 static atomic_int lost_reason;
@@ -245,14 +210,14 @@ static void on_lost(dlock_lock *lock, int reason, void *arg)
 static void test_sem_removed_permit_is_lost(void **state)
 {
     redisContext *redis = *state;
-    dlock_client *c = open_client(server.url, 0, 0);
-    dlock_acquire_options o = permits(2);
+    dlock_client *c = client_on(server.url);
+    dlock_acquire_options o = permits_options(2);
     dlock_lock *l;
     long long start;
 
     o.auto_renew = 1;
     o.on_lost = on_lost;
-    l = must_acquire(c, "sem:lost", 600, &o);
+    l = take(c, "sem:lost", 600, &o);
     freeReplyObject(run(redis, "ZREM sem:lost %s", dlock_lock_token(l)));
     start = test_now_ms();
     while (atomic_load(&lost_reason) == 0 && test_now_ms() - start < 600LL * test_slowdown())
@@ -260,19 +225,15 @@ static void test_sem_removed_permit_is_lost(void **state)
     assert_int_equal(atomic_load(&lost_reason), DLOCK_ENOTOWNER);
     assert_int_equal(dlock_lock_held(l), 0);
     assert_int_equal(dlock_lock_release(l), DLOCK_ELOST);
-    dlock_lock_free(l);
-    dlock_client_close(c);
 }
 
 static void test_sem_bad_permits(void **state)
 {
-    dlock_client *c = open_client(server.url, 0, 0);
-    dlock_acquire_options o = permits(DLOCK_PERMITS_MAX + 1);
-    dlock_lock *l = NULL;
-    assert_int_equal(dlock_lock_acquire(&l, c, "sem:bad", 30000, &o), DLOCK_EINVAL);
+    dlock_client *c = client_on(server.url);
+    dlock_acquire_options o = permits_options(DLOCK_PERMITS_MAX + 1);
+    expect_acquire(DLOCK_EINVAL, c, "sem:bad", 30000, &o);
     assert_non_null(strstr(dlock_client_errmsg(c), "permits must be from 1 to"));
     assert_false(key_exists(*state, "sem:bad"));
-    dlock_client_close(c);
 }
 
 /* Fences grow per slot: 200 acquisitions, then a restart without
@@ -281,12 +242,12 @@ static uint64_t last_fence[4];
 
 static void acquire_round(dlock_client *c, int rounds)
 {
-    dlock_acquire_options o = permits(4);
+    dlock_acquire_options o = permits_options(4);
     for (int i = 0; i < rounds; i++) {
         dlock_lock *l[2];
         for (int j = 0; j < 2; j++) {
             unsigned slot;
-            l[j] = must_acquire(c, "sem:fence", 30000, &o);
+            l[j] = take(c, "sem:fence", 30000, &o);
             slot = dlock_lock_slot(l[j]);
             if (dlock_lock_fence(l[j]) <= last_fence[slot])
                 fail_msg("slot %u: fence %" PRIu64 " after %" PRIu64, slot,
@@ -294,58 +255,39 @@ static void acquire_round(dlock_client *c, int rounds)
             last_fence[slot] = dlock_lock_fence(l[j]);
         }
         for (int j = 0; j < 2; j++) {
-            dlock_lock_release(l[j]);
-            dlock_lock_free(l[j]);
+            assert_int_equal(dlock_lock_release(l[j]), 0);
+            cleanup_now(l[j]); /* 200 rounds: each gives its locks back */
         }
     }
 }
 
 static void test_sem_fences_grow_per_slot_across_restarts(void **state)
 {
-    test_redis r = {0};
-    dlock_client *c;
-    redisContext *redis;
+    test_redis *r = start_servers(1);
+    dlock_client *c = client_on(r->url);
     (void)state;
-    assert_int_equal(test_redis_start(&r, NULL), 0);
-    c = open_client(r.url, 0, 0);
     acquire_round(c, 100); /* 200 acquisitions */
-    assert_int_equal(test_redis_restart(&r), 0);
+    assert_int_equal(test_redis_restart(r), 0);
     acquire_round(c, 5);
-    redis = test_redis_connect(&r, NULL);
-    freeReplyObject(run(redis, "SAVE"));
-    redisFree(redis);
+    freeReplyObject(run(connect_to(r), "SAVE"));
     acquire_round(c, 5);
-    assert_int_equal(test_redis_restart(&r), 0); /* SIGKILL: back to the snapshot */
+    assert_int_equal(test_redis_restart(r), 0); /* SIGKILL: back to the snapshot */
     acquire_round(c, 5);
-    dlock_client_close(c);
-    test_redis_stop(&r);
 }
 
 /* With several servers a semaphore is refused with the reason, and nothing
  * is written anywhere. */
 static void test_sem_several_servers_refused(void **state)
 {
-    test_redis r[3];
-    const char *urls[3];
-    dlock_client *c;
-    dlock_acquire_options o = permits(2);
-    dlock_lock *l = NULL;
+    dlock_acquire_options o = permits_options(2);
     (void)state;
-    assert_int_equal(test_redis_start_all(r, 3), 0);
-    for (int i = 0; i < 3; i++)
-        urls[i] = r[i].url;
-    c = open_nodes(urls, 3, 0, 0);
-    assert_int_equal(dlock_lock_acquire(&l, c, "sem:redlock", 30000, &o), DLOCK_EINVAL);
-    assert_non_null(strstr(dlock_client_errmsg(c), "majority"));
-    for (int i = 0; i < 3; i++)
-        assert_empty(&r[i]);
-    dlock_client_close(c);
-    test_redis_stop_all(r, 3);
+    assert_refused_by_three(&o, "sem:redlock", "majority");
 }
 
 int main(void)
 {
-#define T(name) cmocka_unit_test_setup_teardown(name, setup_group_redis, teardown_group_redis)
+#define T(name) cmocka_unit_test_setup_teardown(name, setup_group_redis, cleanup_teardown)
+#define U(name) cmocka_unit_test_teardown(name, cleanup_teardown)
     const struct CMUnitTest tests[] = {
         T(test_sem_three_holders_distinct_slots_fourth_busy),
         T(test_sem_other_limit_refused_naming_the_limit_in_force),
@@ -355,9 +297,10 @@ int main(void)
         T(test_sem_release_wakes_a_waiter),
         T(test_sem_removed_permit_is_lost),
         T(test_sem_bad_permits),
-        cmocka_unit_test(test_sem_fences_grow_per_slot_across_restarts),
-        cmocka_unit_test(test_sem_several_servers_refused),
+        U(test_sem_fences_grow_per_slot_across_restarts),
+        U(test_sem_several_servers_refused),
     };
 #undef T
+#undef U
     return cmocka_run_group_tests(tests, group_setup_server, group_teardown_server);
 }

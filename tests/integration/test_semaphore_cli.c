@@ -1,7 +1,6 @@
 /* Semaphores through the dlock command against a real redis-server: N
  * concurrent runs at most, dead holders' permits, refusals, the wrong kind,
  * per-slot fences, loss, several servers, bad input and status. */
-#include "cli_runner.h"
 #include "helpers.h"
 
 #include <errno.h>
@@ -29,22 +28,21 @@ static void test_semcli_twelve_runs_three_at_a_time(void **state)
 {
     enum { RUNS = 12, PERMITS = 3 };
     char log[160], script[512];
-    cli_proc procs[RUNS];
+    const char *args[] = {"run", "--permits", "3", "-t", "30", "-w", "120", "sem:twelve",
+                          "--", "sh", "-c", script, NULL};
+    cli_proc *procs[RUNS];
     int now = 0, most = 0, slots = 0, lines = 0;
     FILE *f;
     (void)state;
 
-    scratch_path(log, sizeof(log), server.dir, "sem-overlap");
+    scratch(log, sizeof(log), "sem-overlap");
     snprintf(script, sizeof(script),
              "echo \"start $DLOCK_SLOT\" >>%s; sleep 1; echo \"end $DLOCK_SLOT\" >>%s",
              log, log);
-    for (int i = 0; i < RUNS; i++) {
-        const char *args[] = {"run", "--permits", "3", "-t", "30", "-w", "120", "sem:twelve",
-                              "--", "sh", "-c", script, NULL};
-        assert_int_equal(cli_start(&procs[i], server.url, args, NULL), 0);
-    }
     for (int i = 0; i < RUNS; i++)
-        assert_int_equal(cli_wait(&procs[i], 120000 * test_slowdown()), 0);
+        procs[i] = start_cli(server.url, args, NULL);
+    for (int i = 0; i < RUNS; i++)
+        assert_int_equal(cli_wait(procs[i], 120000 * test_slowdown()), 0);
 
     f = fopen(log, "r");
     assert_non_null(f);
@@ -73,9 +71,9 @@ static void test_semcli_twelve_runs_three_at_a_time(void **state)
 /* The server's clock in ms. */
 static long long server_ms(redisContext *redis)
 {
-    redisReply *r = run(redis, "TIME");
+    redisReply *r = kept_reply(run(redis, "TIME"));
     long long ms = number_of(r->element[0]->str) * 1000 + number_of(r->element[1]->str) / 1000;
-    freeReplyObject(r);
+    cleanup_now(r); /* read in a loop */
     return ms;
 }
 
@@ -88,7 +86,7 @@ static long long server_ms(redisContext *redis)
 static void test_semcli_dead_holders_free_their_permits(void **state)
 {
     redisContext *redis = *state;
-    cli_proc holders[3], fourth;
+    cli_proc *holders[3], fourth;
     char pidfile[3][160], script[512];
     long long first_ms, last_ms, now_server, now_local;
     redisReply *r;
@@ -96,28 +94,27 @@ static void test_semcli_dead_holders_free_their_permits(void **state)
     for (int i = 0; i < 3; i++) {
         char name[32];
         snprintf(name, sizeof(name), "sem-dead-%d", i);
-        scratch_path(pidfile[i], sizeof(pidfile[i]), server.dir, name);
+        scratch(pidfile[i], sizeof(pidfile[i]), name);
         snprintf(script, sizeof(script), "echo $$ > %s; exec sleep 60", pidfile[i]);
         const char *args[] = {"run", "--permits", "3", "-t", "5", "sem:dead", "-c", script, NULL};
-        assert_int_equal(cli_start(&holders[i], server.url, args, NULL), 0);
+        holders[i] = start_cli(server.url, args, NULL);
     }
     wait_for_zcard(redis, "sem:dead", 3);
     for (int i = 0; i < 3; i++) {
         assert_true(wait_for_number(pidfile[i]) > 0);
-        kill(holders[i].pid, SIGSTOP);
+        kill(holders[i]->pid, SIGSTOP);
     }
     usleep(100 * 1000); /* a renewal that was on the wire has landed */
-    r = run(redis, "ZRANGE sem:dead 0 -1 WITHSCORES");
+    r = kept_reply(run(redis, "ZRANGE sem:dead 0 -1 WITHSCORES"));
     assert_int_equal(r->elements, 6);
     first_ms = number_of(r->element[1]->str);
     last_ms = number_of(r->element[5]->str);
-    freeReplyObject(r);
     now_server = server_ms(redis);
     now_local = test_now_ms();
     for (int i = 0; i < 3; i++) {
         kill(-(pid_t)read_number_file(pidfile[i]), SIGKILL);
-        kill(holders[i].pid, SIGKILL);
-        cli_wait(&holders[i], 10000);
+        kill(holders[i]->pid, SIGKILL);
+        cli_wait(holders[i], 10000);
     }
 
     const char *args[] = {"acquire", "--permits", "3", "-w", "20", "sem:dead", NULL};
@@ -156,17 +153,14 @@ static const char *acquire_token(const char *name, const char *permits, const ch
 static void take_short_permit(const char *name, unsigned permits, int64_t ttl_ms)
 {
     const char *url = server.url;
-    dlock_client *c = open_nodes(&url, 1, 1000, 0);
-    dlock_acquire_options o = DLOCK_ACQUIRE_OPTIONS_INIT;
-    o.permits = permits;
-    dlock_lock_free(must_acquire(c, name, ttl_ms, &o));
-    dlock_client_close(c);
+    dlock_acquire_options o = permits_options(permits);
+    take(client_on_nodes(&url, 1, 1000, 0), name, ttl_ms, &o);
 }
 
 static void test_semcli_refusals_leave_the_set_alone(void **state)
 {
     redisContext *redis = *state;
-    char keep[33], mine[33], *before, *after;
+    char keep[33], mine[33], *before;
     cli_proc p;
 
     snprintf(keep, sizeof(keep), "%s", acquire_token("sem:refuse", "3", "30"));
@@ -176,7 +170,7 @@ static void test_semcli_refusals_leave_the_set_alone(void **state)
     assert_int_equal(DLOCK(&p, 10000, "release", "sem:refuse", mine), 0);
     assert_int_equal(zcard(redis, "sem:refuse"), 1); /* mine went, the expired one was reaped */
 
-    before = digest(redis);
+    before = digest_of(redis);
     assert_int_equal(DLOCK(&p, 10000, "release", "sem:refuse", mine), 1);
     assert_int_equal(DLOCK(&p, 10000, "release", "sem:refuse", "0123456789abcdef0123456789abcdef"),
                      1);
@@ -188,29 +182,23 @@ static void test_semcli_refusals_leave_the_set_alone(void **state)
     assert_int_equal(DLOCK(&p, 10000, "acquire", "-n", "sem:refuse"), 69);
     assert_non_null(strstr(p.err, "sem:refuse is a semaphore of 3 permits, not a mutex"));
     assert_int_equal(DLOCK(&p, 10000, "run", "-n", "sem:refuse", "--", "true"), 69);
-    after = digest(redis);
-    assert_string_equal(before, after);
-    free(before);
-    free(after);
+    assert_string_equal(before, digest_of(redis));
     assert_int_equal(DLOCK(&p, 10000, "release", "sem:refuse", keep), 0);
 }
 
 static void test_semcli_semaphore_on_a_mutex_writes_nothing(void **state)
 {
     redisContext *redis = *state;
-    char token[33], *before, *after;
+    char token[33], *before;
     cli_proc p;
 
     assert_int_equal(DLOCK(&p, 10000, "acquire", "sem:mutex"), 0);
     memcpy(token, p.out, 32);
     token[32] = '\0';
-    before = digest(redis);
+    before = digest_of(redis);
     assert_int_equal(DLOCK(&p, 10000, "acquire", "--permits", "3", "sem:mutex"), 69);
     assert_non_null(strstr(p.err, "sem:mutex is a mutex or a fair lock, not a semaphore of 3 permits"));
-    after = digest(redis);
-    assert_string_equal(before, after);
-    free(before);
-    free(after);
+    assert_string_equal(before, digest_of(redis));
     assert_int_equal(DLOCK(&p, 10000, "release", "sem:mutex", token), 0);
 }
 
@@ -250,8 +238,7 @@ static void run_loops(const test_redis *r, const char *path, int each)
              "'echo $DLOCK_SLOT $DLOCK_FENCE >> %s' || exit 1; i=$((i + 1)); done",
              each, DLOCK_CLI_PATH, path);
     for (int i = 0; i < 2; i++) {
-        loops[i] = fork();
-        assert_true(loops[i] >= 0);
+        loops[i] = fork_child();
         if (loops[i] == 0) {
             setenv("DLOCK_REDIS", r->url, 1);
             execl("/bin/sh", "sh", "-c", script, (char *)NULL);
@@ -259,8 +246,7 @@ static void run_loops(const test_redis *r, const char *path, int each)
         }
     }
     for (int i = 0; i < 2; i++) {
-        int status;
-        assert_int_equal(waitpid(loops[i], &status, 0), loops[i]);
+        int status = wait_child(loops[i]);
         assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     }
 }
@@ -269,28 +255,23 @@ static void run_loops(const test_redis *r, const char *path, int each)
  * restart without persistence and a restart from an older snapshot. */
 static void test_semcli_fences_per_slot_across_restarts(void **state)
 {
-    test_redis r = {0};
+    test_redis *r = start_servers(1);
     uint64_t last[3] = {0, 0, 0};
     char path[160];
-    redisContext *redis;
     (void)state;
 
-    assert_int_equal(test_redis_start(&r, NULL), 0);
-    scratch_path(path, sizeof(path), r.dir, "sem-fences");
-    run_loops(&r, path, 100);
+    scratch_path(path, sizeof(path), r->dir, "sem-fences");
+    run_loops(r, path, 100);
     assert_int_equal(check_fences(path, last, 3), 200);
     assert_true(last[0] && last[1]); /* side by side, they took two slots */
-    assert_int_equal(test_redis_restart(&r), 0);
-    run_loops(&r, path, 3);
-    redis = test_redis_connect(&r, NULL);
-    freeReplyObject(run(redis, "SAVE"));
-    redisFree(redis);
-    run_loops(&r, path, 3);
+    assert_int_equal(test_redis_restart(r), 0);
+    run_loops(r, path, 3);
+    freeReplyObject(run(connect_to(r), "SAVE"));
+    run_loops(r, path, 3);
     assert_int_equal(check_fences(path, last, 3), 12);
-    assert_int_equal(test_redis_restart(&r), 0); /* SIGKILL: back to the snapshot */
-    run_loops(&r, path, 3);
+    assert_int_equal(test_redis_restart(r), 0); /* SIGKILL: back to the snapshot */
+    run_loops(r, path, 3);
     assert_int_equal(check_fences(path, last, 3), 6);
-    test_redis_stop(&r);
 }
 
 /* A permit removed by hand: the command gets SIGTERM within TTL/3 and a
@@ -301,17 +282,17 @@ static void test_semcli_removed_permit_stops_the_command(void **state)
     redisContext *redis = *state;
     char marker[160], tokenfile[160], script[1024], token[40] = "";
     long long removed, termed;
-    cli_proc proc;
+    cli_proc *proc;
     FILE *f;
 
-    scratch_path(marker, sizeof(marker), server.dir, "sem-term");
-    scratch_path(tokenfile, sizeof(tokenfile), server.dir, "sem-token");
+    scratch(marker, sizeof(marker), "sem-term");
+    scratch(tokenfile, sizeof(tokenfile), "sem-token");
     snprintf(script, sizeof(script),
              "trap 'echo term > %s; exit 0' TERM; echo $DLOCK_TOKEN > %s.tmp; mv %s.tmp %s; "
              "sleep 30 & wait",
              marker, tokenfile, tokenfile, tokenfile);
     const char *args[] = {"run", "--permits", "2", "-t", "6", "sem:lost", "-c", script, NULL};
-    assert_int_equal(cli_start(&proc, server.url, args, NULL), 0);
+    proc = start_cli(server.url, args, NULL);
     long long until = test_now_ms() + 10000LL * test_slowdown();
     while (!(f = fopen(tokenfile, "r")) && test_now_ms() < until)
         usleep(10000);
@@ -327,24 +308,20 @@ static void test_semcli_removed_permit_stops_the_command(void **state)
     termed = test_now_ms();
     assert_int_equal(access(marker, F_OK), 0);
     assert_true(termed - removed <= 2000 + 1000LL * test_slowdown());
-    assert_int_equal(cli_wait(&proc, 10000), 70);
-    assert_non_null(strstr(proc.err, "was lost"));
+    assert_int_equal(cli_wait(proc, 10000), 70);
+    assert_non_null(strstr(proc->err, "was lost"));
 }
 
 static void test_semcli_several_servers_refused(void **state)
 {
-    test_redis r[3];
-    char list[400];
+    test_redis *r = start_servers(3);
+    const char *args[] = {"acquire", "--permits", "2", "sem:three", NULL};
     cli_proc p;
     (void)state;
-    assert_int_equal(test_redis_start_all(r, 3), 0);
-    snprintf(list, sizeof(list), "%s,%s,%s", r[0].url, r[1].url, r[2].url);
-    const char *args[] = {"acquire", "--permits", "2", "sem:three", NULL};
-    assert_int_equal(cli_run(&p, list, args, 10000), 64);
+    assert_int_equal(cli_run(&p, url_list(r, 3), args, 10000), 64);
     assert_non_null(strstr(p.err, "a majority cannot bound its holders"));
     for (int i = 0; i < 3; i++)
         assert_empty(&r[i]);
-    test_redis_stop_all(r, 3);
 }
 
 static void test_semcli_bad_permits(void **state)
@@ -391,18 +368,20 @@ static void test_semcli_status_text_and_json(void **state)
 
 int main(void)
 {
-#define T(name) cmocka_unit_test_setup_teardown(name, setup_group_redis, teardown_group_redis)
+#define T(name) cmocka_unit_test_setup_teardown(name, setup_group_redis, cleanup_teardown)
+#define U(name) cmocka_unit_test_teardown(name, cleanup_teardown)
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_semcli_twelve_runs_three_at_a_time),
+        U(test_semcli_twelve_runs_three_at_a_time),
         T(test_semcli_dead_holders_free_their_permits),
         T(test_semcli_refusals_leave_the_set_alone),
         T(test_semcli_semaphore_on_a_mutex_writes_nothing),
-        cmocka_unit_test(test_semcli_fences_per_slot_across_restarts),
+        U(test_semcli_fences_per_slot_across_restarts),
         T(test_semcli_removed_permit_stops_the_command),
-        cmocka_unit_test(test_semcli_several_servers_refused),
-        cmocka_unit_test(test_semcli_bad_permits),
-        cmocka_unit_test(test_semcli_status_text_and_json),
+        U(test_semcli_several_servers_refused),
+        U(test_semcli_bad_permits),
+        U(test_semcli_status_text_and_json),
     };
 #undef T
+#undef U
     return cmocka_run_group_tests(tests, group_setup_server, group_teardown_server);
 }

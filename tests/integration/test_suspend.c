@@ -47,7 +47,7 @@ static void on_lost(dlock_lock *lock, int reason, void *arg)
 static void test_suspend_loss_noticed_after_resume(void **state)
 {
     test_redis *server = *state;
-    dlock_client *c = open_client(server->url, 0, 0);
+    dlock_client *c = client_on(server->url);
     dlock_acquire_options opts = DLOCK_ACQUIRE_OPTIONS_INIT;
     dlock_lock *lock;
     long long resumed;
@@ -55,7 +55,7 @@ static void test_suspend_loss_noticed_after_resume(void **state)
     opts.auto_renew = 1;
     opts.on_lost = on_lost;
     /* The first renewal is due 20 s after the acquisition. */
-    lock = must_acquire(c, "suspend:lost", 60000, &opts);
+    lock = take(c, "suspend:lost", 60000, &opts);
     usleep(100 * 1000);
     assert_true(dlock_lock_held(lock));
 
@@ -72,15 +72,13 @@ static void test_suspend_loss_noticed_after_resume(void **state)
         fail_msg("the loss was noticed %lld ms after the resume",
                  atomic_load(&lost_at_ms) - resumed);
     assert_int_equal(dlock_lock_release(lock), DLOCK_ELOST);
-    dlock_lock_free(lock);
-    dlock_client_close(c);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_suspend_loss_noticed_after_resume, setup_server,
-                                        teardown_server),
+                                        cleanup_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,6 @@
 /* TLS against redis-servers that speak only TLS, with certificates made by
  * the test: verification on by default (chain and host name), the insecure
  * switch, SNI, mutual TLS, mixed plain/TLS Redlock, and the command's flags. */
-#include "cli_runner.h"
 #include "helpers.h"
 
 #include <dlock.h>
@@ -68,6 +67,7 @@ static int group_setup(void **state)
 static int group_teardown(void **state)
 {
     (void)state;
+    cleanup_run(); /* what a failed setup kept */
     test_redis_stop(&plain_tls);
     test_redis_stop(&mutual_tls);
     test_redis_stop(&wrong_host);
@@ -91,30 +91,23 @@ struct tls_case {
 /* Opens a client on rediss://127.0.0.1:PORT and tries one lock. */
 static int try_tls(const test_redis *server, const struct tls_case *k, char *msg, size_t len)
 {
-    dlock_client_options opts = DLOCK_CLIENT_OPTIONS_INIT;
-    dlock_client *c = NULL;
-    dlock_lock *lock = NULL;
-    char url[64], why[256];
+    char url[64];
     const char *u = url;
+    dlock_client_options opts = client_options(&u, 1);
+    dlock_client *c;
+    dlock_lock *lock = NULL;
     int rc;
     snprintf(url, sizeof(url), "rediss://127.0.0.1:%d", server->port);
-    opts.urls = &u;
-    opts.n_urls = 1;
     opts.tls_ca_file = k->ca;
     opts.tls_cert_file = k->cert;
     opts.tls_key_file = k->key;
     opts.tls_sni = k->sni;
     opts.tls_insecure = k->insecure;
-    rc = dlock_client_open(&c, &opts, why, sizeof(why));
-    if (rc != 0)
-        fail_msg("open: %s", why);
+    c = client_with(&opts);
     rc = dlock_lock_acquire(&lock, c, "tls:lock", 30000, NULL);
     snprintf(msg, len, "%s", dlock_client_errmsg(c));
-    if (rc == 0) {
-        assert_int_equal(dlock_lock_release(lock), 0);
-        dlock_lock_free(lock);
-    }
-    dlock_client_close(c);
+    if (rc == 0)
+        assert_int_equal(dlock_lock_release(kept_lock(lock)), 0);
     return rc;
 }
 
@@ -164,15 +157,14 @@ static void test_tls_mutual(void **state)
 
 static void test_tls_bad_files_refused_at_open(void **state)
 {
-    dlock_client_options opts = DLOCK_CLIENT_OPTIONS_INIT;
     const char *url = "rediss://127.0.0.1:1";
+    dlock_client_options opts = client_options(&url, 1);
     dlock_client *c = NULL;
     char why[256];
     (void)state;
-    opts.urls = &url;
-    opts.n_urls = 1;
     opts.tls_ca_file = "/nonexistent/ca.crt";
     assert_int_equal(dlock_client_open(&c, &opts, why, sizeof(why)), DLOCK_ETLS);
+    assert_null(c);
     assert_non_null(strstr(why, "CA"));
     opts.tls_ca_file = ca;
     opts.tls_cert_file = client_crt; /* with the wrong key */
@@ -183,27 +175,22 @@ static void test_tls_bad_files_refused_at_open(void **state)
 
 static void test_tls_mixed_plain_and_tls_redlock(void **state)
 {
-    dlock_client_options opts = DLOCK_CLIENT_OPTIONS_INIT;
     char tls_url[64], dead_url[64];
     /* With the third server down, the TLS one is needed for a majority. */
     const char *urls[3] = {tls_url, plain1.url, dead_url};
-    dlock_client *c = NULL;
-    dlock_lock *lock = NULL;
+    dlock_client_options opts = client_options(urls, 3);
+    dlock_client *c;
+    dlock_lock *lock;
     status_view st;
-    char why[256];
     (void)state;
     snprintf(tls_url, sizeof(tls_url), "rediss://127.0.0.1:%d", plain_tls.port);
     snprintf(dead_url, sizeof(dead_url), "redis://127.0.0.1:%d", test_free_port());
-    opts.urls = urls;
-    opts.n_urls = 3;
     opts.tls_ca_file = ca;
-    assert_int_equal(dlock_client_open(&c, &opts, why, sizeof(why)), 0);
-    assert_int_equal(dlock_lock_acquire(&lock, c, "tls:mixed", 30000, NULL), 0);
+    c = client_with(&opts);
+    lock = take(c, "tls:mixed", 30000, NULL);
     assert_int_equal(status_of_node(&st, c, "tls:mixed", 0), 0); /* over TLS */
     assert_true(st.held);
     assert_int_equal(dlock_lock_release(lock), 0);
-    dlock_lock_free(lock);
-    dlock_client_close(c);
 }
 
 static void test_tls_command_flags(void **state)
@@ -244,14 +231,16 @@ static void test_tls_command_flags(void **state)
 
 int main(void)
 {
+#define T(name) cmocka_unit_test_teardown(name, cleanup_teardown)
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_tls_verified_with_the_right_ca),
-        cmocka_unit_test(test_tls_unknown_ca_refused),
-        cmocka_unit_test(test_tls_certificate_for_another_host_refused),
-        cmocka_unit_test(test_tls_mutual),
-        cmocka_unit_test(test_tls_bad_files_refused_at_open),
-        cmocka_unit_test(test_tls_mixed_plain_and_tls_redlock),
-        cmocka_unit_test(test_tls_command_flags),
+        T(test_tls_verified_with_the_right_ca),
+        T(test_tls_unknown_ca_refused),
+        T(test_tls_certificate_for_another_host_refused),
+        T(test_tls_mutual),
+        T(test_tls_bad_files_refused_at_open),
+        T(test_tls_mixed_plain_and_tls_redlock),
+        T(test_tls_command_flags),
     };
+#undef T
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -6,7 +6,6 @@
 #include <dlock.h>
 
 #include <fcntl.h>
-#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -22,7 +21,6 @@
 /* A waiter on its own thread and client; the test thread asserts on what it
  * recorded. */
 struct waiter {
-    const char *url;
     const char *name;
     int64_t wait_ms;
     int backoff_max_ms;
@@ -30,7 +28,6 @@ struct waiter {
     int rc;
     unsigned attempts;
     long long got_at_ms;
-    pthread_t thread;
 };
 
 static void *wait_for_lock(void *arg)
@@ -50,148 +47,113 @@ static void *wait_for_lock(void *arg)
     return NULL;
 }
 
-static void start_waiter(struct waiter *w, const char *url, const char *name, int64_t wait_ms,
-                         int backoff_max_ms)
+/* A waiter for `name` on a client of its own on `url`, started. */
+static struct waiter *start_waiter(const char *url, const char *name, int64_t wait_ms,
+                                   int backoff_max_ms)
 {
-    memset(w, 0, sizeof(*w));
-    w->url = url;
-    w->name = name;
-    w->wait_ms = wait_ms;
-    w->backoff_max_ms = backoff_max_ms;
-    w->client = open_client(url, 0, 0);
-    assert_int_equal(pthread_create(&w->thread, NULL, wait_for_lock, w), 0);
-}
-
-static void finish_waiter(struct waiter *w)
-{
-    pthread_join(w->thread, NULL);
-    dlock_client_close(w->client);
+    struct waiter w = {name, wait_ms, backoff_max_ms, client_on(url), 0, 0, 0};
+    return start_thread(wait_for_lock, &w, sizeof(w));
 }
 
 static void test_wait_wakes_on_release(void **state)
 {
     test_redis *server = *state;
-    dlock_client *holder = open_client(server->url, 0, 0);
-    dlock_lock *lock = must_acquire(holder, "wait:release", 30000, NULL);
-    struct waiter w;
+    dlock_lock *lock = take(client_on(server->url), "wait:release", 30000, NULL);
+    struct waiter *w;
     long long released_at;
 
     /* TTL 30 s and a 10 s backoff: only the release message can wake it. */
-    start_waiter(&w, server->url, "wait:release", 20000, 10000);
+    w = start_waiter(server->url, "wait:release", 20000, 10000);
     usleep(300 * 1000);
     released_at = test_now_ms();
     assert_int_equal(dlock_lock_release(lock), 0);
-    finish_waiter(&w);
-    assert_int_equal(w.rc, 0);
+    join_thread(w);
+    assert_int_equal(w->rc, 0);
     /* A try, a subscription and a try right after it (a release may have
      * come before the subscription), then the try the release woke. */
-    assert_int_equal(w.attempts, 3);
-    assert_true(w.got_at_ms >= released_at);
-    assert_true(w.got_at_ms - released_at < 2000LL * test_slowdown());
-    dlock_lock_free(lock);
-    dlock_client_close(holder);
+    assert_int_equal(w->attempts, 3);
+    assert_true(w->got_at_ms >= released_at);
+    assert_true(w->got_at_ms - released_at < 2000LL * test_slowdown());
 }
 
 static void test_wait_takes_expired_lock_promptly(void **state)
 {
     test_redis *server = *state;
-    dlock_client *holder = open_client(server->url, 0, 0);
-    dlock_lock *lock = must_acquire(holder, "wait:expiry", 500, NULL);
+    dlock_lock *lock = take(client_on(server->url), "wait:expiry", 500, NULL);
     long long start = test_now_ms();
-    struct waiter w;
+    struct waiter *w;
 
-    dlock_lock_free(lock); /* the holder "dies" without releasing */
-    start_waiter(&w, server->url, "wait:expiry", 20000, 10000);
-    finish_waiter(&w);
-    assert_int_equal(w.rc, 0);
-    assert_true(w.got_at_ms - start >= 400); /* not before the TTL ran out */
-    assert_true(w.got_at_ms - start < 5000LL * test_slowdown()); /* the PTTL, not the backoff */
-    assert_true(w.attempts >= 2 && w.attempts <= 3);
-    dlock_client_close(holder);
+    cleanup_now(lock); /* the holder "dies" without releasing */
+    w = start_waiter(server->url, "wait:expiry", 20000, 10000);
+    join_thread(w);
+    assert_int_equal(w->rc, 0);
+    assert_true(w->got_at_ms - start >= 400); /* not before the TTL ran out */
+    assert_true(w->got_at_ms - start < 5000LL * test_slowdown()); /* the PTTL, not the backoff */
+    assert_true(w->attempts >= 2 && w->attempts <= 3);
 }
 
 static void test_wait_deadline_returns_busy(void **state)
 {
     test_redis *server = *state;
-    dlock_client *holder = open_client(server->url, 0, 0);
-    dlock_lock *lock = must_acquire(holder, "wait:deadline", 30000, NULL);
+    dlock_lock *lock = take(client_on(server->url), "wait:deadline", 30000, NULL);
     long long start = test_now_ms();
-    struct waiter w;
+    struct waiter *w = start_waiter(server->url, "wait:deadline", 300, 0);
 
-    start_waiter(&w, server->url, "wait:deadline", 300, 0);
-    finish_waiter(&w);
-    assert_int_equal(w.rc, DLOCK_EBUSY); /* not an I/O timeout */
-    assert_true(w.got_at_ms - start >= 300);
-    assert_true(w.got_at_ms - start < 3000LL * test_slowdown());
+    join_thread(w);
+    assert_int_equal(w->rc, DLOCK_EBUSY); /* not an I/O timeout */
+    assert_true(w->got_at_ms - start >= 300);
+    assert_true(w->got_at_ms - start < 3000LL * test_slowdown());
     assert_int_equal(dlock_lock_release(lock), 0);
-    dlock_lock_free(lock);
-    dlock_client_close(holder);
 }
 
 static void test_wait_cancel_from_another_thread(void **state)
 {
     test_redis *server = *state;
-    dlock_client *holder = open_client(server->url, 0, 0);
-    dlock_lock *lock = must_acquire(holder, "wait:cancel", 30000, NULL);
-    dlock_acquire_options opts = DLOCK_ACQUIRE_OPTIONS_INIT;
-    dlock_lock *other = NULL;
+    dlock_lock *lock = take(client_on(server->url), "wait:cancel", 30000, NULL);
+    dlock_acquire_options opts = wait_options(100);
+    struct waiter *w = start_waiter(server->url, "wait:cancel", DLOCK_WAIT_FOREVER, 0);
     long long canceled_at;
-    struct waiter w;
 
-    start_waiter(&w, server->url, "wait:cancel", DLOCK_WAIT_FOREVER, 0);
     usleep(200 * 1000);
     canceled_at = test_now_ms();
-    dlock_client_cancel(w.client);
-    pthread_join(w.thread, NULL);
-    assert_int_equal(w.rc, DLOCK_ECANCELED);
-    assert_true(w.got_at_ms - canceled_at < 2000LL * test_slowdown());
+    dlock_client_cancel(w->client);
+    join_thread(w);
+    assert_int_equal(w->rc, DLOCK_ECANCELED);
+    assert_true(w->got_at_ms - canceled_at < 2000LL * test_slowdown());
 
     /* A cancel with nobody waiting stops the next wait at once, once. */
-    opts.wait_ms = 100;
-    dlock_client_cancel(w.client);
-    assert_int_equal(dlock_lock_acquire(&other, w.client, "wait:cancel", 30000, &opts),
-                     DLOCK_ECANCELED);
-    assert_int_equal(dlock_lock_acquire(&other, w.client, "wait:cancel", 30000, &opts),
-                     DLOCK_EBUSY);
-    assert_null(other);
-    dlock_client_close(w.client);
+    dlock_client_cancel(w->client);
+    expect_acquire(DLOCK_ECANCELED, w->client, "wait:cancel", 30000, &opts);
+    expect_acquire(DLOCK_EBUSY, w->client, "wait:cancel", 30000, &opts);
     assert_int_equal(dlock_lock_release(lock), 0);
-    dlock_lock_free(lock);
-    dlock_client_close(holder);
 }
 
 static void test_wait_retries_through_connection_errors(void **state)
 {
     test_redis *server = *state;
-    struct waiter w;
+    dlock_acquire_options opts = wait_options(5000);
+    struct waiter *w;
     long long start;
 
     test_redis_kill(server);
     start = test_now_ms();
-    start_waiter(&w, server->url, "wait:down", 400, 0);
-    finish_waiter(&w);
-    assert_int_equal(w.rc, DLOCK_ECONN); /* the last cause, after the deadline */
-    assert_true(w.got_at_ms - start >= 400);
+    w = start_waiter(server->url, "wait:down", 400, 0);
+    join_thread(w);
+    assert_int_equal(w->rc, DLOCK_ECONN); /* the last cause, after the deadline */
+    assert_true(w->got_at_ms - start >= 400);
 
-    {
-        /* Unless told to wait for a busy lock only. */
-        dlock_client *c = open_client(server->url, 0, 0);
-        dlock_acquire_options opts = DLOCK_ACQUIRE_OPTIONS_INIT;
-        dlock_lock *lock = NULL;
-        opts.wait_ms = 5000;
-        opts.no_io_retry = 1;
-        start = test_now_ms();
-        assert_int_equal(dlock_lock_acquire(&lock, c, "wait:down", 30000, &opts), DLOCK_ECONN);
-        assert_true(test_now_ms() - start < 2000LL * test_slowdown());
-        dlock_client_close(c);
-    }
+    /* Unless told to wait for a busy lock only. */
+    opts.no_io_retry = 1;
+    start = test_now_ms();
+    expect_acquire(DLOCK_ECONN, client_on(server->url), "wait:down", 30000, &opts);
+    assert_true(test_now_ms() - start < 2000LL * test_slowdown());
 
-    start_waiter(&w, server->url, "wait:down", 20000, 0);
+    w = start_waiter(server->url, "wait:down", 20000, 0);
     usleep(300 * 1000);
     assert_int_equal(test_redis_restart(server), 0);
-    finish_waiter(&w);
-    assert_int_equal(w.rc, 0);
-    assert_true(w.attempts >= 2);
+    join_thread(w);
+    assert_int_equal(w->rc, 0);
+    assert_true(w->attempts >= 2);
 }
 
 /* What on_retry saw of a wait for a busy lock; the callback asks who
@@ -234,7 +196,7 @@ static void *release_when_told(void *arg)
 {
     struct release_when_told *r = arg;
     long long until = test_now_ms() + 10000LL * test_slowdown();
-    while (atomic_load(&r->told->busy) < 3 && test_now_ms() < until)
+    while (atomic_load(&r->told->busy) < 3 && test_now_ms() < until && !cleanup_stopping())
         usleep(10 * 1000);
     r->rc = dlock_lock_release(r->lock);
     return NULL;
@@ -256,52 +218,48 @@ static void cancel_on_busy(int code, const char *detail, int64_t retry_in_ms, vo
 static void test_wait_tells_on_retry_of_each_busy_sleep(void **state)
 {
     test_redis *server = *state;
-    dlock_client *holder = open_client(server->url, 0, 0);
-    dlock_client *c = open_client(server->url, 0, 0);
-    struct told t = {.reader = open_client(server->url, 0, 0), .shortest_sleep_ms = INT64_MAX};
-    struct release_when_told later = {&t, must_acquire(holder, "wait:told", 30000, NULL), -1};
-    dlock_acquire_options opts = DLOCK_ACQUIRE_OPTIONS_INIT;
+    dlock_client *holder = client_on(server->url);
+    dlock_client *c = client_on(server->url);
+    struct told *t = cleanup_alloc(sizeof(*t)); /* the callback's, on the waiting thread */
+    struct release_when_told *later;
+    dlock_acquire_options opts = wait_options(20000LL * test_slowdown());
     dlock_stats stats = {.version = DLOCK_STATS_VERSION};
-    dlock_lock *lock = NULL;
-    pthread_t thread;
+    dlock_lock *lock;
 
-    opts.wait_ms = 20000LL * test_slowdown();
+    t->reader = client_on(server->url);
+    t->shortest_sleep_ms = INT64_MAX;
     opts.backoff_max_ms = 200;
     opts.on_retry = tell;
-    opts.on_retry_arg = &t;
-    assert_int_equal(pthread_create(&thread, NULL, release_when_told, &later), 0);
-    assert_int_equal(dlock_lock_acquire(&lock, c, "wait:told", 30000, &opts), 0);
-    pthread_join(thread, NULL);
-    assert_int_equal(later.rc, 0);
-    assert_true(atomic_load(&t.busy) >= 3);
-    assert_int_equal(atomic_load(&t.others), 0);
-    assert_int_equal(atomic_load(&t.saw_detail), atomic_load(&t.busy));
-    assert_int_equal(atomic_load(&t.saw_holder), atomic_load(&t.busy));
-    assert_true(atomic_load(&t.shortest_sleep_ms) >= 1);
-    assert_true(atomic_load(&t.longest_sleep_ms) <= 200);
+    opts.on_retry_arg = t;
+    later = start_thread(release_when_told,
+                         &(struct release_when_told){t, take(holder, "wait:told", 30000, NULL), -1},
+                         sizeof(struct release_when_told));
+    lock = take(c, "wait:told", 30000, &opts);
+    join_thread(later);
+    assert_int_equal(later->rc, 0);
+    assert_true(atomic_load(&t->busy) >= 3);
+    assert_int_equal(atomic_load(&t->others), 0);
+    assert_int_equal(atomic_load(&t->saw_detail), atomic_load(&t->busy));
+    assert_int_equal(atomic_load(&t->saw_holder), atomic_load(&t->busy));
+    assert_true(atomic_load(&t->shortest_sleep_ms) >= 1);
+    assert_true(atomic_load(&t->longest_sleep_ms) <= 200);
     assert_int_equal(dlock_client_stats(c, &stats), 0);
     assert_int_equal(stats.acquisitions, 1);
     assert_int_equal(stats.busy, 0);
     assert_int_equal(stats.waits, 1);
     assert_int_equal(dlock_lock_release(lock), 0);
-    dlock_lock_free(lock);
-    dlock_lock_free(later.lock);
 
-    later.lock = must_acquire(holder, "wait:told", 30000, NULL);
+    lock = take(holder, "wait:told", 30000, NULL);
     opts.on_retry = cancel_on_busy;
     opts.on_retry_arg = c;
-    assert_int_equal(dlock_lock_acquire(&lock, c, "wait:told", 30000, &opts), DLOCK_ECANCELED);
-    assert_int_equal(dlock_lock_release(later.lock), 0);
-    dlock_lock_free(later.lock);
-    dlock_client_close(t.reader);
-    dlock_client_close(c);
-    dlock_client_close(holder);
+    expect_acquire(DLOCK_ECANCELED, c, "wait:told", 30000, &opts);
+    assert_int_equal(dlock_lock_release(lock), 0);
 }
 
 static void test_wait_bad_options_refused(void **state)
 {
     test_redis *server = *state;
-    dlock_client *c = open_client(server->url, 0, 0);
+    dlock_client *c = client_on(server->url);
     dlock_acquire_options opts;
     dlock_lock *lock = NULL;
     assert_int_equal(dlock_acquire_options_init(&opts, 42), DLOCK_EINVAL);
@@ -322,7 +280,6 @@ static void test_wait_bad_options_refused(void **state)
     opts.version = 9;
     assert_int_equal(dlock_lock_acquire(&lock, c, "wait:opts", 1000, &opts), DLOCK_EINVAL);
     assert_null(lock);
-    dlock_client_close(c);
 }
 
 /* Mutual exclusion: a non-atomic read-sleep-write of a counter in a file,
@@ -330,7 +287,7 @@ static void test_wait_bad_options_refused(void **state)
 #define ROUNDS 15
 
 struct worker {
-    const char *url;
+    dlock_client *c;
     const char *path;
     int grants;
     int failures;
@@ -339,19 +296,10 @@ struct worker {
 static void *work(void *arg)
 {
     struct worker *k = arg;
-    dlock_client_options copts = DLOCK_CLIENT_OPTIONS_INIT;
-    dlock_acquire_options opts = DLOCK_ACQUIRE_OPTIONS_INIT;
-    dlock_client *c = NULL;
-    opts.wait_ms = 60000;
-    copts.urls = &k->url;
-    copts.n_urls = 1;
-    if (dlock_client_open(&c, &copts, NULL, 0) != 0) {
-        k->failures++;
-        return NULL;
-    }
-    for (int i = 0; i < ROUNDS; i++) {
+    dlock_acquire_options opts = wait_options(60000);
+    for (int i = 0; i < ROUNDS && !cleanup_stopping(); i++) {
         dlock_lock *lock = NULL;
-        if (dlock_lock_acquire(&lock, c, "wait:counter", 30000, &opts) != 0) {
+        if (dlock_lock_acquire(&lock, k->c, "wait:counter", 30000, &opts) != 0) {
             k->failures++;
             continue;
         }
@@ -361,8 +309,19 @@ static void *work(void *arg)
             k->failures++;
         dlock_lock_free(lock);
     }
-    dlock_client_close(c);
     return NULL;
+}
+
+/* A process of its own that works through ROUNDS on its own client: exits
+ * 0 if every round was granted. */
+static void work_in_a_child(const char *url, const char *path)
+{
+    dlock_client_options copts = client_options(&url, 1);
+    struct worker k = {NULL, path, 0, 0};
+    if (dlock_client_open(&k.c, &copts, NULL, 0) != 0)
+        _exit(1);
+    work(&k);
+    _exit(k.failures == 0 && k.grants == ROUNDS ? 0 : 1);
 }
 
 static void test_wait_mutual_exclusion_threads_and_processes(void **state)
@@ -371,63 +330,47 @@ static void test_wait_mutual_exclusion_threads_and_processes(void **state)
     test_redis *server = *state;
     char path[160];
     pid_t pids[PROCS];
-    pthread_t threads[THREADS];
-    struct worker workers[THREADS];
-    FILE *f;
+    struct worker *workers[THREADS];
     int grants = 0;
 
-    snprintf(path, sizeof(path), "%s/counter", server->dir);
-    f = fopen(path, "w");
-    assert_non_null(f);
-    fputs("0\n", f);
-    fclose(f);
+    scratch_path(path, sizeof(path), server->dir, "counter");
+    write_number_file(path, 0);
     for (int i = 0; i < PROCS; i++) {
-        pids[i] = fork();
-        assert_true(pids[i] >= 0);
-        if (pids[i] == 0) {
-            struct worker k = {server->url, path, 0, 0};
-            work(&k);
-            _exit(k.failures == 0 && k.grants == ROUNDS ? 0 : 1);
-        }
+        pids[i] = fork_child();
+        if (pids[i] == 0)
+            work_in_a_child(server->url, path);
     }
     for (int i = 0; i < THREADS; i++) {
-        workers[i] = (struct worker){server->url, path, 0, 0};
-        assert_int_equal(pthread_create(&threads[i], NULL, work, &workers[i]), 0);
+        struct worker k = {client_on(server->url), path, 0, 0};
+        workers[i] = start_thread(work, &k, sizeof(k));
     }
     for (int i = 0; i < THREADS; i++) {
-        pthread_join(threads[i], NULL);
-        assert_int_equal(workers[i].failures, 0);
-        grants += workers[i].grants;
+        join_thread(workers[i]);
+        assert_int_equal(workers[i]->failures, 0);
+        grants += workers[i]->grants;
     }
     for (int i = 0; i < PROCS; i++) {
-        int status;
-        assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
+        int status = wait_child(pids[i]);
         assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
         grants += ROUNDS;
     }
     assert_int_equal(grants, (PROCS + THREADS) * ROUNDS);
     assert_int_equal(read_number_file(path), grants);
-    unlink(path);
 }
 
 int main(void)
 {
+#define T(name) cmocka_unit_test_setup_teardown(name, setup_server, cleanup_teardown)
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_wait_wakes_on_release, setup_server, teardown_server),
-        cmocka_unit_test_setup_teardown(test_wait_takes_expired_lock_promptly, setup_server,
-                                        teardown_server),
-        cmocka_unit_test_setup_teardown(test_wait_deadline_returns_busy, setup_server,
-                                        teardown_server),
-        cmocka_unit_test_setup_teardown(test_wait_cancel_from_another_thread, setup_server,
-                                        teardown_server),
-        cmocka_unit_test_setup_teardown(test_wait_retries_through_connection_errors, setup_server,
-                                        teardown_server),
-        cmocka_unit_test_setup_teardown(test_wait_tells_on_retry_of_each_busy_sleep, setup_server,
-                                        teardown_server),
-        cmocka_unit_test_setup_teardown(test_wait_bad_options_refused, setup_server,
-                                        teardown_server),
-        cmocka_unit_test_setup_teardown(test_wait_mutual_exclusion_threads_and_processes,
-                                        setup_server, teardown_server),
+        T(test_wait_wakes_on_release),
+        T(test_wait_takes_expired_lock_promptly),
+        T(test_wait_deadline_returns_busy),
+        T(test_wait_cancel_from_another_thread),
+        T(test_wait_retries_through_connection_errors),
+        T(test_wait_tells_on_retry_of_each_busy_sleep),
+        T(test_wait_bad_options_refused),
+        T(test_wait_mutual_exclusion_threads_and_processes),
     };
+#undef T
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,13 +6,9 @@
  * killed under a waiting command and a waiting library call, and the
  * failures that no wait retries (a wrong password, a reply that is no
  * Redis reply). Servers are real processes, killed by pid. */
-#include "cli_runner.h"
-#include "fake_server.h"
-#include "fault_proxy.h"
+#include "cluster_tools.h"
 #include "helpers.h"
-#include "topology.h"
 
-#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -42,12 +38,6 @@ static double gave_up_after(const char *err)
     return said ? strtod(said + strlen("dlock: faults:gone: gave up after "), NULL) : -1;
 }
 
-/* `dlock -r URL ARGS...` started in *p. */
-static void start_cli(cli_proc *p, const char *url, const char *const *args)
-{
-    assert_int_equal(cli_start(p, url, args, NULL), 0);
-}
-
 /* A waiter started while the server is down gets the lock once it is back;
  * so does one whose server restarts (empty) while it waits for a holder. */
 static void test_wait_cli_rides_out_a_server_restart(void **state)
@@ -56,35 +46,29 @@ static void test_wait_cli_rides_out_a_server_restart(void **state)
     const char *acquire[] = {"acquire", "-t", "60s", "-w", "20s", "faults:down", NULL};
     const char *run_down[] = {"run", "-w", "20s", "faults:down-run", "--", "true", NULL};
     const char *run_held[] = {"run", "-w", "20s", "faults:held", "--", "true", NULL};
-    cli_proc waiter, runner;
-    dlock_client *c = open_client(server->url, 0, 0);
-    dlock_lock *holder;
-    redisContext *redis;
+    cli_proc *waiter, *runner;
+    dlock_client *c = client_on(server->url);
 
     test_redis_kill(server);
-    start_cli(&waiter, server->url, acquire);
-    start_cli(&runner, server->url, run_down);
+    waiter = start_cli(server->url, acquire, NULL);
+    runner = start_cli(server->url, run_down, NULL);
     usleep(700 * 1000);
     assert_int_equal(test_redis_restart(server), 0);
-    assert_int_equal(cli_wait(&waiter, CLI_WAIT_MS), 0);
-    assert_true(waiter.took_ms >= 700);
-    assert_int_equal(cli_wait(&runner, CLI_WAIT_MS), 0);
-    assert_true(runner.took_ms >= 700);
-    redis = test_redis_connect(server, NULL);
-    assert_non_null(redis);
-    assert_true(key_exists(redis, "faults:down")); /* the token printed is held */
-    redisFree(redis);
+    assert_int_equal(cli_wait(waiter, CLI_WAIT_MS), 0);
+    assert_true(waiter->took_ms >= 700);
+    assert_int_equal(cli_wait(runner, CLI_WAIT_MS), 0);
+    assert_true(runner->took_ms >= 700);
+    /* the token printed is held */
+    assert_true(key_exists(connect_to(server), "faults:down"));
 
-    holder = must_acquire(c, "faults:held", 60000, NULL);
-    start_cli(&runner, server->url, run_held);
+    take(c, "faults:held", 60000, NULL);
+    runner = start_cli(server->url, run_held, NULL);
     usleep(300 * 1000); /* it found the name held, and listens */
     test_redis_kill(server);
     usleep(500 * 1000);
     assert_int_equal(test_redis_restart(server), 0); /* empty: the holder's key is gone */
-    assert_int_equal(cli_wait(&runner, CLI_WAIT_MS), 0);
-    assert_true(runner.took_ms >= 800);
-    dlock_lock_free(holder);
-    dlock_client_close(c);
+    assert_int_equal(cli_wait(runner, CLI_WAIT_MS), 0);
+    assert_true(runner->took_ms >= 800);
 }
 
 /* A wait for a server that stays down ends at its deadline with 69, says
@@ -133,39 +117,28 @@ static void test_wait_lasting_failures_end_it_at_once(void **state)
     static const char *const auth[] = {"--requirepass", "right", NULL};
     const int64_t long_wait = 20000LL * test_slowdown(); /* as good as an hour */
     const char *acquire[] = {"acquire", "-w", "1h", "faults:auth", NULL};
-    test_redis locked = {0};
-    fake_server fake;
+    test_redis *locked = start_server(auth);
+    fake_server *fake;
     char url[160];
-    dlock_acquire_options o = DLOCK_ACQUIRE_OPTIONS_INIT;
-    dlock_lock *lock = NULL;
-    dlock_client *c;
+    dlock_acquire_options o = wait_options(long_wait);
     long long start;
     cli_proc p;
     (void)state;
 
-    o.wait_ms = long_wait;
-    assert_int_equal(test_redis_start(&locked, auth), 0);
-    snprintf(url, sizeof(url), "redis://:s3cr3t-x@127.0.0.1:%d", locked.port);
+    snprintf(url, sizeof(url), "redis://:s3cr3t-x@127.0.0.1:%d", locked->port);
     assert_int_equal(cli_run(&p, url, acquire, CLI_WAIT_MS), 77);
     assert_true(p.took_ms < 5000LL * test_slowdown());
     assert_null(strstr(p.err, "s3cr3t-x"));
-    c = open_client(url, 0, 0);
     start = test_now_ms();
-    assert_int_equal(dlock_lock_acquire(&lock, c, "faults:auth", 10000, &o), DLOCK_EAUTH);
+    expect_acquire(DLOCK_EAUTH, client_on(url), "faults:auth", 10000, &o);
     assert_true(test_now_ms() - start < 5000LL * test_slowdown());
-    dlock_client_close(c);
-    test_redis_stop(&locked);
 
-    assert_int_equal(fake_server_start(&fake, "@garbage\r\n", 10, false), 0);
-    assert_int_equal(cli_run(&p, fake.url, acquire, CLI_WAIT_MS), 76);
+    fake = start_fake_server("@garbage\r\n", 10, false);
+    assert_int_equal(cli_run(&p, fake->url, acquire, CLI_WAIT_MS), 76);
     assert_true(p.took_ms < 5000LL * test_slowdown());
-    c = open_client(fake.url, 0, 0);
     start = test_now_ms();
-    assert_int_equal(dlock_lock_acquire(&lock, c, "faults:proto", 10000, &o), DLOCK_EPROTO);
+    expect_acquire(DLOCK_EPROTO, client_on(fake->url), "faults:proto", 10000, &o);
     assert_true(test_now_ms() - start < 5000LL * test_slowdown());
-    assert_null(lock);
-    dlock_client_close(c);
-    fake_server_stop(&fake);
 }
 
 /* `key`'s score in the sorted set `zset`, or -1. */
@@ -182,7 +155,7 @@ static char *queue_head(redisContext *redis, const char *name)
     redisReply *r = run(redis, "ZRANGE %s 0 0", aux_key(name, "queue"));
     char *head = r->elements == 1 ? strdup(r->element[0]->str) : NULL;
     freeReplyObject(r);
-    return head;
+    return kept_string(head);
 }
 
 /* Waits (10 s at most, times the slowdown) until the lease of `token` on
@@ -204,34 +177,29 @@ static void wait_lease_after(redisContext *redis, const char *name, const char *
 static void test_wait_cli_fair_waiter_keeps_its_place(void **state)
 {
     test_redis *server = *state;
-    fault_proxy *proxy = fault_proxy_start(server->port);
-    dlock_client *c = open_client(server->url, 0, 0);
-    dlock_acquire_options fair = DLOCK_ACQUIRE_OPTIONS_INIT;
-    redisContext *redis = test_redis_connect(server, NULL);
     char url[64], order[256], cmd_a[300], cmd_b[300];
+    fault_proxy *proxy = start_proxy(server->port, url, sizeof(url));
+    dlock_acquire_options fair = fair_options(0, 0);
+    redisContext *redis = connect_to(server);
     const char *a[] = {"-v", "run", "--fair", "--lease", "5s", "-w", "20s", "faults:fair",
                        "-c", cmd_a, NULL};
     const char *b[] = {"run", "--fair", "--lease", "5s", "-w", "20s", "faults:fair",
                        "-c", cmd_b, NULL};
-    cli_proc pa, pb;
+    cli_proc *pa, *pb;
     dlock_lock *holder;
     long long lease_end;
-    char *head, *second;
+    char *head;
     FILE *f;
 
-    assert_non_null(proxy);
-    assert_non_null(redis);
     scratch_path(order, sizeof(order), server->dir, "order");
     snprintf(cmd_a, sizeof(cmd_a), "echo A >> %s", order);
     snprintf(cmd_b, sizeof(cmd_b), "echo B >> %s", order);
-    snprintf(url, sizeof(url), "redis://127.0.0.1:%d", fault_proxy_port(proxy));
-    fair.fair = 1;
-    holder = must_acquire(c, "faults:fair", 60000, &fair);
-    start_cli(&pa, url, a);
-    wait_for_zcard(redis, aux_key("faults:fair", "queue"), 1);
+    holder = take(client_on(server->url), "faults:fair", 60000, &fair);
+    pa = start_cli(url, a, NULL);
+    wait_for_queued(redis, "faults:fair", 1);
     head = queue_head(redis, "faults:fair");
-    start_cli(&pb, server->url, b);
-    wait_for_zcard(redis, aux_key("faults:fair", "queue"), 2);
+    pb = start_cli(server->url, b, NULL);
+    wait_for_queued(redis, "faults:fair", 2);
 
     fault_proxy_set(proxy, FAULT_RESET, 0);
     usleep(100 * 1000);
@@ -239,31 +207,25 @@ static void test_wait_cli_fair_waiter_keeps_its_place(void **state)
     usleep(900 * 1000);
     fault_proxy_set(proxy, FAULT_PASS, 0);
     wait_lease_after(redis, "faults:fair", head, lease_end);
-    second = queue_head(redis, "faults:fair");
-    assert_string_equal(second, head); /* renewed in its place, not queued again */
+    /* renewed in its place, not queued again */
+    assert_string_equal(queue_head(redis, "faults:fair"), head);
     assert_true(fault_proxy_hits(proxy) > 0);
 
     assert_int_equal(dlock_lock_release(holder), 0);
-    assert_int_equal(cli_wait(&pa, CLI_WAIT_MS), 0);
-    assert_true(retries_told(pa.err) >= 1);
-    assert_int_equal(cli_wait(&pb, CLI_WAIT_MS), 0);
+    assert_int_equal(cli_wait(pa, CLI_WAIT_MS), 0);
+    assert_true(retries_told(pa->err) >= 1);
+    assert_int_equal(cli_wait(pb, CLI_WAIT_MS), 0);
     f = fopen(order, "r");
     assert_non_null(f);
     assert_int_equal(fread(cmd_a, 1, sizeof(cmd_a) - 1, f), 4);
     cmd_a[4] = '\0';
     assert_string_equal(cmd_a, "A\nB\n");
     fclose(f);
-    free(head);
-    free(second);
-    dlock_lock_free(holder);
-    dlock_client_close(c);
-    redisFree(redis);
-    fault_proxy_stop(proxy);
 }
 
 struct library_waiter {
-    const char *url, *name;
-    pthread_t thread;
+    dlock_client *c;
+    const char *name;
     int rc;
     uint64_t fence;
 };
@@ -271,35 +233,25 @@ struct library_waiter {
 static void *library_wait(void *arg)
 {
     struct library_waiter *w = arg;
-    dlock_client *c = open_client(w->url, 0, 0);
-    dlock_acquire_options o = DLOCK_ACQUIRE_OPTIONS_INIT;
+    dlock_acquire_options o = wait_options(30000LL * test_slowdown());
     dlock_lock *lock = NULL;
-    o.wait_ms = 30000LL * test_slowdown();
-    w->rc = dlock_lock_acquire(&lock, c, w->name, 30000, &o);
+    w->rc = dlock_lock_acquire(&lock, w->c, w->name, 30000, &o);
     if (w->rc == 0) {
         w->fence = dlock_lock_fence(lock);
         w->rc = dlock_lock_release(lock);
     }
     dlock_lock_free(lock);
-    dlock_client_close(c);
     return NULL;
 }
 
-/* Holds `name` on the primary for `ttl_ms`, and waits until both replicas
- * have its key. */
+/* Holds `name` on the primary for `ttl_ms` (no release: held until its TTL
+ * runs out), and waits until both replicas have its key. */
 static void hold_replicated(test_sentinels *s, const char *name, int64_t ttl_ms)
 {
-    dlock_client *c = open_client(s->url, 0, 0);
-    dlock_lock *lock = must_acquire(c, name, ttl_ms, NULL);
     test_redis *replicas[] = {&s->replica, &s->replica2};
-    for (size_t i = 0; i < 2; i++) {
-        redisContext *redis = test_redis_connect(replicas[i], NULL);
-        assert_non_null(redis);
-        wait_for_key(redis, name);
-        redisFree(redis);
-    }
-    dlock_lock_free(lock); /* held until its TTL runs out */
-    dlock_client_close(c);
+    take(client_on(s->url), name, ttl_ms, NULL);
+    for (size_t i = 0; i < 2; i++)
+        wait_for_key(connect_to(replicas[i]), name);
 }
 
 /* The fence stored for `name` on the server at `port`. */
@@ -317,44 +269,46 @@ static unsigned long long stored_fence(int port, const char *name)
  * fence keys hold the fences they were given). */
 static void test_wait_follows_a_sentinel_failover(void **state)
 {
-    test_sentinels s;
+    test_sentinels *s = start_quick_sentinels("faultsprimary", 500);
     const char *args[] = {"run", "-w", "30s", "faults:sentinel-cli", "-c", "echo $DLOCK_FENCE",
                           NULL};
-    struct library_waiter lib = {.name = "faults:sentinel-lib"};
+    struct library_waiter *lib;
     int before, after;
-    cli_proc p;
+    cli_proc *p;
     (void)state;
 
-    assert_int_equal(test_sentinels_start_quick(&s, "faultsprimary", 500), 0);
-    lib.url = s.url;
-    before = test_sentinels_primary_port(&s);
-    hold_replicated(&s, "faults:sentinel-cli", 3000);
-    hold_replicated(&s, "faults:sentinel-lib", 3000);
-    start_cli(&p, s.url, args);
-    assert_int_equal(pthread_create(&lib.thread, NULL, library_wait, &lib), 0);
+    before = test_sentinels_primary_port(s);
+    hold_replicated(s, "faults:sentinel-cli", 3000);
+    hold_replicated(s, "faults:sentinel-lib", 3000);
+    p = start_cli(s->url, args, NULL);
+    lib = start_thread(library_wait,
+                       &(struct library_waiter){.c = client_on(s->url),
+                                                .name = "faults:sentinel-lib"},
+                       sizeof(struct library_waiter));
     usleep(300 * 1000); /* both found their name held, and listen */
-    test_redis_kill(&s.primary);
+    test_redis_kill(&s->primary);
 
-    assert_int_equal(cli_wait(&p, CLI_WAIT_MS), 0);
-    pthread_join(lib.thread, NULL);
-    assert_int_equal(lib.rc, 0);
-    after = test_sentinels_primary_port(&s);
+    assert_int_equal(cli_wait(p, CLI_WAIT_MS), 0);
+    join_thread(lib);
+    assert_int_equal(lib->rc, 0);
+    after = test_sentinels_primary_port(s);
     assert_true(after > 0 && after != before);
-    assert_int_equal(strtoull(p.out, NULL, 10), stored_fence(after, "faults:sentinel-cli"));
-    assert_int_equal(lib.fence, stored_fence(after, "faults:sentinel-lib"));
-    test_sentinels_stop(&s);
+    assert_int_equal(strtoull(p->out, NULL, 10), stored_fence(after, "faults:sentinel-cli"));
+    assert_int_equal(lib->fence, stored_fence(after, "faults:sentinel-lib"));
 }
 
 int main(void)
 {
+#define T(name) cmocka_unit_test_setup_teardown(name, setup_server, cleanup_teardown)
+#define U(name) cmocka_unit_test_teardown(name, cleanup_teardown)
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_wait_cli_rides_out_a_server_restart, setup_server,
-                                        teardown_server),
-        cmocka_unit_test(test_wait_cli_gives_up_at_its_deadline),
-        cmocka_unit_test(test_wait_lasting_failures_end_it_at_once),
-        cmocka_unit_test_setup_teardown(test_wait_cli_fair_waiter_keeps_its_place, setup_server,
-                                        teardown_server),
-        cmocka_unit_test(test_wait_follows_a_sentinel_failover),
+        T(test_wait_cli_rides_out_a_server_restart),
+        U(test_wait_cli_gives_up_at_its_deadline),
+        U(test_wait_lasting_failures_end_it_at_once),
+        T(test_wait_cli_fair_waiter_keeps_its_place),
+        U(test_wait_follows_a_sentinel_failover),
     };
+#undef T
+#undef U
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -26,6 +26,13 @@ long long test_now_ms(void)
     return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
 }
 
+long long test_wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
 int test_slowdown(void)
 {
     const char *s = getenv("DLOCK_TEST_SLOWDOWN");

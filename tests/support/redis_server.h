@@ -56,6 +56,9 @@ int test_free_port(void);
 /* Milliseconds on the monotonic clock. */
 long long test_now_ms(void);
 
+/* Milliseconds on the wall clock, which the servers' TIME reads too. */
+long long test_wall_ms(void);
+
 /* How much slower sanitizers and valgrind make us: multiply upper bounds. */
 int test_slowdown(void);
 

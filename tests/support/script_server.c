@@ -243,6 +243,8 @@ int script_server_start(script_server *s, script_step *steps, size_t n_steps)
 
 void script_server_stop(script_server *s)
 {
+    if (s->listen_fd < 0)
+        return;
     shutdown(s->listen_fd, SHUT_RDWR);
     pthread_join(s->acceptor, NULL);
     for (size_t i = 0; i < s->n_conns; i++) {
@@ -251,6 +253,7 @@ void script_server_stop(script_server *s)
         close(s->conn_fds[i]);
     }
     close(s->listen_fd);
+    s->listen_fd = -1;
     pthread_mutex_destroy(&s->mu);
 }
 

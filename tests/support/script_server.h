@@ -45,7 +45,8 @@ typedef struct script_server {
 /* Serves `steps` (borrowed until stop) on a free loopback port. 0 or -1. */
 int script_server_start(script_server *s, script_step *steps, size_t n_steps);
 
-/* Closes every connection and joins the threads. */
+/* Closes every connection and joins the threads; once stopped, does
+ * nothing. */
 void script_server_stop(script_server *s);
 
 /* The place in the log of the first command named `name`, or -1. */

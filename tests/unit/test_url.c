@@ -12,6 +12,23 @@
 
 #include <cmocka.h>
 
+/* A part of a URL that may be missing: NULL where `want` is. */
+static void assert_optional(const char *got, const char *want)
+{
+    if (want)
+        assert_string_equal(got, want);
+    else
+        assert_null(got);
+}
+
+/* Parses `url`, which must be accepted, into *ep. */
+static void parse(dlock__endpoint *ep, const char *url)
+{
+    char why[128] = "";
+    if (dlock__url_parse(ep, url, why, sizeof(why)) != 0)
+        fail_msg("%s: %s", url, why);
+}
+
 static void test_url_tcp_forms(void **state)
 {
     static const struct {
@@ -35,23 +52,14 @@ static void test_url_tcp_forms(void **state)
     (void)state;
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         dlock__endpoint ep;
-        char why[128] = "";
-        int rc = dlock__url_parse(&ep, cases[i].url, why, sizeof(why));
-        if (rc != 0)
-            fail_msg("%s: %s", cases[i].url, why);
+        parse(&ep, cases[i].url);
         assert_int_equal(ep.transport, DLOCK__TCP);
         assert_string_equal(ep.host, cases[i].host);
         assert_string_equal(ep.port, cases[i].port);
         assert_string_equal(ep.label, cases[i].label);
         assert_int_equal(ep.db, cases[i].db);
-        if (cases[i].user)
-            assert_string_equal(ep.user, cases[i].user);
-        else
-            assert_null(ep.user);
-        if (cases[i].password)
-            assert_string_equal(ep.password, cases[i].password);
-        else
-            assert_null(ep.password);
+        assert_optional(ep.user, cases[i].user);
+        assert_optional(ep.password, cases[i].password);
         dlock__endpoint_clear(&ep);
     }
 }
@@ -95,9 +103,7 @@ static void test_url_sentinel_forms(void **state)
     (void)state;
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         dlock__endpoint ep;
-        char why[128] = "";
-        if (dlock__url_parse(&ep, cases[i].url, why, sizeof(why)) != 0)
-            fail_msg("%s: %s", cases[i].url, why);
+        parse(&ep, cases[i].url);
         assert_string_equal(ep.host, cases[i].host);
         assert_string_equal(ep.port, cases[i].port);
         assert_string_equal(ep.sentinels, cases[i].sentinels);
@@ -105,10 +111,7 @@ static void test_url_sentinel_forms(void **state)
         assert_string_equal(ep.label, cases[i].label);
         assert_int_equal(ep.db, cases[i].db);
         assert_int_equal(ep.tls, cases[i].tls);
-        if (cases[i].password)
-            assert_string_equal(ep.password, cases[i].password);
-        else
-            assert_null(ep.password);
+        assert_optional(ep.password, cases[i].password);
         dlock__endpoint_clear(&ep);
     }
 }
