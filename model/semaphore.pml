@@ -7,7 +7,7 @@
  * scripts/model compares these pins with the sha1sum of each file; a
  * change to either file fails it until this model was reviewed against the
  * change and its pin updated:
- * pin src/engine/scripts.c cc9cb90b07c196d3bed93623272f2cbff57b5a10
+ * pin src/engine/scripts.c 64be7310063865e0eacf0e83bd775ae7fb69f2bf
  * pin src/engine/attempt.c 99e15313aaf5de5819f5c7d991fbf020eaf0fcb0
  *
  * Time is kept as in dlock.pml: relative to "now", moved one tick at a time
