@@ -33,7 +33,7 @@ local function audit(event, token, fence, ttl, record, kind)
     return
   end
   local host, pid = audit_arg[3], audit_arg[4]
-  local ok, o = record ~= nil and pcall(cjson.decode, record)
+  local ok, o = pcall(cjson.decode, record)
   if ok and type(o) == 'table' and type(o.host) == 'string' and type(o.pid) == 'number' then
     host, pid = o.host, string.format('%d', o.pid)
   end
