@@ -26,7 +26,7 @@ if current == token or (not current and (not head or head == token)) then
   if head == token then
     leave(queue, presence, wake, token)
   end
-  local f = string.format('%d', math.max(last + 1, now_us))
+  local f = next_fence(last, now_us)
   redis.call('SET', lock, token, current and 'XX' or 'NX', 'PX', ARGV[2])
   redis.call('SET', KEYS[2], f, 'PX', ARGV[3])
   redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[2])
@@ -44,7 +44,8 @@ if not ends then
   if #tail > 0 and tonumber(tail[2]) >= seq then
     seq = tonumber(tail[2]) + 1
   end
-  local where = process_of(ARGV[4])
+  local host, pid = process_of(ARGV[4])
+  local where = host and host .. ':' .. pid or ''
   if direct and where ~= '' and not string.find(where, '\n', 1, true) then
     where = where .. '\n' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. ARGV[4]
   end

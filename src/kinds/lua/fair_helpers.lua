@@ -15,11 +15,6 @@
 -- changes no grant until it is the head; that spares a ZRANGEBYSCORE per
 -- call.
 
-local function clock()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000),
-    tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
 local function leave(queue, presence, wake, ...)
   redis.call('HDEL', wake, ...)
   redis.call('ZREM', queue, ...)
@@ -39,11 +34,4 @@ local function live_head(queue, presence, wake, now)
     dead[#dead + 1] = head
     leave(queue, presence, wake, unpack(dead))
   end
-end
-local function process_of(record)
-  local ok, o = pcall(cjson.decode, record)
-  if ok and type(o) == 'table' and type(o.host) == 'string' and type(o.pid) == 'number' then
-    return o.host .. ':' .. string.format('%d', o.pid)
-  end
-  return ''
 end

@@ -41,7 +41,7 @@ if current == token then
   end
   if ttl and last then
     local px = math.min(ttl, head_ends - now)
-    local f = string.format('%d', math.max(last + 1, now_us))
+    local f = next_fence(last, now_us)
     leave(queue, presence, wake, head)
     redis.call('SET', lock, head, 'PX', px)
     redis.call('SET', KEYS[6], f, 'PX', fence_ttl)

@@ -8,33 +8,30 @@
 -- only looked up when the lock is free (PTTL -2: no queue; PTTL rather
 -- than EXISTS keeps the ACL rule's commands): a free lock with waiters
 -- queued is theirs (the head's), so a plain acquire does not barge past
--- them. The token is max(stored + 1, server clock in µs), also for a retry
--- of our own call (our key already there): the clock covers a counter
--- rolled back by a restart from an older snapshot, not only one that was
--- lost, and +1 makes every grant's token new, so no two holders can end up
--- with the same largest token.
+-- them. The token follows next_fence(), also for a retry of our own call
+-- (our key already there).
 --
--- A name held shared (docs/shared.md) holds the marker 'dlock:shared',
--- never a token (tokens are 32 lower-case hex characters): an exclusive
+-- A name held shared (docs/shared.md) holds SHARED_MARKER: an exclusive
 -- acquire finds it busy as it finds any other holder. An exclusive
 -- acquirer that finds it puts its token in the sorted set of waiting
--- writers (KEYS[5]), scored by the end of its lease of 2000 ms in server
--- ms, answers a third element, 1, and tries again within 600 ms, which
--- renews its lease: while a member's lease runs, no new shared holder
--- enters. Its next tries send ARGV[5] "1", with which a grant takes its
--- own member out of KEYS[5]: another writer that still waits keeps the
--- readers out. So a name never held shared costs no command more, and no
--- sorted-set command (which a mutex's ACL rule may lack).
+-- writers (KEYS[5]), scored by the end of its lease of WRITER_LEASE_MS in
+-- server ms, answers a third element, 1, and tries again within
+-- WRITER_RETRY_MS, which renews its lease: while a member's lease runs, no
+-- new shared holder enters. Its next tries send ARGV[5] "1", with which a
+-- grant takes its own member out of KEYS[5]: another writer that still
+-- waits keeps the readers out. So a name never held shared costs no
+-- command more, and no sorted-set command (which a mutex's ACL rule may
+-- lack).
+local WRITER_LEASE_MS, WRITER_RETRY_MS = 2000, 600
 
 local current = redis.call('GET', KEYS[1])
 if current and current ~= ARGV[1] then
-  if current == 'dlock:shared' and KEYS[5] then
-    local t = redis.call('TIME')
-    local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  if current == SHARED_MARKER and KEYS[5] then
+    local now = clock()
     redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', now)
-    redis.call('ZADD', KEYS[5], now + 2000, ARGV[1])
-    redis.call('PEXPIRE', KEYS[5], 2000)
-    return {0, math.min(redis.call('PTTL', KEYS[1]), 600), 1}
+    redis.call('ZADD', KEYS[5], now + WRITER_LEASE_MS, ARGV[1])
+    redis.call('PEXPIRE', KEYS[5], WRITER_LEASE_MS)
+    return {0, math.min(redis.call('PTTL', KEYS[1]), WRITER_RETRY_MS), 1}
   end
   return {0, redis.call('PTTL', KEYS[1])}
 end
@@ -47,9 +44,8 @@ if not last then
   return redis.error_reply(err)
 end
 local waited = ARGV[5] == '1' and redis.call('ZSCORE', KEYS[5], ARGV[1])
-local now = redis.call('TIME')
-local fence = math.max(last + 1, tonumber(now[1]) * 1000000 + tonumber(now[2]))
-local f = string.format('%d', fence)
+local _, now_us = clock()
+local f = next_fence(last, now_us)
 redis.call('SET', KEYS[1], ARGV[1], current and 'XX' or 'NX', 'PX', ARGV[2])
 redis.call('SET', KEYS[2], f, 'PX', ARGV[3])
 redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[2])

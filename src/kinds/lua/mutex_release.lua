@@ -19,7 +19,7 @@ local writer = KEYS[4] ~= freed and KEYS[4]
 local ours = redis.call('GET', KEYS[1]) == ARGV[1]
 local leave = not ours and writer and ARGV[3] == '1' and redis.call('PTTL', writer) ~= -2
 local raise = freed and
-  not ((fence_parse(redis.call('GET', freed), freed) or -1) >= tonumber(ARGV[4]))
+  (fence_parse(redis.call('GET', freed), freed) or -1) < tonumber(ARGV[4])
 if raise then
   redis.call('SET', freed, ARGV[4], 'PX', ARGV[5])
 end

@@ -7,10 +7,6 @@
 
 local name, limit, slots, owners, fences = KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local token, permits = ARGV[1], tonumber(ARGV[5])
-local wrong = kind_error(name)
-if wrong then
-  return redis.error_reply(wrong)
-end
 local now, now_us = clock()
 local live = redis.call('ZRANGEBYSCORE', name, '(' .. now, '+inf', 'WITHSCORES')
 local in_force = redis.call('GET', limit)
@@ -41,7 +37,7 @@ local last, err = fence_parse(redis.call('HGET', fences, slot), fences .. ' fiel
 if not last then
   return redis.error_reply(err)
 end
-local f = string.format('%d', math.max(last + 1, now_us))
+local f = next_fence(last, now_us)
 redis.call('ZADD', name, now + tonumber(ARGV[2]), token)
 redis.call('SET', limit, ARGV[5])
 redis.call('HSET', slots, token, slot)

@@ -2,10 +2,6 @@
 -- the mutex's (no repair: a semaphore lives on one server). 1 or 0.
 
 local name, limit, slots, owners = KEYS[1], KEYS[4], KEYS[5], KEYS[6]
-local wrong = kind_error(name)
-if wrong then
-  return redis.error_reply(wrong)
-end
 local now = clock()
 local mine = live_score(name, ARGV[1], now)
 if mine then

@@ -2,10 +2,6 @@
 -- the mutex's. 1 (released) or 0 (not a live permit of that token).
 
 local name, limit, slots, owners = KEYS[1], KEYS[3], KEYS[4], KEYS[5]
-local wrong = kind_error(name)
-if wrong then
-  return redis.error_reply(wrong)
-end
 local now = clock()
 local mine = live_score(name, ARGV[1], now)
 if mine then

@@ -2,10 +2,6 @@
 -- left out, not reaped. Returns {limit or false, {owner record or false,
 -- PTTL, slot, fence, ...} for each live permit, by slot}.
 
-local wrong = kind_error(KEYS[1])
-if wrong then
-  return redis.error_reply(wrong)
-end
 local now = clock()
 local live = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf', 'WITHSCORES')
 local held = {}

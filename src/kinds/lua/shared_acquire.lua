@@ -12,7 +12,7 @@
 local name, queue, writer, readers, rowners = KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local token, several = ARGV[1], ARGV[5] == '1'
 local current = redis.call('GET', name)
-if current and current ~= 'dlock:shared' then
+if current and current ~= SHARED_MARKER then
   return {0, redis.call('PTTL', name)}
 end
 local last, err = fence_of(several and KEYS[8] or KEYS[2])

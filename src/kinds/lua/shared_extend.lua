@@ -8,7 +8,7 @@
 local name, readers, rowners = KEYS[1], KEYS[6], KEYS[7]
 local token = ARGV[1]
 local current = redis.call('GET', name)
-if current and current ~= 'dlock:shared' then
+if current and current ~= SHARED_MARKER then
   return 0
 end
 local stored, err = fence_of(KEYS[3])

@@ -4,7 +4,7 @@
 
 local name, readers, rowners = KEYS[1], KEYS[5], KEYS[6]
 local token = ARGV[1]
-if redis.call('GET', name) ~= 'dlock:shared' then
+if redis.call('GET', name) ~= SHARED_MARKER then
   audit_end(token, false, 'shared')
   return 0
 end
