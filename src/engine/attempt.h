@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #define DLOCK__KIND_AUX_MAX 5
-#define DLOCK__AUDIT_WORDS 9 /* the audit trailer's ARGV (scripts.c) */
+#define DLOCK__AUDIT_WORDS 9 /* the audit trailer's ARGV (src/kinds/lua/helpers.lua) */
 
 /* A claim's kind: the primitive it is (mutex, semaphore, ...), told by the
  * scripts its acquire, release and extend send. Every script of a kind
@@ -44,7 +44,7 @@ typedef struct dlock__kind {
     bool epoch;
     /* With several servers, the release of a held lock raises the name's
      * key `freed` to its fence, and the extend's repair reads it: a repair
-     * never brings our key back after our own release (scripts.c). */
+     * never brings our key back after our own release (mutex_extend.lua). */
     bool freed;
 } dlock__kind;
 
