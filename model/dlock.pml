@@ -1,6 +1,6 @@
 /* dlock's mutex protocol, as SPIN sees it: the Lua scripts of
- * src/engine/scripts.c (acquire, release, extend with repair, fence_max)
- * and the attempt layer of src/engine/attempt.c (one fan-out to N nodes,
+ * src/kinds/lua/ (mutex_acquire, mutex_release, mutex_extend with repair,
+ * fence_max) and the attempt layer of src/engine/attempt.c (one fan-out to N nodes,
  * majority, validity, fence write-back, cleanup of a failed attempt);
  * with N > 1, a client's extends go on a connection of their own (the
  * renewal thread's), so that one may run after the release.
@@ -8,9 +8,18 @@
  * and what each configuration of scripts/model checks.
  *
  * scripts/model compares these pins with the sha1sum of each file; a
- * change to either file fails it until this model was reviewed against the
- * change and its pin updated:
- * pin src/engine/scripts.c cc9cb90b07c196d3bed93623272f2cbff57b5a10
+ * change to any of them fails it until this model was reviewed against
+ * the change and its pin updated. A model pins every script of its kind
+ * (the `kind` line: src/kinds/lua/KIND_*.lua, which scripts/model
+ * checks), the helpers every script shares and the attempt layer; and
+ * fence_max.lua, the write-back:
+ * kind mutex
+ * pin src/kinds/lua/helpers.lua 5cddaa037d143ed6ef1d4fa4ddfcd7763db81b38
+ * pin src/kinds/lua/mutex_acquire.lua 560346dab2ce9c7cc7193dad00f9aa5f84f763f7
+ * pin src/kinds/lua/mutex_extend.lua 9a5201d1e4af2d6112217a51f7be5d27511b42c4
+ * pin src/kinds/lua/mutex_release.lua 93e32bce7f764d4346c3e925f0adecf3ef7d7ce4
+ * pin src/kinds/lua/mutex_status.lua b421d7b779e83ac0a8d2eeec8352366b8c430810
+ * pin src/kinds/lua/fence_max.lua 94ccc3a1c23cc9461874132b3c4efc2b44ddda1d
  * pin src/engine/attempt.c b45c52f8345028c4e57e7c0d4d38da08d6fd7715
  *
  * Time. There is no absolute clock: every time in the model is kept

@@ -1,5 +1,5 @@
 /* dlock's fair lock, as SPIN sees it: the fair_acquire and fair_release
- * Lua scripts of src/engine/scripts.c (the queue by arrival, the presence
+ * Lua scripts of src/kinds/lua/ (the queue by arrival, the presence
  * leases, the head's reservation of a free lock, the cleanup that keeps a
  * waiter's place, the release's hand-over of the lock to the head), the
  * mutex's acquire with its queue lookup, release and extend, on the one
@@ -9,9 +9,20 @@
  * which bounds and assumptions.
  *
  * scripts/model compares these pins with the sha1sum of each file; a
- * change to either file fails it until this model was reviewed against the
- * change and its pin updated:
- * pin src/engine/scripts.c cc9cb90b07c196d3bed93623272f2cbff57b5a10
+ * change to any of them fails it until this model was reviewed against
+ * the change and its pin updated. A model pins every script of its kind
+ * (the `kind` line: src/kinds/lua/KIND_*.lua, which scripts/model
+ * checks), the helpers every script shares and the attempt layer; and the
+ * mutex's acquire, release and extend, which it models too (a plain
+ * acquire looks the queue up; the fair lock's extend is the mutex's):
+ * kind fair
+ * pin src/kinds/lua/helpers.lua 5cddaa037d143ed6ef1d4fa4ddfcd7763db81b38
+ * pin src/kinds/lua/fair_acquire.lua 21d5ca27cba86de73bce69079cfe285797c5137a
+ * pin src/kinds/lua/fair_helpers.lua 9006c099227b4a1174da6a830ee1c8625aa050f5
+ * pin src/kinds/lua/fair_release.lua dba59edb0903243be781a3c9b6a3bb8af5c759a7
+ * pin src/kinds/lua/mutex_acquire.lua 560346dab2ce9c7cc7193dad00f9aa5f84f763f7
+ * pin src/kinds/lua/mutex_release.lua 93e32bce7f764d4346c3e925f0adecf3ef7d7ce4
+ * pin src/kinds/lua/mutex_extend.lua 9a5201d1e4af2d6112217a51f7be5d27511b42c4
  * pin src/engine/attempt.c b45c52f8345028c4e57e7c0d4d38da08d6fd7715
  *
  * Time is kept as in dlock.pml: relative to "now", moved one tick at a time
@@ -20,10 +31,11 @@
  * from now in sub-ticks, clamped at FLOOR. A lease whose end has come is
  * one the scripts call dead (`ZRANGEBYSCORE presence -inf now`): it stays
  * in the queue until a fair script drops it, or until the queue's keys
- * expire. The scripts drop the dead only when the head is dead (live_head()
- * in scripts.c, drop_dead_at_head() here), and a waiter that finds its own
- * lease ended leaves and joins again. Arrival times are kept as ranks (1
- * is the head), which is all the scripts read of them.
+ * expire. The scripts drop the dead only when the head is dead
+ * (live_head() in fair_helpers.lua, drop_dead_at_head() here), and a
+ * waiter that finds its own lease ended leaves and joins again. Arrival
+ * times are kept as ranks (1 is the head), which is all the scripts read
+ * of them.
  *
  * The end of a presence lease (LEASE_END, server ms) is what a hand-over
  * message and a busy answer name; the client compares the two for

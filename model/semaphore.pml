@@ -1,13 +1,21 @@
 /* dlock's semaphore, as SPIN sees it: the sem_* Lua scripts of
- * src/engine/scripts.c (acquire with reap, slots and per-slot fences;
+ * src/kinds/lua/ (acquire with reap, slots and per-slot fences;
  * release; extend) on the one server a semaphore lives on, and the attempt
  * layer's validity on the clients' side. docs/model.md says what is
  * modelled, with which bounds and assumptions.
  *
  * scripts/model compares these pins with the sha1sum of each file; a
- * change to either file fails it until this model was reviewed against the
- * change and its pin updated:
- * pin src/engine/scripts.c cc9cb90b07c196d3bed93623272f2cbff57b5a10
+ * change to any of them fails it until this model was reviewed against
+ * the change and its pin updated. A model pins every script of its kind
+ * (the `kind` line: src/kinds/lua/KIND_*.lua, which scripts/model
+ * checks), the helpers every script shares and the attempt layer:
+ * kind sem
+ * pin src/kinds/lua/helpers.lua 5cddaa037d143ed6ef1d4fa4ddfcd7763db81b38
+ * pin src/kinds/lua/sem_acquire.lua e2458be97086388b0b33767b7393ea0789886c04
+ * pin src/kinds/lua/sem_extend.lua a19980fa3a8a5b050c32a7b1b3477b420157235c
+ * pin src/kinds/lua/sem_helpers.lua cc0b839ed977d026ad784145098a5eb9dab7f6c3
+ * pin src/kinds/lua/sem_release.lua ccd2db475b67baf0cfa2803fe653fcde04fb52a8
+ * pin src/kinds/lua/sem_status.lua c204b8179ca37380d7c02e2c4a917c83d88afdd2
  * pin src/engine/attempt.c b45c52f8345028c4e57e7c0d4d38da08d6fd7715
  *
  * Time is kept as in dlock.pml: relative to "now", moved one tick at a time

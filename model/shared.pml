@@ -1,15 +1,28 @@
 /* dlock's shared holds, as SPIN sees them: the shared_acquire,
- * shared_release and shared_extend Lua scripts of src/engine/scripts.c,
+ * shared_release and shared_extend Lua scripts of src/kinds/lua/,
  * and the mutex's acquire (which puts a writer in the set of waiting
  * writers and takes it out when granted), release (with which a writer
- * that gives up leaves the set) and extend, on one server, with the attempt layer's validity
- * and cleanup on the clients' side. docs/model.md says what is modelled,
+ * that gives up leaves the set) and extend, on one server, with the
+ * attempt layer's validity and cleanup on the clients' side. docs/model.md says what is modelled,
  * with which bounds and assumptions.
  *
  * scripts/model compares these pins with the sha1sum of each file; a
- * change to either file fails it until this model was reviewed against the
- * change and its pin updated:
- * pin src/engine/scripts.c cc9cb90b07c196d3bed93623272f2cbff57b5a10
+ * change to any of them fails it until this model was reviewed against
+ * the change and its pin updated. A model pins every script of its kind
+ * (the `kind` line: src/kinds/lua/KIND_*.lua, which scripts/model
+ * checks), the helpers every script shares and the attempt layer; and the
+ * mutex's acquire, release and extend, which it models too (a writer
+ * waits, gives up and extends through them):
+ * kind shared
+ * pin src/kinds/lua/helpers.lua 5cddaa037d143ed6ef1d4fa4ddfcd7763db81b38
+ * pin src/kinds/lua/shared_acquire.lua d454bed5d76c9b8fa506e3a47861e85009622a0e
+ * pin src/kinds/lua/shared_extend.lua 642bde97acff72430c980cb70dae5e0795ace438
+ * pin src/kinds/lua/shared_helpers.lua bae0b9fc00e10a905975434e04d84d19fd304400
+ * pin src/kinds/lua/shared_release.lua 710c0d82a14fcc28508e549624e8da66a1112a17
+ * pin src/kinds/lua/shared_status.lua 14317fca402f0278a55d460d23b6f9b25be2f73c
+ * pin src/kinds/lua/mutex_acquire.lua 560346dab2ce9c7cc7193dad00f9aa5f84f763f7
+ * pin src/kinds/lua/mutex_release.lua 93e32bce7f764d4346c3e925f0adecf3ef7d7ce4
+ * pin src/kinds/lua/mutex_extend.lua 9a5201d1e4af2d6112217a51f7be5d27511b42c4
  * pin src/engine/attempt.c b45c52f8345028c4e57e7c0d4d38da08d6fd7715
  *
  * Time is kept as in dlock.pml and fair.pml: relative to "now", moved one

@@ -1,6 +1,7 @@
 /* The audit's judge: from the entries of every server's audit stream of a
- * name (scripts.c writes them), the holds, one per token, and what is
- * wrong with them (dlock_audit_kind in dlock.h). Pure: no I/O. */
+ * name (the scripts write them: src/kinds/lua/helpers.lua), the holds, one
+ * per token, and what is wrong with them (dlock_audit_kind in dlock.h).
+ * Pure: no I/O. */
 #ifndef DLOCK_AUDIT_JUDGE_H
 #define DLOCK_AUDIT_JUDGE_H
 

@@ -16,7 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define DLOCK__AUDIT_WORDS 9 /* the audit trailer's ARGV (scripts.c) */
+#define DLOCK__AUDIT_WORDS 9 /* the audit trailer's ARGV (src/kinds/lua/helpers.lua) */
 
 typedef struct dlock__claim {
     dlock_client *client;

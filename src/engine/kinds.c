@@ -1,6 +1,6 @@
 /* The kinds of claim: which scripts each primitive sends (see dlock__kind
  * in kinds.h). A new primitive adds its table here and its scripts in
- * scripts.c. */
+ * src/kinds/lua/ (docs/architecture.md). */
 #include "kinds.h"
 
 const dlock__kind dlock__kind_mutex = {
@@ -11,7 +11,7 @@ const dlock__kind dlock__kind_mutex = {
     .status = DLOCK__SCRIPT_STATUS,
     /* The acquire looks the fair queue up (a free lock with waiters is the
      * head's) and, finding NAME held shared, marks its wait in the set
-     * `writer`, from which its grant takes it out (scripts.c). */
+     * `writer`, from which its grant takes it out (mutex_acquire.lua). */
     .aux = {"queue", "writer", NULL},
     .limited = false,
     .extend_aux = 0,
@@ -35,7 +35,8 @@ const dlock__kind dlock__kind_mutex_try = {
     .freed = true,
 };
 
-/* The counting semaphore: NAME is a sorted set of permits (scripts.c). */
+/* The counting semaphore: NAME is a sorted set of permits
+ * (sem_helpers.lua). */
 const dlock__kind dlock__kind_semaphore = {
     .name = "semaphore",
     .acquire = DLOCK__SCRIPT_SEM_ACQUIRE,
@@ -49,8 +50,8 @@ const dlock__kind dlock__kind_semaphore = {
 
 /* The fair lock: NAME is the mutex's string, its waiters queue in `queue`
  * with their presence leases in `presence` and the channel suffix of
- * their process in `wake` (scripts.c); the release, which may hand the
- * lock to the head, writes the head's fence. The limit is the
+ * their process in `wake` (fair_helpers.lua); the release, which may hand
+ * the lock to the head, writes the head's fence. The limit is the
  * presence lease in ms. A holder extends and is looked at as a mutex. */
 const dlock__kind dlock__kind_fair = {
     .name = "fair lock",
@@ -69,7 +70,8 @@ const dlock__kind dlock__kind_fair = {
  * `readers` with their owner records in `rowners`; `queue` and `writer`
  * are the exclusive acquirers waiting, which keep new shared holders out;
  * with several servers their fence is `epoch`, which only fence
- * write-backs raise (scripts.c). The limit is 1 with several servers. */
+ * write-backs raise (shared_acquire.lua). The limit is 1 with several
+ * servers. */
 const dlock__kind dlock__kind_shared = {
     .name = "shared lock",
     .acquire = DLOCK__SCRIPT_SHARED_ACQUIRE,

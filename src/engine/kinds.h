@@ -34,7 +34,7 @@ typedef struct dlock__kind {
     bool epoch;
     /* With several servers, the release of a held lock raises the name's
      * key `freed` to its fence, and the extend's repair reads it: a repair
-     * never brings our key back after our own release (scripts.c). */
+     * never brings our key back after our own release (mutex_extend.lua). */
     bool freed;
 } dlock__kind;
 

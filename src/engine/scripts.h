@@ -1,5 +1,6 @@
-/* The Lua scripts of the wire contract, sent as EVALSHA with EVAL as the
- * NOSCRIPT fallback. KEYS and ARGV are always passed, never spliced in. */
+/* The Lua scripts of the wire contract (src/kinds/lua/, one file a
+ * script), sent as EVALSHA with EVAL as the NOSCRIPT fallback. KEYS and
+ * ARGV are always passed, never spliced in. */
 #ifndef DLOCK_SCRIPTS_H
 #define DLOCK_SCRIPTS_H
 
@@ -27,23 +28,23 @@ enum dlock__script_id {
      * fence_ttl_ms. Raises each to at least ARGV[1], never lowers it (a
      * delayed packet must not). Returns 1. */
     DLOCK__SCRIPT_FENCE_MAX,
-    /* The semaphore's (see scripts.c and docs/semaphores.md): the mutex's
-     * KEYS and ARGV, then the auxiliary keys limit, slots, owners, fences;
+    /* The semaphore's (src/kinds/lua/sem_*.lua, docs/semaphores.md): the
+     * mutex's KEYS and ARGV, then the auxiliary keys limit, slots, owners, fences;
      * the acquire's last ARGV is the number of permits. */
     DLOCK__SCRIPT_SEM_ACQUIRE,
     DLOCK__SCRIPT_SEM_RELEASE,
     DLOCK__SCRIPT_SEM_EXTEND,
     /* KEYS NAME, limit, slots, owners, fences. Read-only. */
     DLOCK__SCRIPT_SEM_STATUS,
-    /* The fair lock's (see scripts.c and docs/fair.md): the mutex's KEYS
-     * and ARGV, then the auxiliary keys queue, presence, wake and fence;
+    /* The fair lock's (src/kinds/lua/fair_*.lua, docs/fair.md): the mutex's
+     * KEYS and ARGV, then the auxiliary keys queue, presence, wake and fence;
      * the acquire's ARGV go on with the presence lease in ms and "1" when
      * the waiter may be handed the lock. Its extend and status are the
      * mutex's. */
     DLOCK__SCRIPT_FAIR_ACQUIRE,
     DLOCK__SCRIPT_FAIR_RELEASE,
-    /* Shared holders' (see scripts.c and docs/shared.md): the mutex's KEYS
-     * (its queue and waiting writers included) and ARGV, then the
+    /* Shared holders' (src/kinds/lua/shared_*.lua, docs/shared.md): the
+     * mutex's KEYS (its queue and waiting writers included) and ARGV, then the
      * auxiliary keys readers, rowners and epoch (the extend: readers and
      * rowners); the acquire's last ARGV is "1" with several servers. The
      * status takes KEYS NAME, then the kind's auxiliary keys. */

@@ -329,7 +329,8 @@ static void end_wait(struct waiter *w, int rc)
 
 /* A queued waiter listens on its process's channel: the name's channel,
  * ":", then the host and pid of its owner record, where a release wakes
- * the head's process alone (scripts.c). malloc'ed, or NULL. */
+ * the head's process alone (src/kinds/lua/fair_release.lua). malloc'ed,
+ * or NULL. */
 static char *process_channel(const dlock__claim *cl)
 {
     dlock_client *c = cl->client;

@@ -1,0 +1,69 @@
+-- KEYS as the mutex's acquire, then queue, presence and wake; ARGV as the
+-- mutex's, then the presence lease in ms and "1" when the waiter may be
+-- handed the lock. Granted ({1, fence}) when the lock is ours already (a
+-- retry) or free with no live waiter ahead of us: we leave the queue (a
+-- holder is never in it). Else we join it at the tail (or keep our place)
+-- and renew our lease: {0, ms until the next renewal is due, 0, end of our
+-- lease}, sooner if the holder's key or a free lock's reservation for the
+-- head ends first. A waiter whose lease ended behind a live head has left:
+-- it joins again at the tail, as if it had been dropped. The fence is read
+-- (and checked) only when the lock may be granted.
+
+local lock, queue, presence, wake = KEYS[1], KEYS[4], KEYS[5], KEYS[6]
+local token, lease, direct = ARGV[1], tonumber(ARGV[5]), ARGV[6] == '1'
+local current = redis.call('GET', lock)
+local last = 0
+if not current or current == token then
+  local err
+  last, err = fence_of(KEYS[2])
+  if not last then
+    return redis.error_reply(err)
+  end
+end
+local now, now_us = clock()
+local head, head_ends = live_head(queue, presence, wake, now)
+if current == token or (not current and (not head or head == token)) then
+  if head == token then
+    leave(queue, presence, wake, token)
+  end
+  local f = next_fence(last, now_us)
+  redis.call('SET', lock, token, current and 'XX' or 'NX', 'PX', ARGV[2])
+  redis.call('SET', KEYS[2], f, 'PX', ARGV[3])
+  redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[2])
+  audit('grant', token, f, ARGV[2])
+  return {1, f}
+end
+local ends = head == token and head_ends or tonumber(redis.call('ZSCORE', presence, token))
+if ends and ends <= now then
+  leave(queue, presence, wake, token)
+  ends = nil
+end
+if not ends then
+  local seq = now_us
+  local tail = head and redis.call('ZRANGE', queue, -1, -1, 'WITHSCORES') or {}
+  if #tail > 0 and tonumber(tail[2]) >= seq then
+    seq = tonumber(tail[2]) + 1
+  end
+  local host, pid = process_of(ARGV[4])
+  local where = host and host .. ':' .. pid or ''
+  if direct and where ~= '' and not string.find(where, '\n', 1, true) then
+    where = where .. '\n' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. ARGV[4]
+  end
+  redis.call('HSET', wake, token, where)
+  redis.call('ZADD', queue, seq, token)
+end
+redis.call('ZADD', presence, now + lease, token)
+local longest = redis.call('ZRANGE', presence, -1, -1, 'WITHSCORES')
+for _, key in ipairs({queue, presence, wake}) do
+  redis.call('PEXPIRE', key, tonumber(longest[2]) - now)
+end
+local wait = math.max(1, math.floor(lease / 3))
+if current then
+  local pttl = redis.call('PTTL', lock)
+  if pttl >= 0 and pttl < wait then
+    wait = pttl
+  end
+elseif head then
+  wait = math.min(wait, math.max(0, head_ends - now))
+end
+return {0, wait, 0, now + lease}

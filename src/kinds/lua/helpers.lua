@@ -1,0 +1,156 @@
+-- What every script shares. The build puts this file first in every
+-- script, then the kind's KIND_helpers.lua if there is one (KIND: the
+-- script's name up to its first '_'), then the script's own file
+-- (cmake/embed_lua.cmake); comment and blank lines are left out. Every
+-- helper is a local: Redis allows a script no globals.
+--
+-- Redis does not roll back a script's earlier writes when a later command
+-- fails, so each script does every read and check (types, TIME) before its
+-- first write, and a release message goes through redis.pcall.
+
+-- The marker a name held shared holds (docs/shared.md), never a token
+-- (tokens are 32 lower-case hex characters): the mutex's acquire must
+-- know it as well as the shared holders' scripts.
+local SHARED_MARKER = 'dlock:shared'
+
+-- The server's clock, in ms and in µs: the one reading of TIME.
+local function clock()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000),
+    tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+
+-- The one parser of a stored fencing token, shared by every script that
+-- reads a fence key: a decimal integer from 0 to 2^53 - 2, so that the
+-- next token (+1) is still exact in Lua's doubles, written as the scripts
+-- write it (no sign, no leading zero: one value, one spelling, as Redis's
+-- own integers). Lua's tonumber() alone would take "inf", "-5", "1e400" or
+-- 2^53 + 1, and the tokens would stop growing. Returns the value (0 when
+-- the key is missing) or nil and an error that names the key. For a token
+-- kept in a hash field; fence_of() reads a fence key.
+local function fence_parse(s, where)
+  if not s then
+    return 0
+  end
+  if #s > 16 or not (s == '0' or string.match(s, '^[1-9]%d*$')) or
+      tonumber(s) > 9007199254740990 then
+    return nil, 'ERR ' .. where .. ' holds ' .. string.format('%q', string.sub(s, 1, 40)) ..
+      ', not a fencing token (a decimal integer from 0 to 9007199254740990)'
+  end
+  return tonumber(s)
+end
+
+-- The fence stored in a string key, by fence_parse(). A key of another
+-- type makes GET raise WRONGTYPE.
+local function fence_of(key)
+  return fence_parse(redis.call('GET', key), key)
+end
+
+-- The fence rule of every grant: a token is max(last + 1, server clock in
+-- µs), as a decimal string. The clock covers a counter rolled back by a
+-- restart from an older snapshot, not only one that was lost, and +1
+-- makes every grant's token new, so no two holders can end up with the
+-- same largest token.
+local function next_fence(last, now_us)
+  return string.format('%d', math.max(last + 1, now_us))
+end
+
+-- The host and pid (a decimal string) an owner record names, or nil when
+-- it is not a JSON object with both.
+local function process_of(record)
+  local ok, o = pcall(cjson.decode, record)
+  if ok and type(o) == 'table' and type(o.host) == 'string' and type(o.pid) == 'number' then
+    return o.host, string.format('%d', o.pid)
+  end
+  return nil
+end
+
+-- Drops the members of the sorted set `zset` whose score, an expiry in
+-- server ms, is `now` or past, and their fields in the `hashes`. Returns
+-- the ms left until the last live member's expiry, or nil when none is
+-- left: the semaphore's permits and the shared holders.
+local function drop_expired(zset, hashes, now)
+  local dead = redis.call('ZRANGEBYSCORE', zset, '-inf', now)
+  if #dead > 0 then
+    redis.call('ZREMRANGEBYSCORE', zset, '-inf', now)
+    for _, hash in ipairs(hashes) do
+      redis.call('HDEL', hash, unpack(dead))
+    end
+  end
+  local last = redis.call('ZRANGE', zset, -1, -1, 'WITHSCORES')
+  return last[1] and tonumber(last[2]) - now
+end
+
+-- The release message, for waiters: sharded (SPUBLISH, heard on the
+-- channel's slot only) on a cluster, PUBLISH elsewhere. A waiter tells the
+-- two apart as this does, with CLUSTER KEYSLOT: a server without cluster
+-- support, or a user not allowed to ask, answers an error, and both sides
+-- fall back to PUBLISH. Through pcall: a message is not worth failing a
+-- release for.
+local function publish(channel, message)
+  local cluster = type(redis.pcall('CLUSTER', 'KEYSLOT', channel)) == 'number'
+  redis.pcall(cluster and 'SPUBLISH' or 'PUBLISH', channel, message)
+end
+
+-- The audit (docs/operations.md#the-audit): a client with the audit on
+-- ends its acquire, release and extend calls with a trailer, KEYS the
+-- name's stream {T}:dlock:audit:NAME and ARGV fence, maxlen, host, pid,
+-- note (why the call is made: grant, release, cleanup, loss), held_ms
+-- (since the grant, client clock), left_ms (of the validity), keep_ms (the
+-- stream lives that long after its last grant or extend: the fence TTL),
+-- then the marker "dlock:audit". The prologue takes the trailer off, so
+-- that the rest of the script sees the words a client without the audit
+-- sends, and checks the stream's type before anything is written. audit()
+-- appends an entry (server time in µs, the TTL it was given) in the call
+-- that grants or ends, so that no grant lacks its record; without the
+-- trailer it does nothing, and the script costs what it did. A grant's
+-- event is "grant" (an exclusive hold), "permit" (a semaphore's) or
+-- "shared"; every entry's `kind` says which of them the hold is (an end
+-- whose grant was trimmed off the stream still tells).
+local audit_key, audit_arg = nil, {}
+if ARGV[#ARGV] == 'dlock:audit' then
+  for i = 8, 1, -1 do
+    audit_arg[i] = ARGV[#ARGV - 9 + i]
+  end
+  for _ = 1, 9 do
+    table.remove(ARGV)
+  end
+  audit_key = table.remove(KEYS)
+  local t = redis.call('TYPE', audit_key)['ok']
+  if t ~= 'none' and t ~= 'stream' then
+    return redis.error_reply('WRONGTYPE ' .. audit_key .. ' is a ' .. t .. ', not an audit stream')
+  end
+end
+local function audit(event, token, fence, ttl, record, kind)
+  if not audit_key then
+    return
+  end
+  local host, pid = process_of(record)
+  if not host then
+    host, pid = audit_arg[3], audit_arg[4]
+  end
+  local _, now_us = clock()
+  local now = string.format('%d', now_us)
+  if event == 'release' or event == 'loss' then
+    redis.call('XADD', audit_key, 'MAXLEN', '~', audit_arg[2], '*', 'event', event,
+      'token', token, 'fence', audit_arg[1], 'host', host, 'pid', pid, 'time', now,
+      'reason', audit_arg[5], 'held', audit_arg[6], 'left', audit_arg[7],
+      'kind', kind or 'grant')
+    return
+  end
+  redis.call('XADD', audit_key, 'MAXLEN', '~', audit_arg[2], '*', 'event', event,
+    'token', token, 'fence', fence or audit_arg[1], 'host', host, 'pid', pid, 'time', now,
+    'ttl', ttl, 'kind', kind or ((event == 'permit' or event == 'shared') and event or 'grant'))
+  redis.call('PEXPIRE', audit_key, audit_arg[8])
+end
+local function audit_end(token, ours, kind)
+  local note = audit_arg[5]
+  if note == 'loss' then
+    audit('loss', token, nil, nil, nil, kind)
+  elseif ours then
+    audit('release', token, nil, nil, nil, kind)
+  elseif note == 'release' then
+    audit_arg[5] = 'expired'
+    audit('release', token, nil, nil, nil, kind)
+  end
+end

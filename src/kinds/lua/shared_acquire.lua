@@ -1,0 +1,44 @@
+-- KEYS as the mutex's acquire (queue and writer included), then readers,
+-- rowners and epoch; ARGV as the mutex's, then "1" with several servers.
+-- Busy ({0, ms}) while an exclusive holder has NAME, and, for a new shared
+-- holder, while an exclusive acquirer waits (a live waiting writer, or a
+-- fair queue). Granted: {1, fence}. The fence, on one server, is the
+-- stored one, the last exclusive holder's (the clock's, stored, when there
+-- is none). With several, a server's stored fence may have been raised by
+-- an exclusive attempt that failed, so it is the epoch key, which only a
+-- grant's write-back raises: the largest of a majority is the last
+-- exclusive holder's token, which a majority got (1 before any).
+
+local name, queue, writer, readers, rowners = KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local token, several = ARGV[1], ARGV[5] == '1'
+local current = redis.call('GET', name)
+if current and current ~= SHARED_MARKER then
+  return {0, redis.call('PTTL', name)}
+end
+local last, err = fence_of(several and KEYS[8] or KEYS[2])
+if not last then
+  return redis.error_reply(err)
+end
+local now, now_us = clock()
+local score = current and redis.call('ZSCORE', readers, token)
+if not (score and tonumber(score) > now) then
+  redis.call('ZREMRANGEBYSCORE', writer, '-inf', now)
+  for _, waiting in ipairs({writer, queue}) do
+    local pttl = redis.call('PTTL', waiting)
+    if pttl ~= -2 then
+      return {0, pttl}
+    end
+  end
+end
+local f = last
+if f == 0 and several then
+  f = 1
+elseif f == 0 then
+  f = now_us
+  redis.call('SET', KEYS[2], string.format('%d', f), 'PX', ARGV[3])
+end
+redis.call('ZADD', readers, now + tonumber(ARGV[2]), token)
+redis.call('HSET', rowners, token, ARGV[4])
+live(name, readers, rowners, now)
+audit('shared', token, string.format('%d', f), ARGV[2])
+return {1, string.format('%d', f)}

@@ -1,0 +1,23 @@
+-- KEYS as the mutex's release (queue and writer included), then readers
+-- and rowners; ARGV as the mutex's. The last holder out publishes (an
+-- exclusive acquirer waits for that). 1 (released) or 0.
+
+local name, readers, rowners = KEYS[1], KEYS[5], KEYS[6]
+local token = ARGV[1]
+if redis.call('GET', name) ~= SHARED_MARKER then
+  audit_end(token, false, 'shared')
+  return 0
+end
+local now = clock()
+local score = redis.call('ZSCORE', readers, token)
+if not (score and tonumber(score) > now) then
+  audit_end(token, false, 'shared')
+  return 0
+end
+redis.call('ZREM', readers, token)
+redis.call('HDEL', rowners, token)
+if not live(name, readers, rowners, now) and ARGV[3] == '1' then
+  publish(ARGV[2], token)
+end
+audit_end(token, true, 'shared')
+return 1
