@@ -36,7 +36,7 @@ typedef struct runner {
     redisReply *last; /* the last command's reply, until an expectation reads it */
     int last_line;
     window when;
-    char why[MAX_LINE]; /* the current case's failure, or "" */
+    char why[3 * MAX_LINE]; /* the current case's failure, or "" */
 } runner;
 
 /* ---- words ------------------------------------------------------------ */
