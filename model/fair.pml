@@ -12,7 +12,7 @@
  * change to either file fails it until this model was reviewed against the
  * change and its pin updated:
  * pin src/engine/scripts.c cc9cb90b07c196d3bed93623272f2cbff57b5a10
- * pin src/engine/attempt.c 99e15313aaf5de5819f5c7d991fbf020eaf0fcb0
+ * pin src/engine/attempt.c a68acfffbc3ee25a80534d208a7516bd81b7356f
  *
  * Time is kept as in dlock.pml: relative to "now", moved one tick at a time
  * by the clock process. The lock key, each presence lease and the queue's

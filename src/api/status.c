@@ -3,6 +3,7 @@
 #include "attempt.h"
 #include "client.h"
 #include "clock.h"
+#include "kinds.h"
 #include "names.h"
 #include "owner.h"
 #include "scripts.h"

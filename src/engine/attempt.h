@@ -9,6 +9,7 @@
 #define DLOCK_ATTEMPT_H
 
 #include "client.h"
+#include "kind.h"
 #include "names.h"
 #include "scripts.h"
 
@@ -16,57 +17,19 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define DLOCK__KIND_AUX_MAX 5
 #define DLOCK__AUDIT_WORDS 9 /* the audit trailer's ARGV (scripts.c) */
 
-/* A claim's kind: the primitive it is (mutex, semaphore, ...), told by the
- * scripts its acquire, release and extend send. Every script of a kind
- * takes the mutex's KEYS and ARGV for the same step (see scripts.h), then
- * the kind's auxiliary keys in `aux` order (dlock__aux_key(name, word)),
- * and an acquire of a kind with a limit takes the claim's limit as its last
- * ARGV. So the mutex, with no auxiliary keys and no limit, sends exactly
- * the words it always sent. Reading votes, the majority, validity, cleanup
- * and the fence write-back are the same for every kind; a grant may name a
- * slot ({1, fence, slot}). The status script is for the API's status. */
-typedef struct dlock__kind {
-    const char *name; /* "mutex", "semaphore", ...: for messages */
-    enum dlock__script_id acquire, release, extend, status;
-    const char *aux[DLOCK__KIND_AUX_MAX + 1]; /* NULL-terminated kind-words */
-    bool limited;                              /* acquire sends the claim's limit */
-    bool queued; /* waiters queue: a release wakes only "next:" + the head's token */
-    /* How many of `aux`, from the first, the extend takes: a key that does
-     * not exist makes a cluster answer TRYAGAIN while the slot migrates,
-     * and a renewal must go through (ASK) then. */
-    unsigned extend_aux;
-    /* With several servers, the fence write-back of a grant raises the
-     * name's epoch key too: the fence of the shared holders that come
-     * after it (docs/shared.md). */
-    bool epoch;
-    /* With several servers, the release of a held lock raises the name's
-     * key `freed` to its fence, and the extend's repair reads it: a repair
-     * never brings our key back after our own release (scripts.c). */
-    bool freed;
-} dlock__kind;
-
-/* The exclusive lock: NAME is a string holding the holder's token. */
-extern const dlock__kind dlock__kind_mutex;
-/* The mutex for an acquire that does not wait: it marks no writer's wait. */
-extern const dlock__kind dlock__kind_mutex_try;
-/* The counting semaphore: NAME is a sorted set of up to `limit` permits. */
-extern const dlock__kind dlock__kind_semaphore;
-/* The fair lock: a mutex whose waiters queue, each with a presence lease
- * of `limit` ms; the release wakes the head only. */
-extern const dlock__kind dlock__kind_fair;
-/* A shared holder: any number together, never with an exclusive one. */
-extern const dlock__kind dlock__kind_shared;
+/* A kind's own part of a claim (src/kinds/kinds.h): its parameters and
+ * what its replies said, read by its hooks alone. */
+struct dlock__kind_params;
 
 typedef struct dlock__claim {
     dlock_client *client;
-    const dlock__kind *kind; /* dlock__kind_mutex unless dlock__claim_set_kind() said */
+    const dlock__kind *kind;
+    struct dlock__kind_params *params; /* the kind's, beside the claim */
     dlock__keys keys;
     char *aux[DLOCK__KIND_AUX_MAX]; /* the kind's auxiliary keys */
     char *audit_key;                /* {T}:dlock:audit:NAME with the audit on, else NULL */
-    unsigned limit;                 /* sent by an acquire of a limited kind */
     unsigned slot;                  /* of the last acquisition (0 for a kind without slots) */
     char token[DLOCK_TOKEN_LEN + 1];
     uint64_t fence;                 /* of the last acquisition; 0: adopted */
@@ -76,11 +39,10 @@ typedef struct dlock__claim {
     _Atomic int64_t valid_until_ns; /* 0: not held */
     atomic_bool lost;               /* the owner was told it is lost */
     unsigned attempts;              /* acquire attempts made */
-    bool writer;                    /* an acquire joined the waiting writers of a shared name */
     bool repaired;                  /* a refused extend put our key back somewhere */
     int64_t last_pttl_ms;           /* busy: how long the holder's key lives (-1: no TTL) */
-    /* Busy, queued: the start of that attempt and the end of the presence
-     * lease it set (server ms), for a grant handed over by a release. */
+    /* Busy: the start of that attempt and the end of the presence lease
+     * it set (server ms; 0: none), for a grant handed over by a release. */
     int64_t asked_ns;
     int64_t lease_end_ms;
     /* The name's counters (NULL: not counted, as an adopted handle), and
@@ -89,15 +51,15 @@ typedef struct dlock__claim {
     _Atomic int64_t held_since_ns;
 } dlock__claim;
 
-/* Checks the name and derives its keys; the token is left empty. Returns 0,
- * DLOCK_EINVAL or DLOCK_ENOMEM, with the reason in the lane. */
-int dlock__claim_init(dlock__claim *cl, dlock_client *c, dlock__lane *lane, const char *name);
+/* Checks the name and derives its keys, a claim of `kind` whose own part
+ * is `params`; the token is left empty. Returns 0, DLOCK_EINVAL or
+ * DLOCK_ENOMEM, with the reason in the lane. */
+int dlock__claim_init(dlock__claim *cl, dlock_client *c, dlock__lane *lane, const char *name,
+                      const dlock__kind *kind, struct dlock__kind_params *params);
 
-/* Makes the claim one of `kind`, with `limit` for a limited kind, and
- * derives the kind's auxiliary keys. Returns 0 or DLOCK_ENOMEM (reason in
- * the lane). */
-int dlock__claim_set_kind(dlock__claim *cl, dlock__lane *lane, const dlock__kind *kind,
-                          unsigned limit);
+/* Makes the claim one of `kind` and derives the kind's auxiliary keys.
+ * Returns 0 or DLOCK_ENOMEM (reason in the lane). */
+int dlock__claim_set_kind(dlock__claim *cl, dlock__lane *lane, const dlock__kind *kind);
 
 /* Frees the keys and wipes the token. */
 void dlock__claim_clear(dlock__claim *cl);
@@ -111,13 +73,13 @@ int dlock__check_ttl(dlock__lane *lane, int64_t ttl_ms);
  * lives); or the failure. A failed attempt leaves nothing of ours behind. */
 int dlock__attempt_acquire(dlock__claim *cl, dlock__lane *lane, int64_t ttl_ms);
 
-/* A release handed a queued waiter the lock (docs/fair.md): its message
- * named our token, `fence` and `lease_end_ms`, the lease end it found. If
- * that is the end our last busy attempt was told, the hand-over came after
- * that attempt, and the key lives at least min(ttl, lease) from its start:
- * returns 0 with the claim held for that long (less the drift). Else, or
- * if that is over already, DLOCK_EBUSY: the waiter tries instead. */
-int dlock__attempt_handed(dlock__claim *cl, uint64_t fence, int64_t lease_end_ms, int64_t ttl_ms);
+/* A release handed a waiter the lock (docs/fair.md): its message named our
+ * token, and `h` what it said. If the lease end it found is the end our
+ * last busy attempt was told, the hand-over came after that attempt, and
+ * the key lives at least min(ttl, lease) from its start: returns 0 with the
+ * claim held for that long (less the drift). Else, or if that is over
+ * already, DLOCK_EBUSY: the waiter tries instead. */
+int dlock__attempt_handed(dlock__claim *cl, const dlock__handover *h, int64_t ttl_ms);
 
 /* Compare-and-delete; `publish` wakes waiters (cleanups do not). Decided as
  * soon as a majority answered. 0, DLOCK_ENOTOWNER or the failure. */
@@ -146,7 +108,7 @@ typedef struct dlock__tally {
     unsigned slot;   /* acquire: the slot that came with that token */
     int64_t pttl;    /* acquire: the smallest PTTL of the refusals */
     bool writer;     /* acquire: a refusal joined us to the waiting writers ({0, pttl, 1}) */
-    int64_t lease_end_ms; /* acquire: a queued waiter's lease ends then (server ms; 0: none) */
+    int64_t lease_end_ms; /* acquire: a waiter's place ends then ({0, pttl, 0, end}; 0: none) */
 } dlock__tally;
 
 /* Judges an acquire round that started at `start_ns`, from the replies of
