@@ -97,38 +97,17 @@ static void leave_queue(dlock_lock *lock, int rc)
     memcpy(lane->errmsg, why, sizeof(why));
 }
 
-/* The kind a lock of status `st` is: "a semaphore of 3 permits", "held
- * shared", "a mutex or a fair lock" (a holder of one is a mutex holder). */
-static void kind_found(const dlock_status *st, char *out, size_t len)
-{
-    if (dlock_status_limit(st) > 1)
-        snprintf(out, len, "is a semaphore of %u permits", dlock_status_limit(st));
-    else if (dlock_status_shared(st))
-        snprintf(out, len, "is held shared");
-    else
-        snprintf(out, len, "is a mutex or a fair lock");
-}
-
-/* The kind asked for, as kind_found() words one: a semaphore with the
- * permits asked. */
-static void kind_asked(const dlock__claim *cl, char *out, size_t len)
-{
-    if (cl->kind == &dlock__kind_semaphore)
-        snprintf(out, len, "a semaphore of %u permits", cl->params->permits);
-    else
-        snprintf(out, len, "a %s", cl->kind->name);
-}
-
 /* An acquire that found NAME of another kind: the name's status says
  * which (with a semaphore's permits in force), and that is the message,
  * with the kind asked for. A name that holds no lock at all (a hash...)
- * is said in status's words; a name whose kind changed since keeps the
- * acquire's own message. */
+ * is said in status's words; a name whose kind changed since (its NAME of
+ * the type asked for) keeps the acquire's own message. */
 static void explain_kind(dlock_lock *lock, int rc)
 {
     dlock__claim *cl = &lock->claim;
     dlock_client *c = cl->client;
-    char detail[DLOCK__ERRMSG_MAX];
+    char detail[DLOCK__ERRMSG_MAX], found[64];
+    const dlock__kind *kind;
     dlock_status *st = NULL;
     int status_rc;
     if (rc != DLOCK_EWRONGTYPE)
@@ -144,13 +123,13 @@ static void explain_kind(dlock_lock *lock, int rc)
         }
         return;
     }
-    if (status_rc < 0 || !dlock_status_held(st) ||
-        (dlock_status_limit(st) > 1) == (cl->kind == &dlock__kind_semaphore)) {
+    kind = status_rc == 0 && dlock_status_held(st) ? dlock__kinds_found(st, found, sizeof(found))
+                                                   : NULL;
+    if (!kind || strcmp(kind->type, cl->kind->type) == 0) {
         dlock__set_error(&c->main, "%s", detail);
     } else {
-        char found[64], asked[64];
-        kind_found(st, found, sizeof(found));
-        kind_asked(cl, asked, sizeof(asked));
+        char asked[64];
+        dlock__kinds_describe(cl, asked, sizeof(asked));
         dlock__set_error(&c->main, "%s %s, not %s", cl->keys.lock, found, asked);
     }
     dlock_status_free(st);
@@ -237,19 +216,18 @@ int dlock_lock_adopt(dlock_lock **out, dlock_client *c, const char *name, const 
     return 0;
 }
 
-/* An adopted handle tries as a mutex; a name that is a sorted set is a
- * semaphore's, and the handle becomes one of its permits; a name whose
- * string is not our token may be held shared, and the handle tries as a
- * shared holder (a refusal then costs one more request). Returns true when
- * the call is worth repeating as such. */
+/* An adopted handle tries as a mutex; the mutex's answer may say the
+ * token is another kind's (a name that is a sorted set is a semaphore's; a
+ * name whose string is not our token may be held shared), and the handle
+ * tries once as that kind (a refusal then costs one more request). Returns
+ * true when the call is worth repeating as such. */
 static bool adopt_kind(dlock_lock *lock, int rc)
 {
     dlock__claim *cl = &lock->claim;
-    const dlock__kind *other = rc == DLOCK_EWRONGTYPE   ? &dlock__kind_semaphore
-                               : rc == DLOCK_ENOTOWNER ? &dlock__kind_shared
-                                                       : NULL;
-    if (!other || !lock->adopted || cl->kind != &dlock__kind_mutex)
+    const dlock__kind *other = lock->adopted ? dlock__kinds_adopted_on(rc) : NULL;
+    if (!other)
         return false;
+    lock->adopted = false;
     return dlock__claim_set_kind(cl, &cl->client->main, other) == 0;
 }
 

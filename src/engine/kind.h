@@ -105,6 +105,20 @@ typedef struct dlock__kind {
     /* After an acquire that failed with `rc`: is there a place to leave (a
      * queue, the waiting writers), with a release? */
     bool (*leaves)(const struct dlock__claim *cl, int rc);
+    /* The code a mutex's release or extend answers for a token of this
+     * kind (0: none): an adopted handle tries as this kind then. */
+    int adopted_on;
+    /* The kind asked for, for a refusal: "a semaphore of 3 permits" (NULL:
+     * "a " and the name). */
+    void (*describe)(const struct dlock__claim *cl, char *out, size_t len);
+    /* Whether a held name's status shows this kind; if so its words ("is
+     * a semaphore of 3 permits") into out. */
+    bool (*found)(const dlock_status *st, char *out, size_t len);
+    /* Whether the kind's status script reads a name the mutex's status
+     * found of Redis type `type`, held with (`owned`) or without an owner
+     * record; and the reader of its reply. */
+    bool (*reads)(const char *type, bool owned);
+    int (*read_status)(dlock_status *out, const dlock__reply *r);
 } dlock__kind;
 
 #endif

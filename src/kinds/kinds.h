@@ -34,4 +34,20 @@ extern const dlock__kind dlock__kind_shared;
  * fence write-back the engine sends for a grant of any kind. */
 const char *const *dlock__kinds_scripts(void);
 
+/* The kind an adopted handle that a mutex's call answered `rc` tries
+ * instead (dlock__kind.adopted_on), or NULL. */
+const dlock__kind *dlock__kinds_adopted_on(int rc);
+
+/* The kind whose own status script reads a name that the mutex's status
+ * found of Redis type `type`, held with (`owned`) or without an owner
+ * record, or NULL: the mutex's status said all. */
+const dlock__kind *dlock__kinds_reading(const char *type, bool owned);
+
+/* The kind a held name's status shows, its words ("is held shared") into
+ * out; NULL when none says. */
+const dlock__kind *dlock__kinds_found(const dlock_status *st, char *out, size_t len);
+
+/* The kind asked for, as a refusal names it: "a semaphore of 3 permits". */
+void dlock__kinds_describe(const dlock__claim *cl, char *out, size_t len);
+
 #endif

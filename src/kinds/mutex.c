@@ -8,6 +8,9 @@
  * also records the fence it ends in `freed`, which the extend's repair
  * reads: a repair never brings our key back after our own release. */
 #include "kinds.h"
+#include "status_record.h"
+
+#include <stdio.h>
 
 /* The keys before the epoch (the last of aux): the queue, and for a
  * waiting acquire the writers. */
@@ -67,7 +70,17 @@ static bool leaves(const dlock__claim *cl, int rc)
     return cl->params->writer && (rc == DLOCK_EBUSY || rc == DLOCK_ECANCELED);
 }
 
-/* The two mutexes differ in their keys alone. */
+/* A holder of a fair lock is a mutex holder: the status cannot tell. */
+static bool found(const dlock_status *st, char *out, size_t len)
+{
+    if (st->limit > 1 || st->shared)
+        return false;
+    snprintf(out, len, "is a mutex or a fair lock");
+    return true;
+}
+
+/* The two mutexes differ in their keys alone (and only one says what a
+ * status shows). */
 #define MUTEX_SCRIPTS_AND_HOOKS                                                                    \
     .name = "mutex", .type = "string", .acquire = DLOCK__SCRIPT_ACQUIRE,                           \
     .release = DLOCK__SCRIPT_RELEASE, .extend = DLOCK__SCRIPT_EXTEND,                              \
@@ -76,6 +89,7 @@ static bool leaves(const dlock__claim *cl, int rc)
 const dlock__kind dlock__kind_mutex = {
     MUTEX_SCRIPTS_AND_HOOKS,
     .aux = {"queue", "writer", "epoch", NULL},
+    .found = found,
 };
 
 /* A mutex acquire that does not wait: the mutex without the writer set,

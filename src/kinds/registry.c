@@ -3,6 +3,7 @@
 #include "kinds.h"
 
 #include <pthread.h>
+#include <stdio.h>
 
 static const dlock__kind *const kinds[] = {
     &dlock__kind_mutex, &dlock__kind_mutex_try, &dlock__kind_semaphore, &dlock__kind_fair,
@@ -32,4 +33,36 @@ const char *const *dlock__kinds_scripts(void)
 {
     pthread_once(&scripts_once, list_scripts);
     return scripts;
+}
+
+const dlock__kind *dlock__kinds_adopted_on(int rc)
+{
+    for (size_t i = 0; i < KINDS; i++)
+        if (rc != 0 && kinds[i]->adopted_on == rc)
+            return kinds[i];
+    return NULL;
+}
+
+const dlock__kind *dlock__kinds_reading(const char *type, bool owned)
+{
+    for (size_t i = 0; i < KINDS; i++)
+        if (kinds[i]->reads && kinds[i]->reads(type, owned))
+            return kinds[i];
+    return NULL;
+}
+
+const dlock__kind *dlock__kinds_found(const dlock_status *st, char *out, size_t len)
+{
+    for (size_t i = 0; i < KINDS; i++)
+        if (kinds[i]->found && kinds[i]->found(st, out, len))
+            return kinds[i];
+    return NULL;
+}
+
+void dlock__kinds_describe(const dlock__claim *cl, char *out, size_t len)
+{
+    if (cl->kind->describe)
+        cl->kind->describe(cl, out, len);
+    else
+        snprintf(out, len, "a %s", cl->kind->name);
 }

@@ -5,6 +5,11 @@
  * shared holders out. With several servers their fence is `epoch`, which
  * only fence write-backs raise (scripts.c). */
 #include "kinds.h"
+#include "status_record.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 static void words(const dlock__claim *cl, enum dlock__step step, dlock__words *w)
 {
@@ -38,6 +43,53 @@ static int setup(dlock__claim *cl, dlock__lane *lane, const dlock_acquire_option
     return 0;
 }
 
+static bool found(const dlock_status *st, char *out, size_t len)
+{
+    if (!st->shared)
+        return false;
+    snprintf(out, len, "is held shared");
+    return true;
+}
+
+/* A held name without an owner record may be held shared. */
+static bool reads(const char *type, bool owned)
+{
+    return strcmp(type, "string") == 0 && !owned;
+}
+
+/* The status reply: {owner record or false, PTTL, ...}. Each holder has
+ * the name's fence. */
+static int read_status(dlock_status *out, const dlock__reply *r)
+{
+    size_t k;
+    if (r->type == DLOCK__REPLY_ERROR)
+        return dlock__server_error_code(r);
+    if (r->type != DLOCK__REPLY_ARRAY || r->elements % 2 != 0)
+        return DLOCK_EPROTO;
+    k = r->elements / 2;
+    if (k == 0)
+        return 0;
+    out->permit_owners = calloc(k, sizeof(*out->permit_owners));
+    out->permits = calloc(k, sizeof(*out->permits));
+    if (!out->permit_owners || !out->permits)
+        return DLOCK_ENOMEM;
+    for (size_t i = 0; i < k; i++) {
+        const dlock__reply *record = r->element[i * 2], *pttl = r->element[i * 2 + 1];
+        dlock__owner *owner = &out->permit_owners[i];
+        if (pttl->type != DLOCK__REPLY_INTEGER)
+            return DLOCK_EPROTO;
+        if (record->type != DLOCK__REPLY_STRING || dlock__owner_parse(owner, record->str) < 0)
+            memset(owner, 0, sizeof(*owner));
+        out->permits[i] = (dlock_holder){.host = owner->host, .pid = owner->pid,
+                                         .since_ms = owner->since_ms, .ttl_ms = pttl->integer,
+                                         .fence = out->fence};
+    }
+    out->holders = k;
+    out->limit = 1;
+    out->shared = true;
+    return 0;
+}
+
 const dlock__kind dlock__kind_shared = {
     .name = "shared lock",
     .type = "string",
@@ -48,4 +100,8 @@ const dlock__kind dlock__kind_shared = {
     .aux = {"queue", "writer", "readers", "rowners", "epoch", NULL},
     .words = words,
     .setup = setup,
+    .adopted_on = DLOCK_ENOTOWNER,
+    .found = found,
+    .reads = reads,
+    .read_status = read_status,
 };
