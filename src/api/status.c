@@ -379,6 +379,20 @@ int dlock_status_shared(const dlock_status *st)
     return st && st->shared;
 }
 
+int dlock_status_describe(const dlock_status *st, char *out, size_t len)
+{
+    char found[64];
+    const dlock__kind *kind;
+    if (!st || !out || !len)
+        return DLOCK_EINVAL;
+    kind = st->held ? dlock__kinds_found(st, found, sizeof(found)) : NULL;
+    if (kind && kind->holders)
+        kind->holders(st, out, len);
+    else
+        snprintf(out, len, "not held");
+    return 0;
+}
+
 void dlock_status_free(dlock_status *st)
 {
     if (st) {

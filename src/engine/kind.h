@@ -114,6 +114,9 @@ typedef struct dlock__kind {
     /* Whether a held name's status shows this kind; if so its words ("is
      * a semaphore of 3 permits") into out. */
     bool (*found)(const dlock_status *st, char *out, size_t len);
+    /* Who holds a name whose status found() says is of this kind, in
+     * words: "2 of its 3 permits held, the first to expire in 1.0 s". */
+    void (*holders)(const dlock_status *st, char *out, size_t len);
     /* Whether the kind's status script reads a name the mutex's status
      * found of Redis type `type`, held with (`owned`) or without an owner
      * record; and the reader of its reply. */

@@ -11,6 +11,7 @@
 #include "status_record.h"
 
 #include <stdio.h>
+#include <time.h>
 
 /* The keys before the epoch (the last of aux): the queue, and for a
  * waiting acquire the writers. */
@@ -79,6 +80,30 @@ static bool found(const dlock_status *st, char *out, size_t len)
     return true;
 }
 
+/* Its holder's host, pid and start (UTC), or a key without an owner
+ * record; and when its key expires. */
+static void holders(const dlock_status *st, char *out, size_t len)
+{
+    int n;
+    if (st->holders) {
+        time_t secs = (time_t)(st->holder.since_ms / 1000);
+        char since[32];
+        struct tm tm;
+        gmtime_r(&secs, &tm);
+        strftime(since, sizeof(since), "%Y-%m-%dT%H:%M:%SZ", &tm);
+        n = snprintf(out, len, "held by %s pid %ld since %s", st->holder.host, st->holder.pid,
+                     since);
+    } else {
+        n = snprintf(out, len, "held by another client (no owner record)");
+    }
+    if (n < 0 || (size_t)n >= len)
+        return;
+    if (st->ttl_ms >= 0)
+        snprintf(out + n, len - (size_t)n, ", expires in %.1f s", (double)st->ttl_ms / 1000);
+    else
+        snprintf(out + n, len - (size_t)n, ", never expires (no TTL)");
+}
+
 /* The two mutexes differ in their keys alone (and only one says what a
  * status shows). */
 #define MUTEX_SCRIPTS_AND_HOOKS                                                                    \
@@ -90,6 +115,7 @@ const dlock__kind dlock__kind_mutex = {
     MUTEX_SCRIPTS_AND_HOOKS,
     .aux = {"queue", "writer", "epoch", NULL},
     .found = found,
+    .holders = holders,
 };
 
 /* A mutex acquire that does not wait: the mutex without the writer set,

@@ -64,6 +64,12 @@ static bool found(const dlock_status *st, char *out, size_t len)
     return true;
 }
 
+static void holders(const dlock_status *st, char *out, size_t len)
+{
+    snprintf(out, len, "%zu of its %u permits held, the first to expire in %.1f s", st->holders,
+             st->limit, (double)st->ttl_ms / 1000);
+}
+
 /* A name whose key is a sorted set is a semaphore's. */
 static bool reads(const char *type, bool owned)
 {
@@ -136,6 +142,7 @@ const dlock__kind dlock__kind_semaphore = {
     .adopted_on = DLOCK_EWRONGTYPE,
     .describe = describe,
     .found = found,
+    .holders = holders,
     .reads = reads,
     .read_status = read_status,
 };

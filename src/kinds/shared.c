@@ -51,6 +51,15 @@ static bool found(const dlock_status *st, char *out, size_t len)
     return true;
 }
 
+/* How many, one of them, and when the last one's hold ends. */
+static void holders(const dlock_status *st, char *out, size_t len)
+{
+    const dlock_holder *h = &st->permits[0];
+    snprintf(out, len, "held shared by %zu holder%s (%s%s pid %ld), the last to expire in %.1f s",
+             st->holders, st->holders == 1 ? "" : "s", st->holders == 1 ? "" : "one: ", h->host,
+             h->pid, (double)st->ttl_ms / 1000);
+}
+
 /* A held name without an owner record may be held shared. */
 static bool reads(const char *type, bool owned)
 {
@@ -102,6 +111,7 @@ const dlock__kind dlock__kind_shared = {
     .setup = setup,
     .adopted_on = DLOCK_ENOTOWNER,
     .found = found,
+    .holders = holders,
     .reads = reads,
     .read_status = read_status,
 };

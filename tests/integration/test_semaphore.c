@@ -1,6 +1,7 @@
 /* Semaphores through the library against a real redis-server: N holders,
  * slots and per-slot fences, the limit in force, the wrong kind both ways,
- * release and extend by token, reaping, waking, loss, several servers. */
+ * release and extend by token, reaping, waking, loss, several servers, and
+ * each kind's holders in words. */
 #include "helpers.h"
 
 #include <inttypes.h>
@@ -343,6 +344,55 @@ static void test_sem_several_servers_refused(void **state)
     test_redis_stop_all(r, 3);
 }
 
+/* `name`'s status in words starts with `start` (what follows is time). */
+static void assert_described(dlock_client *c, const char *name, const char *start)
+{
+    dlock_status *st = NULL;
+    char words[256];
+    assert_int_equal(dlock_status_query(&st, c, name), 0);
+    assert_int_equal(dlock_status_describe(st, words, sizeof(words)), 0);
+    if (strncmp(words, start, strlen(start)) != 0)
+        fail_msg("%s: \"%s\", not \"%s...\"", name, words, start);
+    dlock_status_free(st);
+}
+
+/* A semaphore's permits, a mutex's holder, shared holders, a key that
+ * another client SET, a free name: each in its kind's words. */
+static void test_sem_status_describes_each_kinds_holders(void **state)
+{
+    redisContext *redis = *state;
+    dlock_client *c = open_client(server.url, 0, 0);
+    dlock_acquire_options three = permits(3), one = DLOCK_ACQUIRE_OPTIONS_INIT, shared = one;
+    dlock_lock *l[5];
+    char host[256] = "", start[400];
+    shared.shared = 1;
+    gethostname(host, sizeof(host) - 1);
+    l[0] = must_acquire(c, "describe:sem", 30000, &three);
+    l[1] = must_acquire(c, "describe:sem", 30000, &three);
+    l[2] = must_acquire(c, "describe:mutex", 30000, &one);
+    l[3] = must_acquire(c, "describe:shared", 30000, &shared);
+    l[4] = must_acquire(c, "describe:shared", 30000, &shared);
+    freeReplyObject(run(redis, "SET describe:other x"));
+
+    assert_described(c, "describe:sem", "2 of its 3 permits held, the first to expire in ");
+    snprintf(start, sizeof(start), "held by %s pid %ld since ", host, (long)getpid());
+    assert_described(c, "describe:mutex", start);
+    snprintf(start, sizeof(start), "held shared by 2 holders (one: %s pid %ld), the last to expire in ",
+             host, (long)getpid());
+    assert_described(c, "describe:shared", start);
+    assert_described(c, "describe:other",
+                     "held by another client (no owner record), never expires (no TTL)");
+    assert_described(c, "describe:free", "not held");
+    assert_int_equal(dlock_status_describe(NULL, start, sizeof(start)), DLOCK_EINVAL);
+
+    freeReplyObject(run(redis, "DEL describe:other"));
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(dlock_lock_release(l[i]), 0);
+        dlock_lock_free(l[i]);
+    }
+    dlock_client_close(c);
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup_group_redis, teardown_group_redis)
@@ -355,6 +405,7 @@ int main(void)
         T(test_sem_release_wakes_a_waiter),
         T(test_sem_removed_permit_is_lost),
         T(test_sem_bad_permits),
+        T(test_sem_status_describes_each_kinds_holders),
         cmocka_unit_test(test_sem_fences_grow_per_slot_across_restarts),
         cmocka_unit_test(test_sem_several_servers_refused),
     };
