@@ -568,6 +568,14 @@ DLOCK_EXTERN unsigned dlock_status_limit(const dlock_status *st);
  * each with the name's fence. */
 DLOCK_EXTERN int dlock_status_shared(const dlock_status *st);
 
+/* Who holds the name, in the words of dlock's own messages, into `out`
+ * (cut at `len` bytes): "held by HOST pid PID since 2025-01-02T03:04:05Z,
+ * expires in 4.2 s" (or "held by another client (no owner record)"),
+ * "2 of its 3 permits held, the first to expire in 1.0 s", "held shared by
+ * 2 holders (one: HOST pid PID), the last to expire in 3.0 s"; "not held".
+ * Returns 0, or DLOCK_EINVAL for a NULL `st` or `out` or a `len` of 0. */
+DLOCK_EXTERN int dlock_status_describe(const dlock_status *st, char *out, size_t len);
+
 /* Servers that answered, and on how many of them the key exists. */
 DLOCK_EXTERN unsigned dlock_status_nodes_answered(const dlock_status *st);
 DLOCK_EXTERN unsigned dlock_status_nodes_held(const dlock_status *st);

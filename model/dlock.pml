@@ -11,7 +11,8 @@
  * change to any of them fails it until this model was reviewed against
  * the change and its pin updated. A model pins every script of its kind
  * (the `kind` line: src/kinds/lua/KIND_*.lua, which scripts/model
- * checks), the helpers every script shares and the attempt layer; and
+ * checks), the helpers every script shares, the kind's C
+ * (src/kinds/KIND.c) and the attempt layer; and
  * fence_max.lua, the write-back:
  * kind mutex
  * pin src/kinds/lua/helpers.lua 5cddaa037d143ed6ef1d4fa4ddfcd7763db81b38
@@ -20,7 +21,8 @@
  * pin src/kinds/lua/mutex_release.lua 93e32bce7f764d4346c3e925f0adecf3ef7d7ce4
  * pin src/kinds/lua/mutex_status.lua b421d7b779e83ac0a8d2eeec8352366b8c430810
  * pin src/kinds/lua/fence_max.lua 94ccc3a1c23cc9461874132b3c4efc2b44ddda1d
- * pin src/engine/attempt.c b45c52f8345028c4e57e7c0d4d38da08d6fd7715
+ * pin src/kinds/mutex.c e6f751963be14c2b46d982db557ad75d01bc2b3e
+ * pin src/engine/attempt.c c7cd8fb4be713ba2257c24a19d20a1c878329b5b
  *
  * Time. There is no absolute clock: every time in the model is kept
  * relative to "now" and moved by the clock process, one tick at a time, so

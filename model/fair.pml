@@ -12,7 +12,8 @@
  * change to any of them fails it until this model was reviewed against
  * the change and its pin updated. A model pins every script of its kind
  * (the `kind` line: src/kinds/lua/KIND_*.lua, which scripts/model
- * checks), the helpers every script shares and the attempt layer; and the
+ * checks), the helpers every script shares, the kind's C
+ * (src/kinds/KIND.c) and the attempt layer; and the
  * mutex's acquire, release and extend, which it models too (a plain
  * acquire looks the queue up; the fair lock's extend is the mutex's):
  * kind fair
@@ -23,7 +24,8 @@
  * pin src/kinds/lua/mutex_acquire.lua 560346dab2ce9c7cc7193dad00f9aa5f84f763f7
  * pin src/kinds/lua/mutex_release.lua 93e32bce7f764d4346c3e925f0adecf3ef7d7ce4
  * pin src/kinds/lua/mutex_extend.lua 9a5201d1e4af2d6112217a51f7be5d27511b42c4
- * pin src/engine/attempt.c b45c52f8345028c4e57e7c0d4d38da08d6fd7715
+ * pin src/kinds/fair.c 3b7b7341205b0d52cb247c0ea84da2c7d580a28e
+ * pin src/engine/attempt.c c7cd8fb4be713ba2257c24a19d20a1c878329b5b
  *
  * Time is kept as in dlock.pml: relative to "now", moved one tick at a time
  * by the clock process. The lock key, each presence lease and the queue's

@@ -10,7 +10,8 @@
  * change to any of them fails it until this model was reviewed against
  * the change and its pin updated. A model pins every script of its kind
  * (the `kind` line: src/kinds/lua/KIND_*.lua, which scripts/model
- * checks), the helpers every script shares and the attempt layer; and the
+ * checks), the helpers every script shares, the kind's C
+ * (src/kinds/KIND.c) and the attempt layer; and the
  * mutex's acquire, release and extend, which it models too (a writer
  * waits, gives up and extends through them):
  * kind shared
@@ -23,7 +24,8 @@
  * pin src/kinds/lua/mutex_acquire.lua 560346dab2ce9c7cc7193dad00f9aa5f84f763f7
  * pin src/kinds/lua/mutex_release.lua 93e32bce7f764d4346c3e925f0adecf3ef7d7ce4
  * pin src/kinds/lua/mutex_extend.lua 9a5201d1e4af2d6112217a51f7be5d27511b42c4
- * pin src/engine/attempt.c b45c52f8345028c4e57e7c0d4d38da08d6fd7715
+ * pin src/kinds/shared.c 2f51db4485351d3390c536dad6416ded80554994
+ * pin src/engine/attempt.c c7cd8fb4be713ba2257c24a19d20a1c878329b5b
  *
  * Time is kept as in dlock.pml and fair.pml: relative to "now", moved one
  * tick at a time by the clock process. NAME, each reader's entry and each

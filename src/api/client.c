@@ -3,6 +3,7 @@
 #include "book.h"
 #include "clock.h"
 #include "lane.h"
+#include "kinds.h"
 #include "renew.h"
 #include "route.h"
 #include "tls.h"
@@ -194,6 +195,7 @@ static int open_connections(dlock_client *c, char *why, size_t why_len)
         return DLOCK_ESYSTEM;
     }
     c->tokens = dlock__token_pool_new();
+    c->scripts = dlock__kinds_scripts();
     for (size_t i = 0; i < c->n; i++)
         if (!(c->books[i] = dlock__book_new()))
             return nomem(why, why_len);

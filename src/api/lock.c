@@ -3,6 +3,7 @@
 #include "lock.h"
 
 #include "clock.h"
+#include "kinds.h"
 #include "token.h"
 #include "wait.h"
 
@@ -10,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int new_lock(dlock_lock **out, dlock_client *c, const char *name)
+static int new_lock(dlock_lock **out, dlock_client *c, const char *name, const dlock__kind *kind)
 {
     dlock_lock *lock = calloc(1, sizeof(*lock));
     int rc;
@@ -18,7 +19,7 @@ static int new_lock(dlock_lock **out, dlock_client *c, const char *name)
         dlock__set_error(&c->main, "out of memory");
         return DLOCK_ENOMEM;
     }
-    rc = dlock__claim_init(&lock->claim, c, &c->main, name);
+    rc = dlock__claim_init(&lock->claim, c, &c->main, name, kind, &lock->params);
     if (rc < 0) {
         free(lock);
         return rc;
@@ -68,122 +69,45 @@ static int check_acquire_options(dlock__lane *lane, const dlock_acquire_options 
     return DLOCK_EINVAL;
 }
 
-/* permits 0 or 1: a mutex (one that does not wait marks no writer's wait
- * on a name held shared). More: a semaphore, on one server only: with
- * several, N holders can each hold a different majority (docs/redlock.md). */
-static int set_kind(dlock_lock *lock, const dlock_acquire_options *o)
+/* The kind the options ask for: shared, fair, a semaphore (permits > 1),
+ * else a mutex (one that does not wait marks no writer's wait on a name
+ * held shared). */
+static const dlock__kind *kind_of(const dlock_acquire_options *o)
 {
-    dlock__claim *cl = &lock->claim;
-    dlock_client *c = cl->client;
-    if (o->permits <= 1 && o->wait_ms == 0)
-        return dlock__claim_set_kind(cl, &c->main, &dlock__kind_mutex_try, 0);
-    if (o->permits <= 1)
-        return 0;
-    if (o->permits > DLOCK_PERMITS_MAX) {
-        dlock__set_error(&c->main, "permits must be from 1 to %d, not %u", DLOCK_PERMITS_MAX,
-                         o->permits);
-        return DLOCK_EINVAL;
-    }
-    if (c->n > 1) {
-        dlock__set_error(&c->main,
-                         "a semaphore (permits > 1) takes one server: with %zu, a majority "
-                         "cannot bound its holders (N holders can each hold a different "
-                         "majority; docs/redlock.md)",
-                         c->n);
-        return DLOCK_EINVAL;
-    }
-    return dlock__claim_set_kind(cl, &c->main, &dlock__kind_semaphore, o->permits);
+    if (o->shared)
+        return &dlock__kind_shared;
+    if (o->fair)
+        return &dlock__kind_fair;
+    if (o->permits > 1)
+        return &dlock__kind_semaphore;
+    return o->wait_ms == 0 ? &dlock__kind_mutex_try : &dlock__kind_mutex;
 }
 
-/* A fair lock: one server only (with several, each could queue the
- * waiters in another order and the votes split for ever), and a mutex
- * only. */
-static int set_fair(dlock_lock *lock, const dlock_acquire_options *o)
-{
-    dlock__claim *cl = &lock->claim;
-    dlock_client *c = cl->client;
-    int64_t lease = o->lease_ms ? o->lease_ms : DLOCK_LEASE_DEFAULT_MS;
-    if (lease < DLOCK_LEASE_MIN_MS || lease > DLOCK_LEASE_MAX_MS) {
-        dlock__set_error(&c->main, "the presence lease must be from %d to %d ms, not %lld",
-                         DLOCK_LEASE_MIN_MS, DLOCK_LEASE_MAX_MS, (long long)o->lease_ms);
-        return DLOCK_EINVAL;
-    }
-    if (o->permits > 1) {
-        dlock__set_error(&c->main, "a fair lock has one holder: not with permits > 1");
-        return DLOCK_EINVAL;
-    }
-    if (c->n > 1) {
-        dlock__set_error(&c->main,
-                         "a fair lock takes one server: with %zu, each could queue the waiters "
-                         "in another order, and the votes could split for ever (docs/redlock.md)",
-                         c->n);
-        return DLOCK_EINVAL;
-    }
-    return dlock__claim_set_kind(cl, &c->main, &dlock__kind_fair, (unsigned)lease);
-}
-
-/* A shared hold: a mutex otherwise, so not with permits or fair. Its
- * limit says whether its fence is the epoch of several servers. */
-static int set_shared(dlock_lock *lock, const dlock_acquire_options *o)
-{
-    dlock__claim *cl = &lock->claim;
-    dlock_client *c = cl->client;
-    if (o->permits > 1 || o->fair) {
-        dlock__set_error(&c->main, "a shared hold goes with neither permits > 1 nor fair");
-        return DLOCK_EINVAL;
-    }
-    return dlock__claim_set_kind(cl, &c->main, &dlock__kind_shared, c->n > 1);
-}
-
-/* A queued waiter that did not get the lock (busy, deadline, cancel, an
- * error) leaves the queue now rather than when its lease ends; so does a
- * mutex that waited in vain (busy, cancel) leave the waiting writers of a
- * name held shared (the release takes its token out of them). The failure
- * it reports stays the one that ended its wait. */
+/* An acquire that failed may leave a place behind that its kind takes
+ * back with a release (a fair waiter's in the queue, a writer's among the
+ * waiting writers). The failure it reports stays the one that ended it. */
 static void leave_queue(dlock_lock *lock, int rc)
 {
     dlock__lane *lane = &lock->claim.client->main;
     char why[DLOCK__ERRMSG_MAX];
-    bool writer = lock->claim.writer && (rc == DLOCK_EBUSY || rc == DLOCK_ECANCELED);
-    if (!lock->claim.kind->queued && !writer)
+    if (!lock->claim.kind->leaves || !lock->claim.kind->leaves(&lock->claim, rc))
         return;
     memcpy(why, lane->errmsg, sizeof(why));
     dlock__attempt_release(&lock->claim, lane, true);
     memcpy(lane->errmsg, why, sizeof(why));
 }
 
-/* The kind a lock of status `st` is: "a semaphore of 3 permits", "held
- * shared", "a mutex or a fair lock" (a holder of one is a mutex holder). */
-static void kind_found(const dlock_status *st, char *out, size_t len)
-{
-    if (dlock_status_limit(st) > 1)
-        snprintf(out, len, "is a semaphore of %u permits", dlock_status_limit(st));
-    else if (dlock_status_shared(st))
-        snprintf(out, len, "is held shared");
-    else
-        snprintf(out, len, "is a mutex or a fair lock");
-}
-
-/* The kind asked for, as kind_found() words one: a semaphore with the
- * permits asked. */
-static void kind_asked(const dlock__claim *cl, char *out, size_t len)
-{
-    if (cl->kind == &dlock__kind_semaphore)
-        snprintf(out, len, "a semaphore of %u permits", cl->limit);
-    else
-        snprintf(out, len, "a %s", cl->kind->name);
-}
-
 /* An acquire that found NAME of another kind: the name's status says
  * which (with a semaphore's permits in force), and that is the message,
  * with the kind asked for. A name that holds no lock at all (a hash...)
- * is said in status's words; a name whose kind changed since keeps the
- * acquire's own message. */
+ * is said in status's words; a name whose kind changed since (its NAME of
+ * the type asked for) keeps the acquire's own message. */
 static void explain_kind(dlock_lock *lock, int rc)
 {
     dlock__claim *cl = &lock->claim;
     dlock_client *c = cl->client;
-    char detail[DLOCK__ERRMSG_MAX];
+    char detail[DLOCK__ERRMSG_MAX], found[64];
+    const dlock__kind *kind;
     dlock_status *st = NULL;
     int status_rc;
     if (rc != DLOCK_EWRONGTYPE)
@@ -199,13 +123,13 @@ static void explain_kind(dlock_lock *lock, int rc)
         }
         return;
     }
-    if (status_rc < 0 || !dlock_status_held(st) ||
-        (dlock_status_limit(st) > 1) == (cl->kind == &dlock__kind_semaphore)) {
+    kind = status_rc == 0 && dlock_status_held(st) ? dlock__kinds_found(st, found, sizeof(found))
+                                                   : NULL;
+    if (!kind || strcmp(kind->type, cl->kind->type) == 0) {
         dlock__set_error(&c->main, "%s", detail);
     } else {
-        char found[64], asked[64];
-        kind_found(st, found, sizeof(found));
-        kind_asked(cl, asked, sizeof(asked));
+        char asked[64];
+        dlock__kinds_describe(cl, asked, sizeof(asked));
         dlock__set_error(&c->main, "%s %s, not %s", cl->keys.lock, found, asked);
     }
     dlock_status_free(st);
@@ -241,11 +165,12 @@ int dlock_lock_acquire(dlock_lock **out, dlock_client *c, const char *name, int6
     if (rc == 0)
         rc = check_acquire_options(&c->main, o, ttl_ms);
     if (rc == 0)
-        rc = new_lock(&lock, c, name);
+        rc = new_lock(&lock, c, name, kind_of(o));
     if (rc != 0)
         return rc;
     lock->claim.metrics = dlock__metrics_of(&c->metrics, name);
-    rc = o->shared ? set_shared(lock, o) : o->fair ? set_fair(lock, o) : set_kind(lock, o);
+    if (lock->claim.kind->setup)
+        rc = lock->claim.kind->setup(&lock->claim, &c->main, o);
     if (rc == 0 && (rc = dlock__token_new(c->tokens, lock->claim.token)) < 0)
         dlock__set_error(&c->main, "getrandom() gave no random bytes for the owner token");
     if (rc == 0 && o->wait_ms != 0)
@@ -282,7 +207,7 @@ int dlock_lock_adopt(dlock_lock **out, dlock_client *c, const char *name, const 
         dlock__set_error(&c->main, "a token is %d lower-case hex characters", DLOCK_TOKEN_LEN);
         return DLOCK_EINVAL;
     }
-    rc = new_lock(&lock, c, name);
+    rc = new_lock(&lock, c, name, &dlock__kind_mutex);
     if (rc < 0)
         return rc;
     memcpy(lock->claim.token, token, DLOCK_TOKEN_LEN + 1);
@@ -291,20 +216,19 @@ int dlock_lock_adopt(dlock_lock **out, dlock_client *c, const char *name, const 
     return 0;
 }
 
-/* An adopted handle tries as a mutex; a name that is a sorted set is a
- * semaphore's, and the handle becomes one of its permits; a name whose
- * string is not our token may be held shared, and the handle tries as a
- * shared holder (a refusal then costs one more request). Returns true when
- * the call is worth repeating as such. */
+/* An adopted handle tries as a mutex; the mutex's answer may say the
+ * token is another kind's (a name that is a sorted set is a semaphore's; a
+ * name whose string is not our token may be held shared), and the handle
+ * tries once as that kind (a refusal then costs one more request). Returns
+ * true when the call is worth repeating as such. */
 static bool adopt_kind(dlock_lock *lock, int rc)
 {
     dlock__claim *cl = &lock->claim;
-    const dlock__kind *other = rc == DLOCK_EWRONGTYPE   ? &dlock__kind_semaphore
-                               : rc == DLOCK_ENOTOWNER ? &dlock__kind_shared
-                                                       : NULL;
-    if (!other || !lock->adopted || cl->kind != &dlock__kind_mutex)
+    const dlock__kind *other = lock->adopted ? dlock__kinds_adopted_on(rc) : NULL;
+    if (!other)
         return false;
-    return dlock__claim_set_kind(cl, &cl->client->main, other, 0) == 0;
+    lock->adopted = false;
+    return dlock__claim_set_kind(cl, &cl->client->main, other) == 0;
 }
 
 static void stop_renewal(dlock_lock *lock)

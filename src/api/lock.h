@@ -5,13 +5,15 @@
 #define DLOCK_LOCK_H
 
 #include "attempt.h"
+#include "kinds.h"
 #include "renew.h"
 
 struct dlock_lock {
     dlock__claim claim;
+    struct dlock__kind_params params; /* the claim's kind's own */
     bool auto_renew;
     dlock__renewal *renewal; /* while in the renewal set */
-    bool adopted;            /* its kind is not known: a mutex until a WRONGTYPE says not */
+    bool adopted;            /* its kind is not known: a mutex until the mutex's answer says not */
 };
 
 #endif

@@ -6,29 +6,12 @@
 #include "names.h"
 #include "owner.h"
 #include "read.h"
+#include "status_record.h"
 
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-struct dlock_status {
-    bool held;
-    int64_t ttl_ms;
-    uint64_t fence;
-    size_t holders;
-    dlock__owner owner;
-    dlock_holder holder; /* points into owner */
-    unsigned nodes_answered;
-    unsigned nodes_held;
-    size_t n;
-    dlock_node_status nodes[DLOCK__NODES_MAX];
-    char errors[DLOCK__NODES_MAX][256]; /* what nodes[i].error points to */
-    unsigned limit;                     /* a semaphore's permits, else 1 */
-    dlock__owner *permit_owners;        /* a semaphore: one per live permit */
-    dlock_holder *permits;              /* points into permit_owners; NULL: a mutex */
-    bool shared;                        /* held shared: permits are the shared holders */
-};
 
 /* One node's view, when its part in the read is an answer. */
 struct view {
@@ -145,62 +128,10 @@ static void keep_node_views(dlock_status *out, const struct view *views, const d
     }
 }
 
-/* One permit of a semaphore's status reply: {record or false, PTTL, slot,
- * fence}. Returns 0 or DLOCK_EPROTO. */
-static int parse_permit(dlock__owner *owner, dlock_holder *h, dlock__reply *const *e)
-{
-    if (e[1]->type != DLOCK__REPLY_INTEGER || e[2]->type != DLOCK__REPLY_INTEGER ||
-        e[2]->integer < 0 || e[2]->integer >= DLOCK_PERMITS_MAX ||
-        e[3]->type != DLOCK__REPLY_STRING)
-        return DLOCK_EPROTO;
-    if (e[0]->type != DLOCK__REPLY_STRING || dlock__owner_parse(owner, e[0]->str) < 0)
-        memset(owner, 0, sizeof(*owner)); /* a permit without its record */
-    h->host = owner->host;
-    h->pid = owner->pid;
-    h->since_ms = owner->since_ms;
-    h->ttl_ms = e[1]->integer;
-    h->slot = (unsigned)e[2]->integer;
-    h->fence = strtoull(e[3]->str, NULL, 10);
-    return 0;
-}
-
-/* A semaphore's status reply: {limit or false, {permit, permit...}}, each
- * permit four elements, by slot. */
-static int parse_semaphore(dlock_status *out, const dlock__reply *r)
-{
-    const dlock__reply *limit, *list;
-    size_t k;
-    if (r->type == DLOCK__REPLY_ERROR)
-        return dlock__server_error_code(r);
-    if (r->type != DLOCK__REPLY_ARRAY || r->elements != 2 ||
-        r->element[1]->type != DLOCK__REPLY_ARRAY || r->element[1]->elements % 4 != 0)
-        return DLOCK_EPROTO;
-    limit = r->element[0];
-    list = r->element[1];
-    k = list->elements / 4;
-    out->limit = limit->type == DLOCK__REPLY_STRING ? (unsigned)strtoul(limit->str, NULL, 10) : 1;
-    out->permit_owners = calloc(k ? k : 1, sizeof(*out->permit_owners));
-    out->permits = calloc(k ? k : 1, sizeof(*out->permits));
-    if (!out->permit_owners || !out->permits)
-        return DLOCK_ENOMEM;
-    for (size_t i = 0; i < k; i++) {
-        dlock_holder *h = &out->permits[i];
-        if (parse_permit(&out->permit_owners[i], h, &list->element[i * 4]) < 0)
-            return DLOCK_EPROTO;
-        if (i == 0 || h->ttl_ms < out->ttl_ms)
-            out->ttl_ms = h->ttl_ms;
-        out->fence = h->fence > out->fence ? h->fence : out->fence;
-    }
-    out->holders = k;
-    out->held = k > 0;
-    out->limit = k > 0 ? out->limit : 1;
-    return 0;
-}
-
 /* Runs `kind`'s status script (KEYS: NAME, then the kind's auxiliary keys)
- * on node `node` and gives its reply to `parse`. */
+ * on node `node` and gives its reply to the kind's reader. */
 static int query_kind(dlock_status *out, dlock_client *c, const dlock__keys *keys, size_t node,
-                      const dlock__kind *kind, int (*parse)(dlock_status *, const dlock__reply *))
+                      const dlock__kind *kind)
 {
     char *aux[DLOCK__KIND_AUX_MAX] = {NULL};
     const char *k[1 + DLOCK__KIND_AUX_MAX] = {keys->lock};
@@ -216,7 +147,7 @@ static int query_kind(dlock_status *out, dlock_client *c, const dlock__keys *key
     if (rc == 0)
         rc = dlock__read_script(&rd, kind->status, nkeys, k);
     if (rc == 0) {
-        rc = rd.parts[0] < 0 ? rd.parts[0] : parse(out, rd.results[0].reply);
+        rc = rd.parts[0] < 0 ? rd.parts[0] : kind->read_status(out, rd.results[0].reply);
         if (rc < 0) {
             dlock__set_error(&c->main, "status of %s %s: %s", kind->name, keys->lock,
                              dlock_strerror(rc));
@@ -229,12 +160,13 @@ static int query_kind(dlock_status *out, dlock_client *c, const dlock__keys *key
     return rc;
 }
 
-/* A name whose key is a sorted set is a semaphore's (one server): its
- * permits, from the semaphore's status script on node `node`. */
-static int query_semaphore(dlock_status *out, dlock_client *c, const dlock__keys *keys,
-                           size_t node)
+/* A name whose key is not a string is of a kind with a status of its own
+ * (a semaphore's sorted set, on one server): from its status script on
+ * node `node`. */
+static int query_alone(dlock_status *out, dlock_client *c, const dlock__keys *keys, size_t node,
+                       const dlock__kind *kind)
 {
-    int rc = query_kind(out, c, keys, node, &dlock__kind_semaphore, parse_semaphore);
+    int rc = query_kind(out, c, keys, node, kind);
     if (rc == 0) {
         out->nodes_answered = 1;
         out->nodes_held = out->held;
@@ -244,47 +176,16 @@ static int query_semaphore(dlock_status *out, dlock_client *c, const dlock__keys
     return rc;
 }
 
-/* The shared holders' status reply: {owner record or false, PTTL, ...}.
- * Each holder has the name's fence. */
-static int parse_shared(dlock_status *out, const dlock__reply *r)
+/* A held name whose holders are a kind's to read (held shared, without
+ * an owner record): from the first server that holds it. */
+static int query_holders(dlock_status *out, dlock_client *c, const dlock__keys *keys,
+                         size_t first, size_t count)
 {
-    size_t k;
-    if (r->type == DLOCK__REPLY_ERROR)
-        return dlock__server_error_code(r);
-    if (r->type != DLOCK__REPLY_ARRAY || r->elements % 2 != 0)
-        return DLOCK_EPROTO;
-    k = r->elements / 2;
-    if (k == 0)
-        return 0;
-    out->permit_owners = calloc(k, sizeof(*out->permit_owners));
-    out->permits = calloc(k, sizeof(*out->permits));
-    if (!out->permit_owners || !out->permits)
-        return DLOCK_ENOMEM;
-    for (size_t i = 0; i < k; i++) {
-        const dlock__reply *record = r->element[i * 2], *pttl = r->element[i * 2 + 1];
-        dlock__owner *owner = &out->permit_owners[i];
-        if (pttl->type != DLOCK__REPLY_INTEGER)
-            return DLOCK_EPROTO;
-        if (record->type != DLOCK__REPLY_STRING || dlock__owner_parse(owner, record->str) < 0)
-            memset(owner, 0, sizeof(*owner));
-        out->permits[i] = (dlock_holder){.host = owner->host, .pid = owner->pid,
-                                         .since_ms = owner->since_ms, .ttl_ms = pttl->integer,
-                                         .fence = out->fence};
-    }
-    out->holders = k;
-    out->limit = 1;
-    out->shared = true;
-    return 0;
-}
-
-/* A held name without an owner record may be held shared: its holders,
- * from the first server that holds it. */
-static int query_shared(dlock_status *out, dlock_client *c, const dlock__keys *keys, size_t first,
-                        size_t count)
-{
-    for (size_t i = 0; i < count && out->held && !out->owner.pid; i++)
+    const dlock__kind *kind = out->held ? dlock__kinds_reading("string", out->owner.pid != 0)
+                                        : NULL;
+    for (size_t i = 0; i < count && kind; i++)
         if (out->nodes[i].held)
-            return query_kind(out, c, keys, first + i, &dlock__kind_shared, parse_shared);
+            return query_kind(out, c, keys, first + i, kind);
     return 0;
 }
 
@@ -306,12 +207,15 @@ static int query(dlock_status *out, dlock_client *c, const char *name, size_t fi
     rc = dlock__read_script(&rd, DLOCK__SCRIPT_STATUS, 3, k);
     if (rc == 0) {
         rc = combine(out, views, &rd);
-        if (rc == DLOCK_EWRONGTYPE && count == 1 && strcmp(views[0].type, "zset") == 0)
-            rc = query_semaphore(out, c, &keys, first);
+        /* A name that is no string: a kind whose status is its own. */
+        const dlock__kind *own =
+            rc == DLOCK_EWRONGTYPE && count == 1 ? dlock__kinds_reading(views[0].type, false) : NULL;
+        if (own)
+            rc = query_alone(out, c, &keys, first, own);
         else if (rc == 0)
             keep_node_views(out, views, &rd);
         if (rc == 0 && !out->permits)
-            rc = query_shared(out, c, &keys, first, count);
+            rc = query_holders(out, c, &keys, first, count);
         else
             explain(c, name, rc, views, &rd);
         dlock__read_clear(&rd);
@@ -419,4 +323,18 @@ void dlock_status_free(dlock_status *st)
         free(st->permits);
     }
     free(st);
+}
+
+int dlock_status_describe(const dlock_status *st, char *out, size_t len)
+{
+    char found[64];
+    const dlock__kind *kind;
+    if (!st || !out || !len)
+        return DLOCK_EINVAL;
+    kind = st->held ? dlock__kinds_found(st, found, sizeof(found)) : NULL;
+    if (kind && kind->holders)
+        kind->holders(st, out, len);
+    else
+        snprintf(out, len, "not held");
+    return 0;
 }

@@ -233,18 +233,20 @@ int dlock__check_ttl(dlock__lane *lane, int64_t ttl_ms)
     return DLOCK_EINVAL;
 }
 
-int dlock__claim_init(dlock__claim *cl, dlock_client *c, dlock__lane *lane, const char *name)
+int dlock__claim_init(dlock__claim *cl, dlock_client *c, dlock__lane *lane, const char *name,
+                      const dlock__kind *kind, struct dlock__kind_params *params)
 {
     char why[256];
     int rc;
     memset(cl, 0, sizeof(*cl));
     cl->client = c;
+    cl->params = params;
     rc = dlock__keys_make(&cl->keys, name, why, sizeof(why));
     if (rc < 0) {
         dlock__set_error(lane, "%s", why);
         return rc;
     }
-    rc = dlock__claim_set_kind(cl, lane, &dlock__kind_mutex, 0);
+    rc = dlock__claim_set_kind(cl, lane, kind);
     if (rc == 0 && c->audit) {
         cl->audit_key = dlock__aux_key(name, "audit");
         if (!cl->audit_key) {
@@ -265,12 +267,10 @@ static void free_aux(dlock__claim *cl)
     }
 }
 
-int dlock__claim_set_kind(dlock__claim *cl, dlock__lane *lane, const dlock__kind *kind,
-                          unsigned limit)
+int dlock__claim_set_kind(dlock__claim *cl, dlock__lane *lane, const dlock__kind *kind)
 {
     free_aux(cl);
     cl->kind = kind;
-    cl->limit = limit;
     for (size_t i = 0; kind->aux[i]; i++) {
         cl->aux[i] = dlock__aux_key(cl->keys.lock, kind->aux[i]);
         if (!cl->aux[i]) {
@@ -291,12 +291,12 @@ void dlock__claim_clear(dlock__claim *cl)
 }
 
 /* One script call of a claim's kind (see dlock__kind): the mutex's keys and
- * arguments for the step, the kind's auxiliary keys, and an acquire's
- * limit. The call borrows the words, so they live here beside it. */
+ * arguments for the step, then the kind's words for it. The call borrows
+ * the words, so they live here beside it. */
 struct kind_call {
-    const char *keys[3 + DLOCK__KIND_AUX_MAX + 2]; /* and `freed`, the audit's stream */
-    const char *args[7 + DLOCK__AUDIT_WORDS];
-    char limit[12];
+    const char *keys[3 + DLOCK__KIND_AUX_MAX + 2]; /* and the audit's stream */
+    const char *args[5 + DLOCK__WORDS_ARGS_MAX + DLOCK__AUDIT_WORDS];
+    dlock__words words;
     char fence[24], maxlen[24], pid[24], held[24], left[24], keep[24]; /* the audit's */
     dlock__script_call call;
 };
@@ -339,38 +339,49 @@ static void add_audit_trailer(struct kind_call *kc, const dlock__claim *cl, cons
     kc->args[(*a)++] = "dlock:audit";
 }
 
-/* `freed`: the name's key `freed` goes after the kind's (a release or
- * extend that reads it, see dlock__kind). */
-static int encode_kind_call(struct kind_call *kc, const dlock__claim *cl,
-                            enum dlock__script_id id, const char *const *keys, int nkeys,
-                            const char *const *args, int nargs, bool freed, const char *note)
+/* The script a step of the claim's kind sends. */
+static enum dlock__script_id script_of(const dlock__claim *cl, enum dlock__step step)
 {
-    unsigned naux = id == cl->kind->extend ? cl->kind->extend_aux : DLOCK__KIND_AUX_MAX;
+    switch (step) {
+    case DLOCK__STEP_ACQUIRE:
+        return cl->kind->acquire;
+    case DLOCK__STEP_RELEASE:
+    case DLOCK__STEP_CLEANUP:
+        return cl->kind->release;
+    case DLOCK__STEP_EXTEND:
+    case DLOCK__STEP_REPAIR:
+        return cl->kind->extend;
+    case DLOCK__STEP_FENCE:
+        break;
+    }
+    return DLOCK__SCRIPT_FENCE_MAX;
+}
+
+/* The kind's words for `step` into w. */
+static void kind_words(const dlock__claim *cl, enum dlock__step step, dlock__words *w)
+{
+    w->nkeys = w->nargs = 0;
+    if (cl->kind->words)
+        cl->kind->words(cl, step, w);
+}
+
+static int encode_kind_call(struct kind_call *kc, const dlock__claim *cl, enum dlock__step step,
+                            const char *const *keys, int nkeys, const char *const *args,
+                            int nargs, const char *note)
+{
     int k = 0, a = 0;
+    kind_words(cl, step, &kc->words);
     for (; k < nkeys; k++)
         kc->keys[k] = keys[k];
-    for (unsigned i = 0; i < naux && cl->kind->aux[i]; i++)
-        kc->keys[k++] = cl->aux[i];
-    if (freed)
-        kc->keys[k++] = cl->keys.freed;
+    for (int i = 0; i < kc->words.nkeys; i++)
+        kc->keys[k++] = kc->words.keys[i];
     for (; a < nargs; a++)
         kc->args[a] = args[a];
-    if (id == cl->kind->acquire && cl->kind->limited) {
-        snprintf(kc->limit, sizeof(kc->limit), "%u", cl->limit);
-        kc->args[a++] = kc->limit;
-    }
-    /* A writer that waits: its grant leaves the waiting writers. */
-    if (id == cl->kind->acquire && cl->writer)
-        kc->args[a++] = "1";
-    /* A queued waiter may be handed the lock by the release before it
-     * (docs/fair.md), unless its grant must pass the restart check or WAIT:
-     * it takes the lock itself then. */
-    if (id == cl->kind->acquire && cl->kind->queued && !cl->client->replicas &&
-        !cl->client->restart_delay_ms)
-        kc->args[a++] = "1";
+    for (int i = 0; i < kc->words.nargs; i++)
+        kc->args[a++] = kc->words.args[i];
     if (cl->audit_key)
         add_audit_trailer(kc, cl, note, &k, &a);
-    return dlock__script_encode(&kc->call, id, k, kc->keys, a, kc->args);
+    return dlock__script_encode(&kc->call, script_of(cl, step), k, kc->keys, a, kc->args);
 }
 
 /* One node: its failure. Several: DLOCK_ENOQUORUM, unless every failing
@@ -414,7 +425,7 @@ static void clean_up_attempt(dlock__claim *cl, dlock__lane *lane,
         needed |= read_answer(r, GRANT).vote == VOTE_YES ||
                   (r->sent && r->status != DLOCK__REPLIED);
     }
-    if (!needed || encode_kind_call(&kc, cl, cl->kind->release, keys, 2, args, 3, false, "cleanup") < 0)
+    if (!needed || encode_kind_call(&kc, cl, DLOCK__STEP_CLEANUP, keys, 2, args, 3, "cleanup") < 0)
         return;
     dlock__fanout(lane->conns, c->n, &kc.call.call,
                   dlock__node_deadline(c, ttl_ms, dlock__now_ns()), cleanup, decided, &d);
@@ -475,31 +486,30 @@ static int acquire_failed(dlock__claim *cl, dlock__lane *lane, const dlock__tall
  * must go above it: it shares a node with every majority, which must still
  * hold the token or, having restarted empty since, start from its clock above
  * it. So it is written back (never lowering a stored value) to every node,
- * and must reach a majority before `valid_until`. A kind with an epoch
- * writes it to the name's epoch key too (docs/shared.md). */
+ * and must reach a majority before `valid_until`. The kind may name more
+ * keys to raise: the name's epoch, for shared holders (docs/shared.md). */
 static int write_back_fence(dlock__claim *cl, dlock__lane *lane, int64_t ttl_ms, uint64_t fence,
                             int64_t valid_until)
 {
     dlock_client *c = cl->client;
     dlock__node_result results[DLOCK__NODES_MAX];
     char value[24], fence_ttl[24];
-    char *epoch = cl->kind->epoch ? dlock__aux_key(cl->keys.lock, "epoch") : NULL;
-    const char *const keys[] = {cl->keys.fence, epoch};
+    const char *keys[1 + DLOCK__KIND_AUX_MAX + 1] = {cl->keys.fence};
     const char *const args[] = {value, fence_ttl};
     struct decision d = {.tally.quorum = dlock__quorum(c), .kind = COUNT};
     int64_t deadline = dlock__node_deadline(c, ttl_ms, dlock__now_ns());
     dlock__script_call call;
+    dlock__words w;
     int rc;
 
     snprintf(value, sizeof(value), "%" PRIu64, fence);
     snprintf(fence_ttl, sizeof(fence_ttl), "%" PRId64, c->fence_ttl_ms);
-    if (cl->kind->epoch && !epoch)
-        return DLOCK_ENOMEM;
-    rc = dlock__script_encode(&call, DLOCK__SCRIPT_FENCE_MAX, epoch ? 2 : 1, keys, 2, args);
-    if (rc < 0) {
-        free(epoch);
+    kind_words(cl, DLOCK__STEP_FENCE, &w);
+    for (int i = 0; i < w.nkeys; i++)
+        keys[1 + i] = w.keys[i];
+    rc = dlock__script_encode(&call, DLOCK__SCRIPT_FENCE_MAX, 1 + w.nkeys, keys, 2, args);
+    if (rc < 0)
         return rc;
-    }
     dlock__fanout(lane->conns, c->n, &call.call, deadline < valid_until ? deadline : valid_until,
                   results, decided, &d);
     count(&d.tally, results, c->n, COUNT, NULL, 0);
@@ -510,7 +520,6 @@ static int write_back_fence(dlock__claim *cl, dlock__lane *lane, int64_t ttl_ms,
     }
     dlock__results_clear(results, c->n);
     dlock__script_call_free(&call);
-    free(epoch);
     return rc;
 }
 
@@ -597,7 +606,7 @@ static int acquire_once(dlock__claim *cl, dlock__lane *lane, int64_t ttl_ms, boo
     dlock__owner_format(owner, sizeof(owner), c->host, (long)dlock__token_pool_pid(c->tokens),
                         cl->token);
     cl->attempts++;
-    rc = encode_kind_call(&kc, cl, cl->kind->acquire, keys, 3, args, 4, false, "grant");
+    rc = encode_kind_call(&kc, cl, DLOCK__STEP_ACQUIRE, keys, 3, args, 4, "grant");
     if (rc < 0) {
         dlock__set_error(lane, "cannot encode the acquire command");
         return rc;
@@ -625,7 +634,8 @@ static int acquire_once(dlock__claim *cl, dlock__lane *lane, int64_t ttl_ms, boo
                            valid_until);
     else
         rc = acquire_failed(cl, lane, &d.tally, results, &g, ttl_ms, start);
-    cl->writer |= d.tally.writer;
+    if (cl->kind->answered)
+        cl->kind->answered(cl, &d.tally);
     /* Only a busy answer says the hand-over of a later release is ours: a
      * failed attempt's cleanup may take away a lock handed over before it. */
     cl->asked_ns = start;
@@ -657,17 +667,17 @@ int dlock__attempt_acquire(dlock__claim *cl, dlock__lane *lane, int64_t ttl_ms)
     return rc;
 }
 
-int dlock__attempt_handed(dlock__claim *cl, uint64_t fence, int64_t lease_end_ms, int64_t ttl_ms)
+int dlock__attempt_handed(dlock__claim *cl, const dlock__handover *h, int64_t ttl_ms)
 {
     /* The key lives until the lease end our last try set, or the TTL from
      * the release, which came after that try (it found us waiting): both at
      * least that long from the try's start. */
-    int64_t bound_ms = ttl_ms < (int64_t)cl->limit ? ttl_ms : (int64_t)cl->limit;
+    int64_t bound_ms = ttl_ms < h->lease_ms ? ttl_ms : h->lease_ms;
     int64_t valid_until = validity_end(cl->asked_ns, bound_ms, cl->client->drift_factor);
-    if (fence == 0 || lease_end_ms == 0 || lease_end_ms != cl->lease_end_ms ||
+    if (h->fence == 0 || h->lease_end_ms == 0 || h->lease_end_ms != cl->lease_end_ms ||
         valid_until <= dlock__now_ns())
         return DLOCK_EBUSY;
-    cl->fence = fence;
+    cl->fence = h->fence;
     cl->slot = 0;
     cl->ttl_ms = ttl_ms;
     cl->granted_ns = cl->asked_ns;
@@ -725,20 +735,12 @@ int dlock__attempt_release(dlock__claim *cl, dlock__lane *lane, bool publish)
 {
     dlock_client *c = cl->client;
     dlock__node_result results[DLOCK__NODES_MAX];
-    char fence[24], fence_ttl[24];
     const char *const keys[] = {cl->keys.lock, cl->keys.owner};
-    const char *const args[] = {cl->token, cl->keys.channel, publish ? "1" : "0", fence,
-                                fence_ttl};
+    const char *const args[] = {cl->token, cl->keys.channel, publish ? "1" : "0"};
     struct decision d = {.tally.quorum = dlock__quorum(c), .kind = COUNT};
     struct kind_call kc;
-    /* A lock taken here (an adopted one has no fence) records its release
-     * where a late extend of its own could repair it (Redlock). */
-    bool freed = c->n > 1 && cl->kind->freed && cl->fence > 0;
-    int rc;
-    snprintf(fence, sizeof(fence), "%" PRIu64, cl->fence);
-    snprintf(fence_ttl, sizeof(fence_ttl), "%" PRId64, c->fence_ttl_ms);
-    rc = encode_kind_call(&kc, cl, cl->kind->release, keys, 2, args, freed ? 5 : 3, freed,
-                          release_note(cl, publish));
+    int rc = encode_kind_call(&kc, cl, DLOCK__STEP_RELEASE, keys, 2, args, 3,
+                              release_note(cl, publish));
     if (rc < 0) {
         dlock__set_error(lane, "cannot encode the command");
         return rc;
@@ -786,8 +788,8 @@ static int encode_extend(struct extend_job *job, const dlock__claim *cl, int64_t
     job->args[2] = job->repair ? "1" : "0";
     job->args[3] = job->fence;
     job->args[4] = job->fence_ttl;
-    return encode_kind_call(&job->call, cl, cl->kind->extend, job->keys, 3, job->args, 5,
-                            job->repair && cl->kind->freed, "extend");
+    return encode_kind_call(&job->call, cl, job->repair ? DLOCK__STEP_REPAIR : DLOCK__STEP_EXTEND,
+                            job->keys, 3, job->args, 5, "extend");
 }
 
 /* Claim j's part of the batch `results`, laid out by `g`. */

@@ -8,7 +8,7 @@
 #ifndef DLOCK_ATTEMPT_H
 #define DLOCK_ATTEMPT_H
 
-#include "kinds.h"
+#include "kind.h"
 #include "lane.h"
 #include "names.h"
 
@@ -18,13 +18,17 @@
 
 #define DLOCK__AUDIT_WORDS 9 /* the audit trailer's ARGV (src/kinds/lua/helpers.lua) */
 
+/* A kind's own part of a claim (src/kinds/kinds.h): its parameters and
+ * what its replies said, read by its hooks alone. */
+struct dlock__kind_params;
+
 typedef struct dlock__claim {
     dlock_client *client;
-    const dlock__kind *kind; /* dlock__kind_mutex unless dlock__claim_set_kind() said */
+    const dlock__kind *kind;
+    struct dlock__kind_params *params; /* the kind's, beside the claim */
     dlock__keys keys;
     char *aux[DLOCK__KIND_AUX_MAX]; /* the kind's auxiliary keys */
     char *audit_key;                /* {T}:dlock:audit:NAME with the audit on, else NULL */
-    unsigned limit;                 /* sent by an acquire of a limited kind */
     unsigned slot;                  /* of the last acquisition (0 for a kind without slots) */
     char token[DLOCK_TOKEN_LEN + 1];
     uint64_t fence;                 /* of the last acquisition; 0: adopted */
@@ -34,11 +38,10 @@ typedef struct dlock__claim {
     _Atomic int64_t valid_until_ns; /* 0: not held */
     atomic_bool lost;               /* the owner was told it is lost */
     unsigned attempts;              /* acquire attempts made */
-    bool writer;                    /* an acquire joined the waiting writers of a shared name */
     bool repaired;                  /* a refused extend put our key back somewhere */
     int64_t last_pttl_ms;           /* busy: how long the holder's key lives (-1: no TTL) */
-    /* Busy, queued: the start of that attempt and the end of the presence
-     * lease it set (server ms), for a grant handed over by a release. */
+    /* Busy: the start of that attempt and the end of the presence lease
+     * it set (server ms; 0: none), for a grant handed over by a release. */
     int64_t asked_ns;
     int64_t lease_end_ms;
     /* The name's counters (NULL: not counted, as an adopted handle), and
@@ -47,15 +50,15 @@ typedef struct dlock__claim {
     _Atomic int64_t held_since_ns;
 } dlock__claim;
 
-/* Checks the name and derives its keys; the token is left empty. Returns 0,
- * DLOCK_EINVAL or DLOCK_ENOMEM, with the reason in the lane. */
-int dlock__claim_init(dlock__claim *cl, dlock_client *c, dlock__lane *lane, const char *name);
+/* Checks the name and derives its keys, a claim of `kind` whose own part
+ * is `params`; the token is left empty. Returns 0, DLOCK_EINVAL or
+ * DLOCK_ENOMEM, with the reason in the lane. */
+int dlock__claim_init(dlock__claim *cl, dlock_client *c, dlock__lane *lane, const char *name,
+                      const dlock__kind *kind, struct dlock__kind_params *params);
 
-/* Makes the claim one of `kind`, with `limit` for a limited kind, and
- * derives the kind's auxiliary keys. Returns 0 or DLOCK_ENOMEM (reason in
- * the lane). */
-int dlock__claim_set_kind(dlock__claim *cl, dlock__lane *lane, const dlock__kind *kind,
-                          unsigned limit);
+/* Makes the claim one of `kind` and derives the kind's auxiliary keys.
+ * Returns 0 or DLOCK_ENOMEM (reason in the lane). */
+int dlock__claim_set_kind(dlock__claim *cl, dlock__lane *lane, const dlock__kind *kind);
 
 /* Frees the keys and wipes the token. */
 void dlock__claim_clear(dlock__claim *cl);
@@ -69,13 +72,13 @@ int dlock__check_ttl(dlock__lane *lane, int64_t ttl_ms);
  * lives); or the failure. A failed attempt leaves nothing of ours behind. */
 int dlock__attempt_acquire(dlock__claim *cl, dlock__lane *lane, int64_t ttl_ms);
 
-/* A release handed a queued waiter the lock (docs/fair.md): its message
- * named our token, `fence` and `lease_end_ms`, the lease end it found. If
- * that is the end our last busy attempt was told, the hand-over came after
- * that attempt, and the key lives at least min(ttl, lease) from its start:
- * returns 0 with the claim held for that long (less the drift). Else, or
- * if that is over already, DLOCK_EBUSY: the waiter tries instead. */
-int dlock__attempt_handed(dlock__claim *cl, uint64_t fence, int64_t lease_end_ms, int64_t ttl_ms);
+/* A release handed a waiter the lock (docs/fair.md): its message named our
+ * token, and `h` what it said. If the lease end it found is the end our
+ * last busy attempt was told, the hand-over came after that attempt, and
+ * the key lives at least min(ttl, lease) from its start: returns 0 with the
+ * claim held for that long (less the drift). Else, or if that is over
+ * already, DLOCK_EBUSY: the waiter tries instead. */
+int dlock__attempt_handed(dlock__claim *cl, const dlock__handover *h, int64_t ttl_ms);
 
 /* Compare-and-delete; `publish` wakes waiters (cleanups do not). Decided as
  * soon as a majority answered. 0, DLOCK_ENOTOWNER or the failure. */
@@ -104,7 +107,7 @@ typedef struct dlock__tally {
     unsigned slot;   /* acquire: the slot that came with that token */
     int64_t pttl;    /* acquire: the smallest PTTL of the refusals */
     bool writer;     /* acquire: a refusal joined us to the waiting writers ({0, pttl, 1}) */
-    int64_t lease_end_ms; /* acquire: a queued waiter's lease ends then (server ms; 0: none) */
+    int64_t lease_end_ms; /* acquire: a waiter's place ends then ({0, pttl, 0, end}; 0: none) */
 } dlock__tally;
 
 /* Judges an acquire round that started at `start_ns`, from the replies of

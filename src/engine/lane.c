@@ -6,7 +6,6 @@
 #include "clock.h"
 #include "error_text.h"
 #include "route.h"
-#include "scripts.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -34,7 +33,7 @@ int dlock__lane_init(dlock_client *c, dlock__lane *lane)
         /* Redlock: a node whose reply the majority does not wait for must
          * still run our EVALSHA (no NOSCRIPT fallback reaches it). One
          * server is always waited for, and its fallback always runs. */
-        lane->conns[i].preload = c->n > 1 ? dlock__script_sources() : NULL;
+        lane->conns[i].preload = c->n > 1 ? c->scripts : NULL;
         lane->conns[i].ask_identity = c->n > 1;
         lane->conns[i].back_off_reconnects = c->n > 1;
         lane->conns[i].counters = &c->node_counters[i];

@@ -47,6 +47,9 @@ struct dlock_client {
     bool audit;               /* grants and ends append to the name's audit stream */
     unsigned audit_maxlen;    /* the stream's cap (XADD MAXLEN ~) */
     char host[DLOCK__HOST_MAX]; /* for owner records */
+    /* Every script a connection loads (with several nodes), NULL-terminated:
+     * the kinds' (the API's choice; the engine knows no kind). */
+    const char *const *scripts;
 
     dlock__lane main;                     /* the caller's thread */
     dlock__conn subs[DLOCK__NODES_MAX];   /* subscribers, for waiting */

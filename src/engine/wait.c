@@ -16,9 +16,7 @@
 #include "clock.h"
 #include "route.h"
 #include "slot.h"
-#include "token.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -31,21 +29,17 @@
 #define FIRST_BACKOFF_MS 10
 #define WAKE_JITTER_MS 5 /* Redlock: keep waiters from splitting the vote in step */
 
-#define NEXT_PREFIX "next:" /* a fair release's wake-up: "next:" + the head's token */
-/* A fair release that handed the head the lock: "grant:TOKEN:FENCE:LEASE_END" */
-#define GRANT_PREFIX "grant:"
-
 struct waiter {
     dlock_client *c;
     const char *channel;
     int slot; /* the channel's hash slot */
-    const char *token; /* a queued waiter's: it wakes for its own "next:" only */
+    /* Whose wait it is (NULL: a listener's): its kind reads the messages. */
+    const dlock__claim *claim;
     bool subscribed[DLOCK__NODES_MAX];
     bool pending[DLOCK__NODES_MAX]; /* SUBSCRIBE sent, not yet confirmed */
     bool woken;
-    bool handed;           /* a "grant:" of our token came: */
-    uint64_t fence;        /* its fence */
-    int64_t lease_end_ms;  /* and the lease end it found */
+    bool handed; /* a message handed us the lock: */
+    dlock__handover handover;
 };
 
 static bool take_cancel(dlock_client *c)
@@ -62,55 +56,22 @@ static bool is_string(const dlock__reply *r, const char *s)
 
 static void subscribe_node(struct waiter *w, size_t i, int64_t now);
 
-static bool has_prefix(const dlock__reply *msg, const char *prefix)
-{
-    return msg->len >= strlen(prefix) && memcmp(msg->str, prefix, strlen(prefix)) == 0;
-}
-
-/* A "grant:" message for our token: its fence and lease end, as
- * "FENCE:LEASE_END" in decimal, nothing else. */
-static void take_grant(struct waiter *w, const char *rest, size_t len)
-{
-    char text[48], *end;
-    unsigned long long fence;
-    long long lease_end;
-    if (len == 0 || len >= sizeof(text) || !isdigit((unsigned char)rest[0]))
-        return;
-    memcpy(text, rest, len);
-    text[len] = '\0';
-    errno = 0;
-    fence = strtoull(text, &end, 10);
-    if (errno != 0 || *end != ':' || !isdigit((unsigned char)end[1]))
-        return;
-    lease_end = strtoll(end + 1, &end, 10);
-    if (errno != 0 || *end != '\0')
-        return;
-    w->handed = true;
-    w->fence = fence;
-    w->lease_end_ms = lease_end;
-}
-
-/* A queued waiter acts on the wake-up of its own turn, on the hand-over
- * of the lock to it, and on a plain release (a token: a mutex holder's on
- * a queued name); the others' turns are not its business. Everyone else
- * acts on every message. */
+/* Whether a message wakes us: what the waiter's kind says of it (a
+ * message for another waiter does not, one that hands us the lock says
+ * how); every message wakes a listener. */
 static bool wakes(struct waiter *w, const dlock__reply *msg)
 {
-    bool next = w->token && msg->type == DLOCK__REPLY_STRING && has_prefix(msg, NEXT_PREFIX);
-    bool grant = w->token && msg->type == DLOCK__REPLY_STRING && has_prefix(msg, GRANT_PREFIX);
-    size_t token_len, skip;
-    if (!next && !grant)
+    const dlock__kind *kind = w->claim ? w->claim->kind : NULL;
+    enum dlock__wake says;
+    dlock__handover h;
+    if (!kind || !kind->message || msg->type != DLOCK__REPLY_STRING)
         return true;
-    token_len = strlen(w->token);
-    skip = strlen(next ? NEXT_PREFIX : GRANT_PREFIX);
-    if (msg->len < skip + token_len || memcmp(msg->str + skip, w->token, token_len) != 0)
-        return false;
-    if (next)
-        return msg->len == skip + token_len;
-    skip += token_len;
-    if (msg->len > skip && msg->str[skip] == ':')
-        take_grant(w, msg->str + skip + 1, msg->len - skip - 1);
-    return true;
+    says = kind->message(w->claim, msg->str, msg->len, &h);
+    if (says == DLOCK__WAKE_HANDED) {
+        w->handed = true;
+        w->handover = h;
+    }
+    return says != DLOCK__WAKE_NOT;
 }
 
 static void on_push(struct waiter *w, size_t i, const dlock__reply *r)
@@ -284,15 +245,15 @@ static void unsubscribe(struct waiter *w)
     }
 }
 
-/* A queued waiter's client stays subscribed after a grant (kept_channel):
- * the holder of a queued name often queues again, and a SUBSCRIBE and an
- * UNSUBSCRIBE per grant would be two requests of three. A wait on that
- * channel starts from there, without reading first what came in since the
- * last one: the process channel carries only "next:" wake-ups, which
- * wakes() takes from the new token's turn alone (a token is never used
- * twice), so the old ones are read and dropped with the next messages.
- * That spares a poll() per grant. A wait on another channel first leaves
- * it. */
+/* A waiter on its kind's own channel (a fair waiter's process channel)
+ * stays subscribed after a grant (kept_channel): the holder of a queued
+ * name often queues again, and a SUBSCRIBE and an UNSUBSCRIBE per grant
+ * would be two requests of three. A wait on that channel starts from
+ * there, without reading first what came in since the last one: the
+ * process channel carries only wake-ups for one token's turn, which the
+ * kind takes from the new token's alone (a token is never used twice), so
+ * the old ones are read and dropped with the next messages. That spares a
+ * poll() per grant. A wait on another channel first leaves it. */
 static void take_kept(struct waiter *w)
 {
     dlock_client *c = w->c;
@@ -309,12 +270,13 @@ static void take_kept(struct waiter *w)
     c->kept_channel = NULL;
 }
 
-/* After a wait: a queued waiter that got the lock keeps listening (see
- * take_kept()); every other wait ends its subscriptions. */
+/* After a wait: a waiter on its kind's channel that got the lock keeps
+ * listening (see take_kept()); every other wait ends its subscriptions. */
 static void end_wait(struct waiter *w, int rc)
 {
     dlock_client *c = w->c;
-    if (rc == 0 && w->token && (c->kept_channel = strdup(w->channel)) != NULL) {
+    if (rc == 0 && w->claim && w->claim->kind->channel &&
+        (c->kept_channel = strdup(w->channel)) != NULL) {
         for (size_t i = 0; i < c->n; i++) {
             if (w->pending[i]) { /* its confirmation would be taken for a later one's */
                 dlock__conn_close(&c->subs[i]);
@@ -325,21 +287,6 @@ static void end_wait(struct waiter *w, int rc)
         return;
     }
     unsubscribe(w);
-}
-
-/* A queued waiter listens on its process's channel: the name's channel,
- * ":", then the host and pid of its owner record, where a release wakes
- * the head's process alone (src/kinds/lua/fair_release.lua). malloc'ed,
- * or NULL. */
-static char *process_channel(const dlock__claim *cl)
-{
-    dlock_client *c = cl->client;
-    size_t len = strlen(cl->keys.channel) + strlen(c->host) + 32;
-    char *channel = malloc(len);
-    if (channel)
-        snprintf(channel, len, "%s:%s:%ld", cl->keys.channel, c->host,
-                 (long)dlock__token_pool_pid(c->tokens));
-    return channel;
 }
 
 /* What a wait tries again: a busy lock, and failures that pass (a server
@@ -382,11 +329,12 @@ static int64_t next_sleep_ms(const struct waiter *w, dlock__claim *cl, int rc, i
     *step_ms = *step_ms * 2 < backoff_max_ms ? *step_ms * 2 : backoff_max_ms;
     if (rc == DLOCK_EBUSY && cl->last_pttl_ms >= 0 && cl->last_pttl_ms + 1 < ms)
         ms = cl->last_pttl_ms + 1;
-    /* A queued waiter that cannot reach its server tries as often as it
-     * renews its lease (`limit`), so that it is back before the lease
-     * ends, and keeps its place. */
-    if (rc != DLOCK_EBUSY && cl->kind->queued && ms > (int64_t)cl->limit / 3)
-        ms = (int64_t)cl->limit / 3;
+    /* A waiter that cannot reach its server may have to be back sooner
+     * (a fair waiter, before its place's lease ends). */
+    if (rc != DLOCK_EBUSY && cl->kind->away_max_ms) {
+        int64_t away = cl->kind->away_max_ms(cl);
+        ms = ms > away ? away : ms;
+    }
     return ms > 0 ? ms : 1; /* never back to back */
 }
 
@@ -413,11 +361,11 @@ static int listen_after_busy(struct waiter *w, int64_t ttl_ms, int64_t deadline)
 static int take_handed(dlock__claim *cl, struct waiter *w, int64_t ttl_ms,
                        const dlock_acquire_options *opts)
 {
-    int rc = dlock__attempt_handed(cl, w->fence, w->lease_end_ms, ttl_ms);
+    int rc = dlock__attempt_handed(cl, &w->handover, ttl_ms);
     w->handed = false;
     if (rc == 0)
         dlock__metrics_handed(cl->metrics);
-    if (rc < 0 || opts->auto_renew || ttl_ms <= (int64_t)cl->limit)
+    if (rc < 0 || opts->auto_renew || ttl_ms <= w->handover.lease_ms)
         return rc;
     dlock__attempt_extend(&cl, 1, &cl->client->main, &ttl_ms, &rc);
     return rc == DLOCK_ENOTOWNER ? DLOCK_EBUSY : rc;
@@ -426,11 +374,11 @@ static int take_handed(dlock__claim *cl, struct waiter *w, int64_t ttl_ms,
 int dlock__wait_acquire(dlock__claim *cl, int64_t ttl_ms, const dlock_acquire_options *opts)
 {
     dlock_client *c = cl->client;
-    char *own = cl->kind->queued ? process_channel(cl) : NULL;
-    /* The process channel shares the name's hash tag, so its slot. */
+    char *own = cl->kind->channel ? cl->kind->channel(cl) : NULL;
+    /* A kind's channel shares the name's hash tag, so its slot. */
     struct waiter w = {.c = c, .channel = own ? own : cl->keys.channel,
                        .slot = (int)dlock__key_slot(cl->keys.channel, strlen(cl->keys.channel)),
-                       .token = cl->kind->queued ? cl->token : NULL};
+                       .claim = cl};
     int64_t backoff_max_ms = opts->backoff_max_ms ? opts->backoff_max_ms : DEFAULT_BACKOFF_MAX_MS;
     int64_t deadline = opts->wait_ms == DLOCK_WAIT_FOREVER
                            ? INT64_MAX

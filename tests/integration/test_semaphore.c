@@ -1,6 +1,7 @@
 /* Semaphores through the library against a real redis-server: N holders,
  * slots and per-slot fences, the limit in force, the wrong kind both ways,
- * release and extend by token, reaping, waking, loss, several servers. */
+ * release and extend by token, reaping, waking, loss, several servers, and
+ * each kind's holders in words. */
 #include "helpers.h"
 
 #include <inttypes.h>
@@ -284,6 +285,48 @@ static void test_sem_several_servers_refused(void **state)
     assert_refused_by_three(&o, "sem:redlock", "majority");
 }
 
+/* `name`'s status in words starts with `start` (what follows is time). */
+static void assert_described(dlock_client *c, const char *name, const char *start)
+{
+    dlock_status *st = NULL;
+    char words[256];
+    assert_int_equal(dlock_status_query(&st, c, name), 0);
+    assert_int_equal(dlock_status_describe(st, words, sizeof(words)), 0);
+    if (strncmp(words, start, strlen(start)) != 0)
+        fail_msg("%s: \"%s\", not \"%s...\"", name, words, start);
+    dlock_status_free(st);
+}
+
+/* A semaphore's permits, a mutex's holder, shared holders, a key that
+ * another client SET, a free name: each in its kind's words. */
+static void test_sem_status_describes_each_kinds_holders(void **state)
+{
+    redisContext *redis = *state;
+    dlock_client *c = client_on(server.url);
+    dlock_acquire_options three = permits_options(3), one = DLOCK_ACQUIRE_OPTIONS_INIT;
+    dlock_acquire_options shared = shared_options(0);
+    char host[256] = "", start[400];
+    gethostname(host, sizeof(host) - 1);
+    take(c, "describe:sem", 30000, &three);
+    take(c, "describe:sem", 30000, &three);
+    take(c, "describe:mutex", 30000, &one);
+    take(c, "describe:shared", 30000, &shared);
+    take(c, "describe:shared", 30000, &shared);
+    freeReplyObject(run(redis, "SET describe:other x"));
+
+    assert_described(c, "describe:sem", "2 of its 3 permits held, the first to expire in ");
+    snprintf(start, sizeof(start), "held by %s pid %ld since ", host, (long)getpid());
+    assert_described(c, "describe:mutex", start);
+    snprintf(start, sizeof(start), "held shared by 2 holders (one: %s pid %ld), the last to expire in ",
+             host, (long)getpid());
+    assert_described(c, "describe:shared", start);
+    assert_described(c, "describe:other",
+                     "held by another client (no owner record), never expires (no TTL)");
+    assert_described(c, "describe:free", "not held");
+    assert_int_equal(dlock_status_describe(NULL, start, sizeof(start)), DLOCK_EINVAL);
+    freeReplyObject(run(redis, "DEL describe:other"));
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup_group_redis, cleanup_teardown)
@@ -299,6 +342,7 @@ int main(void)
         T(test_sem_bad_permits),
         U(test_sem_fences_grow_per_slot_across_restarts),
         U(test_sem_several_servers_refused),
+        T(test_sem_status_describes_each_kinds_holders),
     };
 #undef T
 #undef U
