@@ -608,9 +608,11 @@ DLOCK_EXTERN void dlock_status_free(dlock_status *st);
  * `fence` (a semaphore: the last token of one of its held permits' slots).
  * With several servers, a majority of all of them must say so: they hold
  * the key, and their last token is `fence` or older (one of them exactly):
- * a holder's token is written back to a majority, a newer holder's too. So
- * servers that cannot be reached turn the answer to 0 before they could
- * turn a stale token into 1. For a resource that can call out before
+ * a holder's token is written back to a majority, a newer holder's too
+ * (the servers a status did not wait for are asked too when the first
+ * answers do not settle it: a server that granted late keeps a newer
+ * number of its own). So servers that cannot be reached turn the answer
+ * to 0 before they could turn a stale token into 1. For a resource that can call out before
  * it acts, like Chubby's CheckSequencer. A check followed by a write is not
  * atomic: the lock can be lost between the two, so a check makes a stale
  * holder fail early but does not guard the write; a guard at the resource

@@ -18,26 +18,56 @@ static bool permit_with(const dlock_status *st, uint64_t fence)
     return false;
 }
 
+/* Server i's last token: from the status, or, if the status did not wait
+ * for it (a majority's view was known first), from the server itself. */
+static bool fence_on(dlock_client *c, const char *name, const dlock_status *st, size_t i,
+                     bool ask, uint64_t *out)
+{
+    const dlock_node_status *ns = dlock_status_node(st, i);
+    dlock_status *one = NULL;
+    bool known;
+    if (ns && ns->code == 0) {
+        *out = ns->fence;
+        return true;
+    }
+    if (!ask || !ns || ns->code != DLOCK_ETIMEDOUT ||
+        dlock_status_query_node(&one, c, name, i) < 0)
+        return false;
+    ns = dlock_status_node(one, 0);
+    known = ns && ns->code == 0;
+    *out = known ? ns->fence : 0;
+    dlock_status_free(one);
+    return known;
+}
+
 /* The servers' own views: a majority of all of them have `fence` as their
  * last token or an older one, and one has it exactly. A holder's token is
  * written back to a majority (as a maximum), so while it holds the lock
  * that majority has it; a newer holder's token went to a majority too,
  * which leaves at most a minority at `fence` or below. A server that
  * granted after the decision may keep a newer number of its own: not a
- * majority. One server: its last token is `fence`. */
-static bool newest_on_a_majority(const dlock_status *st, size_t servers, uint64_t fence)
+ * majority, but it may be among the first answers of the status, so when
+ * those do not settle it the others are asked too. One server: its last
+ * token is `fence`. */
+static bool newest_on_a_majority(dlock_client *c, const char *name, const dlock_status *st,
+                                 uint64_t fence)
 {
-    dlock__read_tally t;
-    bool issued = false;
-    dlock__read_tally_init(&t, servers);
-    for (size_t i = 0; i < servers; i++) {
-        const dlock_node_status *ns = dlock_status_node(st, i);
-        if (!ns || ns->code != 0)
-            continue; /* not waited for, or failed: no evidence */
-        dlock__read_tally_add(&t, ns->fence <= fence ? DLOCK__READ_YES : DLOCK__READ_NO);
-        issued = issued || ns->fence == fence;
+    size_t servers = dlock_client_nodes(c);
+    for (int pass = 0; pass < 2; pass++) {
+        dlock__read_tally t;
+        bool issued = false;
+        uint64_t there;
+        dlock__read_tally_init(&t, servers);
+        for (size_t i = 0; i < servers; i++) {
+            if (!fence_on(c, name, st, i, pass == 1, &there))
+                continue; /* failed, or not asked yet: no evidence */
+            dlock__read_tally_add(&t, there <= fence ? DLOCK__READ_YES : DLOCK__READ_NO);
+            issued = issued || there == fence;
+        }
+        if (issued && dlock__read_agreed(&t))
+            return true;
     }
-    return issued && dlock__read_agreed(&t);
+    return false;
 }
 
 int dlock_fence_check(dlock_client *c, const char *name, uint64_t fence)
@@ -51,7 +81,7 @@ int dlock_fence_check(dlock_client *c, const char *name, uint64_t fence)
     else if (dlock_status_limit(st) > 1)
         rc = permit_with(st, fence);
     else
-        rc = newest_on_a_majority(st, dlock_client_nodes(c), fence);
+        rc = newest_on_a_majority(c, name, st, fence);
     dlock_status_free(st);
     return rc;
 }

@@ -3,7 +3,7 @@
  * key (and not one whose loss is someone else's or our release's), a
  * holder left with a minority loses the lock, a holder outlives restarts
  * one at a time while a competitor tries, and dlock_fence_check asks the
- * majority. The rest of Redlock: test_redlock.c. */
+ * majority, past servers that granted late. The rest of Redlock: test_redlock.c. */
 #include "helpers.h"
 #include "nodes.h"
 
@@ -287,6 +287,56 @@ static void test_redlock_fence_check_by_the_majority(void **state)
     assert_int_equal(dlock_lock_release(lock), 0);
 }
 
+/* Node i's fence key, read straight from the server (0: none yet). */
+static uint64_t node_fence(int i, const char *name)
+{
+    char key[128];
+    redisContext *r = connect_to(&nodes[i]);
+    snprintf(key, sizeof(key), "{%s}:dlock:fence:%s", name, name);
+    const char *stored = string_at(r, key);
+    return stored ? strtoull(stored, NULL, 10) : 0;
+}
+
+/* Nodes 3 and 4 grant after the decision (their traffic is late), so their
+ * own, newer numbers stay; then nodes 0 and 1 are slow, and the status's
+ * first answers are nodes 2, 3 and 4: one at the holder's fence, two
+ * above. The check asks the others too before it says no: the holder's
+ * fence is the newest on nodes 0, 1 and 2. */
+static void test_redlock_fence_check_past_late_granters(void **state)
+{
+    fault_proxy *proxy[NODES];
+    char urls[NODES][64];
+    const char *list[NODES];
+    dlock_client *c;
+    dlock_lock *lock;
+    uint64_t fence;
+    long long until;
+    (void)state;
+    for (int i = 0; i < NODES; i++) {
+        proxy[i] = start_proxy(nodes[i].port, urls[i], sizeof(urls[i]));
+        list[i] = urls[i];
+    }
+    c = client_on_nodes(list, NODES, 2000, 3000);
+    fault_proxy_set(proxy[3], FAULT_DELAY, 100);
+    fault_proxy_set(proxy[4], FAULT_DELAY, 100);
+    lock = take(c, "redlock:late", 30000, NULL);
+    fence = dlock_lock_fence(lock);
+    until = test_now_ms() + 5000LL * test_slowdown();
+    while ((node_fence(3, "redlock:late") <= fence || node_fence(4, "redlock:late") <= fence) &&
+           test_now_ms() < until)
+        usleep(10 * 1000);
+    assert_true(node_fence(3, "redlock:late") > fence && node_fence(4, "redlock:late") > fence);
+    fault_proxy_set(proxy[3], FAULT_PASS, 0);
+    fault_proxy_set(proxy[4], FAULT_PASS, 0);
+    fault_proxy_set(proxy[0], FAULT_DELAY, 150);
+    fault_proxy_set(proxy[1], FAULT_DELAY, 150);
+    assert_int_equal(dlock_fence_check(c, "redlock:late", fence), 1);
+    assert_int_equal(dlock_fence_check(c, "redlock:late", fence - 1), 0);
+    fault_proxy_set(proxy[0], FAULT_PASS, 0);
+    fault_proxy_set(proxy[1], FAULT_PASS, 0);
+    assert_int_equal(dlock_lock_release(lock), 0);
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup_nodes, cleanup_teardown)
@@ -296,6 +346,7 @@ int main(void)
         T(test_redlock_three_node_holder_loses_on_a_restart),
         T(test_redlock_holder_survives_restarts_one_at_a_time_with_a_competitor),
         T(test_redlock_fence_check_by_the_majority),
+        T(test_redlock_fence_check_past_late_granters),
     };
 #undef T
     return cmocka_run_group_tests(tests, group_setup_nodes, group_teardown_nodes);
