@@ -43,7 +43,7 @@ static void print_text(const char *name, const dlock_status *st)
     }
     if (held) {
         char holder[400];
-        cli_describe_holder(st, holder, sizeof(holder));
+        dlock_status_describe(st, holder, sizeof(holder));
         printf("%s: %s", name, holder);
     } else {
         printf("%s: free", name);

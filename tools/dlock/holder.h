@@ -8,12 +8,7 @@
 
 struct cli;
 
-/* A holder: "held by HOST pid PID since TIME" or "held by another client
- * (no owner record)", then ", expires in 12.3 s" or ", never expires (no
- * TTL)". */
-void cli_describe_holder(const dlock_status *st, char *out, size_t len);
-
-/* Who holds `name`, described into out; false if nobody does (any more) or
+/* Who holds `name`, in dlock_status_describe()'s words into out; false if nobody does (any more) or
  * the servers could not say. */
 bool cli_query_holder(dlock_client *client, const char *name, char *out, size_t len);
 
