@@ -61,15 +61,17 @@ def c_loop(build, tmp):
 
 
 def alternating(url, c_cycles, seconds, batch=100):
-    """The C loop, a bare ctypes loop (the three calls of a cycle, nothing
-    else: the floor of any binding over ctypes) and the binding's loop, in
+    """The C loop, a bare ctypes loop (the three calls of a cycle made the
+    binding's way, untyped, with a reused out-parameter; nothing else: the
+    floor of any binding over ctypes) and the binding's loop, in
     alternating batches of `batch` cycles in this process: cycles/s of each."""
     from dlock import _lib
-    lib = _lib.get()
+    fast = _lib.get().fast
     clients = [dlock.Client(url) for _ in range(3)]  # a C client each
     c_handle, raw_handle = clients[0]._idle[0].handle, clients[1]._idle[0].handle
     binding = clients[2]
     lock = ctypes.c_void_p()
+    out, ttl = ctypes.byref(lock), ctypes.c_int64(30000)
 
     def c_batch():
         if c_cycles(c_handle, b"bench:c", batch):
@@ -77,9 +79,9 @@ def alternating(url, c_cycles, seconds, batch=100):
 
     def raw_batch():
         for _ in range(batch):
-            lib.dlock_lock_acquire(ctypes.byref(lock), raw_handle, b"bench:raw", 30000, None)
-            lib.dlock_lock_release(lock)
-            lib.dlock_lock_free(lock)
+            fast.acquire(out, raw_handle, b"bench:raw", ttl, None)
+            fast.release(lock)
+            fast.free(lock)
 
     def binding_batch():
         for _ in range(batch):

@@ -77,10 +77,25 @@ def path(value, what):
         raise TypeError(f"{what} must be a path, not {type(value).__name__}") from None
 
 
+# Names already checked, as bytes: a loop on one name encodes it once.
+names = {}
+_NAMES_MAX = 256
+
+
 def name(value):
+    try:
+        data = names.get(value)
+    except TypeError:  # unhashable: text() says what is wrong with it
+        data = None
+    if data is not None:
+        return data
     data = text(value, "name")
     if not 1 <= len(data) <= _lib.NAME_MAX:
         raise ValueError(f"a lock name is 1 to {_lib.NAME_MAX} bytes, not {len(data)}")
+    if type(value) in (str, bytes):  # not a subclass, whose == may differ
+        if len(names) >= _NAMES_MAX:
+            names.clear()
+        names[value] = data
     return data
 
 

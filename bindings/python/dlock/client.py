@@ -24,13 +24,18 @@ DEFAULT_POOL_SIZE = 8
 
 
 class _Conn:
-    """One C client, lent to one caller at a time."""
+    """One C client, lent to one caller at a time, with what each lock it
+    is lent to reuses: the out-parameter of the acquire (the lock's handle
+    while that lock lives) and the mutex of that lock's calls."""
 
-    __slots__ = ("handle", "tainted")
+    __slots__ = ("handle", "tainted", "out", "out_ref", "mutex")
 
     def __init__(self, handle):
         self.handle = handle
         self.tainted = False  # a cancel may be pending on it: never pooled again
+        self.out = ctypes.c_void_p()
+        self.out_ref = ctypes.byref(self.out)
+        self.mutex = threading.Lock()
 
 
 class Client:
@@ -187,35 +192,32 @@ class Client:
         manager that releases it). See Lock for the arguments."""
         if (permits is None and fair is False and shared is False and max_hold is None
                 and lease is None and on_lost is None):  # a plain mutex: the short way
-            key = (ttl, ttl.__class__, wait, wait.__class__, renew, renew.__class__)
-            spec = _plain_specs.get(key)
-            if spec is None:
-                spec = _spec(ttl, wait, None, False, False, renew, None, None)
-                if len(_plain_specs) < _SPECS_MAX:
-                    _plain_specs[key] = spec
-            if not spec.waiting:
-                return self._try_once(name, spec)
+            last = _last_plain  # the same objects as last time: the same spec
+            if last[0] is ttl and last[1] is wait and last[2] is renew:
+                spec = last[3]
+            else:
+                spec = _plain_spec(ttl, wait, renew)
+            if not spec.waiting:  # one try, nothing to cancel, no callback
+                try:
+                    c_name = _args.names.get(name) or _args.name(name)
+                except TypeError:  # unhashable: name() says what is wrong with it
+                    c_name = _args.name(name)
+                if self._closed:
+                    conn = self._checkout()  # raises
+                else:
+                    try:
+                        conn = self._idle.pop()  # atomic; close() empties it under the guard
+                    except IndexError:
+                        conn = self._checkout()
+                rc = self._lib.fast.acquire(conn.out_ref, conn.handle, c_name, spec.c_ttl_ms,
+                                            spec.opts_ref)
+                if rc:
+                    raise self._fail(conn, rc)
+                next(_lib.locks_made)
+                return Lock(self, conn, name, spec, None)
         else:
             spec = _spec(ttl, wait, permits, fair, shared, renew, max_hold, lease)
         return _Attempt(self, name, spec, on_lost).run()
-
-    def _try_once(self, name, spec):
-        """The fast path: one try, nothing to cancel, no callback."""
-        c_name = _args.name(name)
-        if self._closed or not self._idle:
-            conn = self._checkout()
-        else:
-            try:
-                conn = self._idle.pop()  # atomic; close() empties the list under the guard
-            except IndexError:
-                conn = self._checkout()
-        handle = ctypes.c_void_p()
-        rc = self._lib.dlock_lock_acquire(ctypes.byref(handle), conn.handle, c_name,
-                                          spec.ttl_ms, spec.opts_ref)
-        if rc:
-            raise self._fail(conn, rc)
-        _lib.count_handle("lock", 1)
-        return Lock(self, conn, handle, name, spec, None, None)
 
     def alock(self, name, ttl=30, wait=None, permits=None, fair=False, shared=False,
               renew=True, max_hold=None, on_lost=None, lease=None):
@@ -303,46 +305,55 @@ _lost_guard = threading.Lock()
 _in_callback = threading.local()
 
 
-class _LostCell:
-    """The lock's entry in the table: a weak reference (a Lock that is
-    collected stops its renewal), or the reason of a loss that came before
-    the acquire returned."""
+class _Watch:
+    """What a lock with on_lost has more: the callback, its key in the
+    table (whose entry it is), a weak reference to the Lock (a Lock that is
+    collected stops its renewal) or the reason of a loss that came before
+    the acquire returned, and whether the loss was told."""
 
-    __slots__ = ("ref", "reason")
+    __slots__ = ("on_lost", "key", "ref", "reason", "lost")
 
-    def __init__(self):
+    def __init__(self, on_lost):
+        self.on_lost = on_lost
         self.ref = None
         self.reason = None
+        self.lost = False
+        with _lost_guard:
+            _lost_next[0] += 1
+            self.key = _lost_next[0]
+            _lost_table[self.key] = self
 
 
 def _on_lost(_c_lock, reason, arg):
-    cell = _lost_table.get(arg)
-    if cell is None:
+    watch = _lost_table.get(arg)
+    if watch is None:
         return
     with _lost_guard:
-        lock = cell.ref() if cell.ref is not None else None
+        lock = watch.ref() if watch.ref is not None else None
         if lock is None:
-            cell.reason = reason
+            watch.reason = reason
             return
     _tell_lost(lock, reason)
 
 
 def _tell_lost(lock, reason):
-    lock._lost = True
+    watch = lock._watch
+    watch.lost = True
     _in_callback.active = True
     try:
-        lock._on_lost(lock, errors.make(reason))
+        watch.on_lost(lock, errors.make(reason))
     except BaseException:  # the renewal thread must go on
         log.exception("dlock: the on_lost callback of %r raised", lock.name)
     finally:
         _in_callback.active = False
 
 
-def _watch_loss(lock, cell):
-    """Fills the lock's cell; tells a loss that came before."""
+def _watch_loss(lock):
+    """Fills the lock's entry; tells a loss that came before."""
+    watch = lock._watch
     with _lost_guard:
-        cell.ref = weakref.ref(lock)
-        reason = cell.reason
+        watch.ref = weakref.ref(lock)
+        reason = watch.reason
     if reason is not None:
         _tell_lost(lock, reason)
 
@@ -354,10 +365,11 @@ class _Spec:
     """The checked options of client.lock(), as the library takes them.
     Read-only once made, so one may serve many acquisitions at once."""
 
-    __slots__ = ("ttl_ms", "opts", "opts_ref", "renew", "waiting")
+    __slots__ = ("ttl_ms", "c_ttl_ms", "opts", "opts_ref", "renew", "waiting", "semaphore")
 
     def __init__(self, ttl, wait, permits, fair, shared, renew, max_hold, lease):
         self.ttl_ms = _args.ms(ttl, "ttl", _lib.TTL_MIN_MS, _lib.TTL_MAX_MS)
+        self.c_ttl_ms = ctypes.c_int64(self.ttl_ms)  # as the untyped acquire takes it
         o = self.opts = _lib.AcquireOptions(_lib.ACQUIRE_OPTIONS_VERSION)
         o.wait_ms = _args.wait_ms(wait)
         self.waiting = o.wait_ms != 0
@@ -380,6 +392,7 @@ class _Spec:
                 raise ValueError("max_hold limits the renewal: it needs renew=True")
             if o.max_hold_ms < self.ttl_ms:
                 raise ValueError("max_hold must not be shorter than the ttl")
+        self.semaphore = o.permits > 1
         self.opts_ref = ctypes.byref(o)
 
 
@@ -389,6 +402,20 @@ class _Spec:
 _specs = {}
 _plain_specs = {}  # plain mutexes: by ttl, wait (with their types) and renew
 _SPECS_MAX = 256
+_NONE = object()  # matches no argument
+_last_plain = (_NONE, _NONE, _NONE, None)  # ttl, wait, renew: the objects, and their spec
+
+
+def _plain_spec(ttl, wait, renew):
+    global _last_plain
+    key = (ttl, ttl.__class__, wait, wait.__class__, renew, renew.__class__)
+    spec = _plain_specs.get(key)
+    if spec is None:
+        spec = _spec(ttl, wait, None, False, False, renew, None, None)
+        if len(_plain_specs) < _SPECS_MAX:
+            _plain_specs[key] = spec
+    _last_plain = (ttl, wait, renew, spec)  # one store: another thread reads it whole
+    return spec
 
 
 def _spec(ttl, wait, permits, fair, shared, renew, max_hold, lease):
@@ -443,34 +470,29 @@ class _Attempt:
         conn = client._checkout()
         spec = self.spec
         opts = spec.opts_ref
-        key = cell = None
+        watch = None
         if self.on_lost is not None:
-            cell = _LostCell()
-            with _lost_guard:
-                _lost_next[0] += 1
-                key = _lost_next[0]
-                _lost_table[key] = cell
+            watch = _Watch(self.on_lost)
             own = _lib.AcquireOptions.from_buffer_copy(spec.opts)
             own.on_lost = _on_lost_c
-            own.on_lost_arg = key
+            own.on_lost_arg = watch.key
             opts = ctypes.byref(own)
         if spec.waiting:
             self._start_wait(conn)
-        handle = ctypes.c_void_p()
         try:
-            rc = client._lib.dlock_lock_acquire(ctypes.byref(handle), conn.handle, self.c_name,
-                                                spec.ttl_ms, opts)
+            rc = client._lib.fast.acquire(conn.out_ref, conn.handle, self.c_name,
+                                          spec.c_ttl_ms, opts)
         finally:
             if spec.waiting:
                 self._end_wait()
         if rc:
-            if key is not None:
-                _lost_table.pop(key, None)
+            if watch is not None:
+                _lost_table.pop(watch.key, None)
             raise client._fail(conn, rc)
-        _lib.count_handle("lock", 1)
-        lock = Lock(client, conn, handle, self.name, spec, self.on_lost, key)
-        if cell is not None:
-            _watch_loss(lock, cell)
+        next(_lib.locks_made)
+        lock = Lock(client, conn, self.name, spec, watch)
+        if watch is not None:
+            _watch_loss(lock)
         return lock
 
     def _start_wait(self, conn):
@@ -510,25 +532,23 @@ class Lock:
     and its lock expires after the TTL.
     """
 
-    __slots__ = ("_client", "_conn", "_handle", "_lost_key", "_on_lost", "_lost", "_mutex",
-                 "_spec", "_token", "name", "fence", "slot", "attempts", "__weakref__")
+    __slots__ = ("_client", "_conn", "_handle", "_watch", "_spec", "_token", "name", "fence",
+                 "slot", "attempts", "__weakref__")
 
-    def __init__(self, client, conn, handle, name, spec, on_lost, lost_key):
+    def __init__(self, client, conn, name, spec, watch):
         lib = client._lib
+        handle = conn.out  # the C client's out-parameter, this lock's while it lives
         self._client = client
-        self._conn = conn
+        self._conn = conn  # its mutex serialises release and extend
         self._handle = handle
-        self._lost_key = lost_key
-        self._on_lost = on_lost
-        self._lost = False
-        self._mutex = threading.Lock()  # release and extend
+        self._watch = watch  # None without on_lost
         self._spec = spec
         self.name = name
-        self._token = lib.dlock_lock_token(handle)
-        self.fence = lib.dlock_lock_fence(handle)
+        self._token = lib.fast.token(handle)
+        self.fence = lib.fast.fence(handle)
         # A mutex's slot is 0, and a single try is one attempt: no call for
         # them on the fast path.
-        self.slot = lib.dlock_lock_slot(handle) if spec.opts.permits > 1 else 0
+        self.slot = lib.dlock_lock_slot(handle) if spec.semaphore else 0
         self.attempts = lib.dlock_lock_attempts(handle) if spec.waiting else 1
 
     @property
@@ -551,7 +571,8 @@ class Lock:
         return f"<dlock.Lock {self.name!r} fence={self.fence} {state}>"
 
     def _getter(self, fn, gone):
-        if self._lost:
+        watch = self._watch
+        if watch is not None and watch.lost:
             return gone
         with _free_guard:
             return gone if self._handle is None else fn(self._handle)
@@ -567,7 +588,7 @@ class Lock:
         return bool(self._getter(self._client._lib.dlock_lock_held, 0))
 
     def _not_in_callback(self, what):
-        if self._on_lost is not None and getattr(_in_callback, "active", False):
+        if self._watch is not None and getattr(_in_callback, "active", False):
             raise RuntimeError(f"{what}() from an on_lost callback: it runs on the renewal thread")
 
     def extend(self, ttl=None):
@@ -577,7 +598,7 @@ class Lock:
         self._not_in_callback("extend")
         ttl_ms = self._spec.ttl_ms if ttl is None else \
             _args.ms(ttl, "ttl", _lib.TTL_MIN_MS, _lib.TTL_MAX_MS)
-        with self._mutex:
+        with self._conn.mutex:
             if self._handle is None:
                 raise errors.NotOwner(errors.code_of("DLOCK_ENOTOWNER"), "it was released")
             rc = self._client._lib.dlock_lock_extend(self._handle, ttl_ms)
@@ -591,26 +612,33 @@ class Lock:
         release failed expires after its TTL. Raises NotOwner (it is not
         ours: it expired or someone else took it), Lost (an auto-renewed lock
         that was lost), or the I/O error."""
-        self._not_in_callback("release")
-        lib = self._client._lib
-        with self._mutex:
-            if self._handle is None:
+        if self._watch is not None:
+            self._not_in_callback("release")
+        conn = self._conn
+        conn.mutex.acquire()  # acquire() and release(): half the cost of `with`
+        try:
+            handle = self._handle
+            if handle is None:
                 raise errors.NotOwner(errors.code_of("DLOCK_ENOTOWNER"), "it was released")
-            rc = lib.dlock_lock_release(self._handle)
-            detail = lib.dlock_client_errmsg(self._conn.handle).decode(errors="replace") if rc else ""
+            rc = self._client._lib.fast.release(handle)
+            detail = self._client._lib.dlock_client_errmsg(conn.handle).decode(errors="replace") \
+                if rc else ""
             self._free()
+        finally:
+            conn.mutex.release()
         if rc:
             raise errors.make(rc, detail)
 
     def _free(self):
-        with _free_guard:
-            handle, self._handle = self._handle, None
+        _free_guard.acquire()  # nothing in between can raise
+        handle, self._handle = self._handle, None
+        _free_guard.release()
         if handle is None:
             return
-        self._client._lib.dlock_lock_free(handle)
-        _lib.count_handle("lock", -1)
-        if self._lost_key is not None:
-            _lost_table.pop(self._lost_key, None)
+        self._client._lib.fast.free(handle)
+        next(_lib.locks_freed)
+        if self._watch is not None:
+            _lost_table.pop(self._watch.key, None)
         self._client._checkin(self._conn)
 
     def __enter__(self):
@@ -636,7 +664,7 @@ class Lock:
         if self._handle is None:
             return
         try:
-            with self._mutex:
+            with self._conn.mutex:
                 self._free()
         except Exception:  # interpreter shutdown: the lock expires by its TTL
             pass

@@ -24,6 +24,7 @@ BAD_LOCKS = [
     (ValueError, dict(name="a\0b")),
     (TypeError, dict(ttl="30")),
     (TypeError, dict(ttl=True)),
+    (TypeError, dict(ttl=None)),
     (ValueError, dict(ttl=0)),
     (ValueError, dict(ttl=0.001)),
     (ValueError, dict(ttl=-1)),
@@ -39,6 +40,7 @@ BAD_LOCKS = [
     (ValueError, dict(fair=True, shared=True)),
     (TypeError, dict(fair=1)),
     (TypeError, dict(renew="yes")),
+    (TypeError, dict(ttl=None, wait=None, renew=None)),
     (ValueError, dict(renew=False, max_hold=60)),
     (ValueError, dict(ttl=30, max_hold=10)),
     (ValueError, dict(lease=1)),
@@ -66,6 +68,9 @@ def test_a_checked_argument_lets_no_lookalike_through(offline):
     for bad in (dict(ttl=True, wait=0), dict(ttl=1, wait=False), dict(ttl=1, wait=0, renew=1)):
         with pytest.raises(TypeError):
             offline.lock("n", **bad)
+    for bad in (["n"], 42, bytearray(b"n")):  # a name checked once lets no other kind through
+        with pytest.raises(TypeError):
+            offline.lock(bad, ttl=1, wait=0, renew=True)
 
 
 def test_a_good_argument_does_go_out(offline):

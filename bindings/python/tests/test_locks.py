@@ -89,6 +89,26 @@ def test_releasing_twice_says_it_was_released(client, name):
         pass
 
 
+def test_a_released_lock_leaves_its_c_client_to_the_next_alone(client, name):
+    """The next lock reuses the C client, its out-parameter and its mutex:
+    the lock released before keeps its fence and token and touches none of
+    the next one's."""
+    first = client.lock(name, wait=0, renew=False)
+    fence, token = first.fence, first.token
+    first.release()
+    second = client.lock(name, wait=0, renew=False)
+    assert second._conn is first._conn
+    with pytest.raises(dlock.NotOwner, match="released"):
+        first.release()
+    with pytest.raises(dlock.NotOwner, match="released"):
+        first.extend(5)
+    del first  # its finalizer frees nothing
+    assert second.held() and second.fence > fence and second.token != token
+    second.extend(5)
+    second.release()
+    assert dlock.live_handles()["lock"] == 0
+
+
 def test_a_semaphore_hands_out_its_permits(client, name):
     permits = [client.lock(name, ttl=5, permits=3) for _ in range(3)]
     assert sorted(p.slot for p in permits) == [0, 1, 2]
