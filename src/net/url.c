@@ -21,7 +21,6 @@
 
 #define DB_DIGITS_MAX 9
 #define PORT_DIGITS_MAX 5
-#define URL_MAX 4096
 
 static int fail(char *why, size_t why_len, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -62,7 +61,7 @@ static int percent_decode(char **out, const char *s, size_t len)
 {
     char *d;
     size_t j = 0;
-    if (len > URL_MAX)
+    if (len > DLOCK__URL_MAX)
         return DLOCK_EINVAL;
     d = malloc(len + 1);
     if (!d)
@@ -337,8 +336,8 @@ int dlock__url_parse(dlock__endpoint *ep, const char *url, char *why, size_t why
     memcpy(ep->port, "6379", 5);
     if (!url || !*url)
         return fail(why, why_len, "empty URL");
-    if (strlen(url) > URL_MAX)
-        return fail(why, why_len, "URL longer than %d bytes", URL_MAX);
+    if (strlen(url) > DLOCK__URL_MAX)
+        return fail(why, why_len, "URL longer than %d bytes", DLOCK__URL_MAX);
     if (!has_only_printable(url))
         return fail(why, why_len, "URL contains spaces or control characters");
     if (strncasecmp(url, "redis://", 8) == 0) {

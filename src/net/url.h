@@ -3,6 +3,9 @@
 #ifndef DLOCK_URL_H
 #define DLOCK_URL_H
 
+/* The longest URL dlock__url_parse() takes, in bytes. */
+#define DLOCK__URL_MAX 4096
+
 #include <stdbool.h>
 #include <stddef.h>
 
