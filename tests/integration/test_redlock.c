@@ -234,10 +234,13 @@ static void test_redlock_validity_from_the_successful_attempt(void **state)
 /* After expiry, neither extend nor release touches the next owner's lock. */
 static void test_redlock_extend_and_release_after_expiry_refused(void **state)
 {
+    /* A TTL short enough to outwait, long enough that its node deadline
+     * (TTL / 20) covers a first connection under the sanitizers. */
+    int ttl_ms = 200 * test_slowdown();
     dlock_client *a = client_on_all_nodes(0, 0), *b = client_on_all_nodes(0, 0);
-    dlock_lock *old = take(a, "rl:expired", 200, NULL), *next;
+    dlock_lock *old = take(a, "rl:expired", ttl_ms, NULL), *next;
     (void)state;
-    usleep(300 * 1000);
+    usleep((useconds_t)(ttl_ms + 100) * 1000);
     next = take(b, "rl:expired", 30000, NULL);
     assert_int_equal(dlock_lock_extend(old, 30000), DLOCK_ENOTOWNER);
     assert_int_equal(dlock_lock_release(old), DLOCK_ENOTOWNER);
