@@ -187,14 +187,19 @@ static void test_audit_off_changes_nothing_on_the_wire(void **state)
 static void test_audit_finds_a_paused_holder(void **state)
 {
     redisContext *redis = *state;
-    cli_proc *holder = start_cli(server.url,
-                                 (const char *const[]){"--audit", "run", "-t", "1s",
-                                                       "audit:paused", "--", "sleep", "60", NULL},
-                                 NULL);
-    cli_proc other;
+    char started[512], script[600];
+    cli_proc *holder, other;
     char *out;
 
-    wait_for_key(redis, "audit:paused");
+    /* Stopped only once its command runs: stopped before its grant came
+     * back, it would find the grant too old, drop it and wait anew. */
+    scratch(started, sizeof(started), "audit-paused-started");
+    snprintf(script, sizeof(script), "echo $DLOCK_FENCE > %s; exec sleep 60", started);
+    holder = start_cli(server.url,
+                       (const char *const[]){"--audit", "run", "-t", "1s", "audit:paused", "--",
+                                             "sh", "-c", script, NULL},
+                       NULL);
+    assert_true(wait_for_number(started) > 0);
     assert_int_equal(kill(holder->pid, SIGSTOP), 0);
     usleep(1500 * 1000);
     assert_int_equal(DLOCK(&other, 20000, "--audit", "run", "-n", "audit:paused", "--", "true"), 0);
