@@ -15,14 +15,14 @@
  * (src/kinds/KIND.c) and the attempt layer; and
  * fence_max.lua, the write-back:
  * kind mutex
- * pin src/kinds/lua/helpers.lua 5cddaa037d143ed6ef1d4fa4ddfcd7763db81b38
- * pin src/kinds/lua/mutex_acquire.lua 560346dab2ce9c7cc7193dad00f9aa5f84f763f7
- * pin src/kinds/lua/mutex_extend.lua 9a5201d1e4af2d6112217a51f7be5d27511b42c4
- * pin src/kinds/lua/mutex_release.lua 93e32bce7f764d4346c3e925f0adecf3ef7d7ce4
+ * pin src/kinds/lua/helpers.lua 31ac9983974a33d167916cc7ad692a7241cfef8b
+ * pin src/kinds/lua/mutex_acquire.lua ff03cc8135a37092bcb5982e35a279d689613bcc
+ * pin src/kinds/lua/mutex_extend.lua 8840a10719bea4dbda3451084c3d9b01672b822f
+ * pin src/kinds/lua/mutex_release.lua 6c944fffa23b2d2ce846ca87e53a55fdb727a08e
  * pin src/kinds/lua/mutex_status.lua b421d7b779e83ac0a8d2eeec8352366b8c430810
- * pin src/kinds/lua/fence_max.lua 94ccc3a1c23cc9461874132b3c4efc2b44ddda1d
- * pin src/kinds/mutex.c e6f751963be14c2b46d982db557ad75d01bc2b3e
- * pin src/engine/attempt.c c7cd8fb4be713ba2257c24a19d20a1c878329b5b
+ * pin src/kinds/lua/fence_max.lua 8d20c14c6ced0f063745bf277650f36999f05594
+ * pin src/kinds/mutex.c 448abc802c225c0e4ab257a6ba04cbd3cbb88017
+ * pin src/engine/attempt.c 9c45dbdce56c2da35c1cdf6573b21eba148c5a12
  *
  * Time. There is no absolute clock: every time in the model is kept
  * relative to "now" and moved by the clock process, one tick at a time, so

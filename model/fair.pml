@@ -2,7 +2,7 @@
  * Lua scripts of src/kinds/lua/ (the queue by arrival, the presence
  * leases, the head's reservation of a free lock, the cleanup that keeps a
  * waiter's place, the release's hand-over of the lock to the head), the
- * mutex's acquire with its queue lookup, release and extend, on the one
+ * mutex's acquire with the queue's mark it reads, release and extend, on the one
  * server a fair lock lives on, and the attempt layer's validity, cleanup
  * and taking of a handed lock (dlock__attempt_handed(), take_handed() in
  * wait.c) on the clients' side. docs/model.md says what is modelled, with
@@ -15,17 +15,17 @@
  * checks), the helpers every script shares, the kind's C
  * (src/kinds/KIND.c) and the attempt layer; and the
  * mutex's acquire, release and extend, which it models too (a plain
- * acquire looks the queue up; the fair lock's extend is the mutex's):
+ * acquire reads the queue's mark; the fair lock's extend is the mutex's):
  * kind fair
- * pin src/kinds/lua/helpers.lua 5cddaa037d143ed6ef1d4fa4ddfcd7763db81b38
- * pin src/kinds/lua/fair_acquire.lua 21d5ca27cba86de73bce69079cfe285797c5137a
- * pin src/kinds/lua/fair_helpers.lua 9006c099227b4a1174da6a830ee1c8625aa050f5
- * pin src/kinds/lua/fair_release.lua dba59edb0903243be781a3c9b6a3bb8af5c759a7
- * pin src/kinds/lua/mutex_acquire.lua 560346dab2ce9c7cc7193dad00f9aa5f84f763f7
- * pin src/kinds/lua/mutex_release.lua 93e32bce7f764d4346c3e925f0adecf3ef7d7ce4
- * pin src/kinds/lua/mutex_extend.lua 9a5201d1e4af2d6112217a51f7be5d27511b42c4
+ * pin src/kinds/lua/helpers.lua 31ac9983974a33d167916cc7ad692a7241cfef8b
+ * pin src/kinds/lua/fair_acquire.lua fb63391d3432b3768f6c1269dc1c076c524018ae
+ * pin src/kinds/lua/fair_helpers.lua f28c4795cc15d5b5658743fd211693258e0cfcd2
+ * pin src/kinds/lua/fair_release.lua f9c88a8c8f58660fb987125b9967d548933f15c1
+ * pin src/kinds/lua/mutex_acquire.lua ff03cc8135a37092bcb5982e35a279d689613bcc
+ * pin src/kinds/lua/mutex_release.lua 6c944fffa23b2d2ce846ca87e53a55fdb727a08e
+ * pin src/kinds/lua/mutex_extend.lua 8840a10719bea4dbda3451084c3d9b01672b822f
  * pin src/kinds/fair.c 3b7b7341205b0d52cb247c0ea84da2c7d580a28e
- * pin src/engine/attempt.c c7cd8fb4be713ba2257c24a19d20a1c878329b5b
+ * pin src/engine/attempt.c 9c45dbdce56c2da35c1cdf6573b21eba148c5a12
  *
  * Time is kept as in dlock.pml: relative to "now", moved one tick at a time
  * by the clock process. The lock key, each presence lease and the queue's
@@ -106,7 +106,7 @@
                            are told to try: the release deletes NAME */
 #endif
 /* Mutations, for the negative controls: BARGE (the mutex acquire does not
- * look the queue up), NO_LEASE_END (the fair acquire keeps dead waiters:
+ * read the queue's mark), NO_LEASE_END (the fair acquire keeps dead waiters:
  * the head's reservation ignores the end of its lease), FORGET_QUEUE (the
  * release of a waiter that gives up leaves it in the queue),
  * HANDOVER_NO_IDENTITY (a waiter takes any hand-over of its token, without
@@ -463,9 +463,15 @@ inline fair_release(t, leaving) {
 }
 
 /* The mutex's acquire: busy when NAME holds another token; when NAME is
- * free, busy while the queue's key exists (PTTL of KEYS[4] not -2). */
+ * free, busy while the fence key's mark of the queue lasts. The mark ends
+ * with the longest presence lease of the queue's members as the last fair
+ * script left them (set_fence(), mark_queue() in fair_helpers.lua), and
+ * members change only in fair scripts or all at once, when the queue's
+ * keys expire: so it lasts while a member's lease has not ended. */
 inline mutex_acquire(t) {
-    queue_empty();
+    qe = true;
+    for (k : 0 .. NT - 1) { qe = qe && !(inq[k] && lease[k] > 0) }
+    k = 0;
     if
     :: lk != 0 && lk != t + 1 -> res = NO; f = FLOOR
 #ifndef BARGE

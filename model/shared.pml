@@ -15,17 +15,17 @@
  * mutex's acquire, release and extend, which it models too (a writer
  * waits, gives up and extends through them):
  * kind shared
- * pin src/kinds/lua/helpers.lua 5cddaa037d143ed6ef1d4fa4ddfcd7763db81b38
- * pin src/kinds/lua/shared_acquire.lua d454bed5d76c9b8fa506e3a47861e85009622a0e
- * pin src/kinds/lua/shared_extend.lua 642bde97acff72430c980cb70dae5e0795ace438
+ * pin src/kinds/lua/helpers.lua 31ac9983974a33d167916cc7ad692a7241cfef8b
+ * pin src/kinds/lua/shared_acquire.lua fa76b9c7ad5fb8748355605f6a69727f20b9fc79
+ * pin src/kinds/lua/shared_extend.lua 4bd4c7c4f41d5898347d2c99acaf8182f18c86e6
  * pin src/kinds/lua/shared_helpers.lua bae0b9fc00e10a905975434e04d84d19fd304400
- * pin src/kinds/lua/shared_release.lua 710c0d82a14fcc28508e549624e8da66a1112a17
- * pin src/kinds/lua/shared_status.lua 14317fca402f0278a55d460d23b6f9b25be2f73c
- * pin src/kinds/lua/mutex_acquire.lua 560346dab2ce9c7cc7193dad00f9aa5f84f763f7
- * pin src/kinds/lua/mutex_release.lua 93e32bce7f764d4346c3e925f0adecf3ef7d7ce4
- * pin src/kinds/lua/mutex_extend.lua 9a5201d1e4af2d6112217a51f7be5d27511b42c4
- * pin src/kinds/shared.c 2f51db4485351d3390c536dad6416ded80554994
- * pin src/engine/attempt.c c7cd8fb4be713ba2257c24a19d20a1c878329b5b
+ * pin src/kinds/lua/shared_release.lua be053b5b70f7ff55f8ba4c120dcd13b0d85df9c2
+ * pin src/kinds/lua/shared_status.lua fa7d14e2617942267379b4171ed8de84f4ea5669
+ * pin src/kinds/lua/mutex_acquire.lua ff03cc8135a37092bcb5982e35a279d689613bcc
+ * pin src/kinds/lua/mutex_release.lua 6c944fffa23b2d2ce846ca87e53a55fdb727a08e
+ * pin src/kinds/lua/mutex_extend.lua 8840a10719bea4dbda3451084c3d9b01672b822f
+ * pin src/kinds/shared.c e720aec2963d8734ffa8b5c73d1d0ab83be700c3
+ * pin src/engine/attempt.c 9c45dbdce56c2da35c1cdf6573b21eba148c5a12
  *
  * Time is kept as in dlock.pml and fair.pml: relative to "now", moved one
  * tick at a time by the clock process. NAME, each reader's entry and each
@@ -212,9 +212,13 @@ inline shared_extend(t) {
 }
 
 /* The mutex's acquire: finding the marker, it puts its token in the
- * waiting writers (or sets the one mark); granted, it takes it out. */
+ * waiting writers (or sets the one mark) if it names them; granted, it
+ * takes it out. A writer's first try does not name them (it is busy, told
+ * the name is held shared) and the next try does: the model lets any try
+ * on the marker be either, a superset of what a client sends. */
 inline x_acquire(t) {
     if
+    :: nm == MARK -> res = NO; f = FLOOR
     :: nm == MARK ->
 #ifdef ONE_WRITER_MARK
         wm = t + 1; wttl = WLEASE;

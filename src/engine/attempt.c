@@ -30,6 +30,7 @@ struct answer {
     unsigned slot;  /* GRANT, YES: a kind with slots names it, else 0 */
     int64_t pttl;   /* GRANT, NO */
     bool writer;    /* GRANT, NO: {0, pttl, 1}, we wait among the writers */
+    bool shared;    /* GRANT, NO: {0, pttl, 2}, held shared */
     int64_t lease_end_ms; /* GRANT, NO: {0, pttl, 0, end}, a queued waiter's lease */
 };
 
@@ -48,8 +49,8 @@ static bool read_slot(const dlock__reply *a, unsigned *slot)
 
 static struct answer read_grant(const dlock__reply *a)
 {
-    struct answer x = {VOTE_FAILED, DLOCK_EPROTO, 0, 0, 0, false, 0};
-    const dlock__reply *first, *second;
+    struct answer x = {VOTE_FAILED, DLOCK_EPROTO, 0, 0, 0, false, false, 0};
+    const dlock__reply *first, *second, *third;
     char *end;
     if (a->type != DLOCK__REPLY_ARRAY || a->elements < 2 || a->elements > 4)
         return x;
@@ -60,8 +61,9 @@ static struct answer read_grant(const dlock__reply *a)
     if (first->integer == 0 && second->type == DLOCK__REPLY_INTEGER) {
         x.vote = VOTE_NO;
         x.pttl = second->integer;
-        x.writer = a->elements >= 3 && a->element[2]->type == DLOCK__REPLY_INTEGER &&
-                   a->element[2]->integer == 1;
+        third = a->elements >= 3 ? a->element[2] : NULL;
+        x.writer = third && third->type == DLOCK__REPLY_INTEGER && third->integer == 1;
+        x.shared = third && third->type == DLOCK__REPLY_INTEGER && third->integer == 2;
         if (a->elements == 4 && a->element[3]->type == DLOCK__REPLY_INTEGER)
             x.lease_end_ms = a->element[3]->integer;
     } else if (first->integer == 1 && second->type == DLOCK__REPLY_STRING && a->elements <= 3) {
@@ -73,7 +75,7 @@ static struct answer read_grant(const dlock__reply *a)
 
 static struct answer read_answer(const dlock__node_result *r, enum reply_kind kind)
 {
-    struct answer x = {VOTE_FAILED, 0, 0, 0, 0, false, 0};
+    struct answer x = {VOTE_FAILED, 0, 0, 0, 0, false, false, 0};
     const dlock__reply *a = r->reply;
     if (r->status == DLOCK__PENDING) {
         x.vote = VOTE_PENDING;
@@ -136,7 +138,7 @@ static void count(dlock__tally *t, const dlock__node_result *results, size_t n,
     t->yes = t->no = t->repaired = t->failed = t->pending = 0;
     t->fence = 0;
     t->slot = 0;
-    t->writer = false;
+    t->writer = t->shared = false;
     t->lease_end_ms = 0;
     for (size_t i = 0; i < n; i++) {
         struct answer x = answer_of(results, n, call, i, kind, g);
@@ -150,6 +152,7 @@ static void count(dlock__tally *t, const dlock__node_result *results, size_t n,
         case VOTE_NO:
             t->pttl = t->no++ == 0 || x.pttl < t->pttl ? x.pttl : t->pttl;
             t->writer |= x.writer;
+            t->shared |= x.shared;
             t->lease_end_ms = x.lease_end_ms; /* one server: queued kinds take no more */
             break;
         case VOTE_REPAIRED:

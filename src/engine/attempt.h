@@ -107,6 +107,7 @@ typedef struct dlock__tally {
     unsigned slot;   /* acquire: the slot that came with that token */
     int64_t pttl;    /* acquire: the smallest PTTL of the refusals */
     bool writer;     /* acquire: a refusal joined us to the waiting writers ({0, pttl, 1}) */
+    bool shared;     /* acquire: a refusal found the name held shared ({0, pttl, 2}) */
     int64_t lease_end_ms; /* acquire: a waiter's place ends then ({0, pttl, 0, end}; 0: none) */
 } dlock__tally;
 

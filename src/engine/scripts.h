@@ -7,12 +7,15 @@
 #include "fanout.h"
 
 enum dlock__script_id {
-    /* KEYS lock, fence, owner, and the fair queue (optional: a free lock
-     * with a queue is busy); ARGV token, ttl_ms, fence_ttl_ms, owner record.
-     * Returns {1, fence as a decimal string} (granted) or {0, PTTL of the
-     * lock} (held by another). */
+    /* KEYS lock, fence, owner, and the waiting writers once the name was
+     * found held shared; ARGV token, ttl_ms, fence_ttl_ms, owner record,
+     * and "1" once among the writers. Returns {1, fence as a decimal
+     * string} (granted), {0, PTTL of the lock} (held by another, or free
+     * with a fair queue marked in the fence key), {0, PTTL, 2} (held
+     * shared, the writers not named) or {0, ms, 1} (among the writers). */
     DLOCK__SCRIPT_ACQUIRE,
-    /* KEYS lock, owner, the kind's auxiliary keys, and with several
+    /* KEYS lock, owner, the waiting writers for a writer that leaves
+     * them, and with several
      * servers, for a lock that was held, `freed` last; ARGV token, channel,
      * "1" to publish or "0", then with `freed` the lock's fence and
      * fence_ttl_ms. Returns 1 (released) or 0 (not ours). */
@@ -44,10 +47,10 @@ enum dlock__script_id {
     DLOCK__SCRIPT_FAIR_ACQUIRE,
     DLOCK__SCRIPT_FAIR_RELEASE,
     /* Shared holders' (src/kinds/lua/shared_*.lua, docs/shared.md): the
-     * mutex's KEYS (its queue and waiting writers included) and ARGV, then the
-     * auxiliary keys readers, rowners and epoch (the extend: readers and
-     * rowners); the acquire's last ARGV is "1" with several servers. The
-     * status takes KEYS NAME, then the kind's auxiliary keys. */
+     * mutex's KEYS and ARGV, then for the acquire the auxiliary keys writer,
+     * readers, rowners and epoch, for the others readers and rowners; the
+     * acquire's last ARGV is "1" with several servers. The status takes
+     * KEYS NAME, then the kind's auxiliary keys. */
     DLOCK__SCRIPT_SHARED_ACQUIRE,
     DLOCK__SCRIPT_SHARED_RELEASE,
     DLOCK__SCRIPT_SHARED_EXTEND,

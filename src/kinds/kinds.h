@@ -13,7 +13,8 @@
 /* A kind's own part of a claim: each field is one kind's, set by its
  * setup() or its hooks and read by its hooks only. */
 struct dlock__kind_params {
-    bool writer;       /* mutex: an acquire joined the waiting writers of a name held shared */
+    bool held_shared;  /* mutex: an acquire that waits found its name held shared */
+    bool writer;       /* mutex: it joined the waiting writers of that name */
     unsigned permits;  /* semaphore: how many may hold the name at once */
     unsigned lease_ms; /* fair: a waiter's presence lease */
 };

@@ -1,41 +1,42 @@
 /* The mutex: NAME is a string holding the holder's token (scripts.h: the
- * mutex's scripts, whose words every kind's start with). Its own keys are
- * the fair queue, which its acquire looks up when the lock is free (a free
- * lock with waiters is the head's), the waiting writers, to which a
- * waiting acquire adds itself when it finds the name held shared
- * (docs/shared.md), and the epoch, which its grant raises with several
- * servers: the shared holders' fence. With several servers its release
- * also records the fence it ends in `freed`, which the extend's repair
- * reads: a repair never brings our key back after our own release. */
+ * mutex's scripts, whose words every kind's start with). Its scripts name
+ * the keys of no other kind until the name is used by one: a fair queue
+ * leaves its mark in the fence key, which the acquire reads anyway
+ * (docs/fair.md), and an acquire that waits and finds the name held shared
+ * (docs/shared.md) asks again naming the waiting writers, joins them, and
+ * names them until it is done. With several servers its grant raises the
+ * epoch, the shared holders' fence, and its release records the fence it
+ * ends in `freed`, which the extend's repair reads: a repair never brings
+ * our key back after our own release. */
 #include "kinds.h"
 #include "status_record.h"
 
 #include <stdio.h>
 #include <time.h>
 
-/* The keys before the epoch (the last of aux): the queue, and for a
- * waiting acquire the writers. */
-static size_t before_epoch(const dlock__kind *kind)
+/* The waiting writers, which the mutex that does not wait has not: then
+ * its one auxiliary key is the epoch. */
+static bool has_writers(const dlock__kind *kind)
 {
-    size_t n = 0;
-    while (kind->aux[n + 1])
-        n++;
-    return n;
+    return kind->aux[1] != NULL;
 }
 
 static void words(const dlock__claim *cl, enum dlock__step step, dlock__words *w)
 {
-    size_t n = before_epoch(cl->kind);
+    bool writers = has_writers(cl->kind);
     const dlock_client *c = cl->client;
     switch (step) {
     case DLOCK__STEP_ACQUIRE:
-        dlock__words_keys(w, cl->aux, n);
+        if (writers && cl->params->held_shared)
+            dlock__words_keys(w, cl->aux, 1);
         /* A writer that waits: its grant leaves the waiting writers. */
         if (cl->params->writer)
             dlock__words_arg(w, "1");
         break;
     case DLOCK__STEP_RELEASE:
-        dlock__words_keys(w, cl->aux, n);
+        /* A writer that gives up leaves them. */
+        if (cl->params->writer)
+            dlock__words_keys(w, cl->aux, 1);
         /* A lock taken here (an adopted one has no fence) records its
          * release where a late extend of its own could repair it. */
         if (c->n > 1 && cl->fence > 0) {
@@ -45,7 +46,8 @@ static void words(const dlock__claim *cl, enum dlock__step step, dlock__words *w
         }
         break;
     case DLOCK__STEP_CLEANUP:
-        dlock__words_keys(w, cl->aux, n);
+        if (cl->params->writer)
+            dlock__words_keys(w, cl->aux, 1);
         break;
     case DLOCK__STEP_EXTEND:
         break;
@@ -53,14 +55,19 @@ static void words(const dlock__claim *cl, enum dlock__step step, dlock__words *w
         dlock__words_keys(w, &cl->keys.freed, 1);
         break;
     case DLOCK__STEP_FENCE:
-        dlock__words_keys(w, &cl->aux[n], 1);
+        dlock__words_keys(w, &cl->aux[writers ? 1 : 0], 1);
         break;
     }
 }
 
-/* A refusal {0, pttl, 1}: we wait among the writers now. */
+/* A refusal {0, pttl, 2}: the name is held shared, and a waiter asks again
+ * at once, naming the waiting writers; {0, pttl, 1}: it waits among them. */
 static void answered(dlock__claim *cl, const dlock__tally *t)
 {
+    if (t->shared && has_writers(cl->kind) && !cl->params->held_shared) {
+        cl->params->held_shared = true;
+        cl->last_pttl_ms = 0;
+    }
     cl->params->writer |= t->writer;
 }
 
@@ -113,7 +120,7 @@ static void holders(const dlock_status *st, char *out, size_t len)
 
 const dlock__kind dlock__kind_mutex = {
     MUTEX_SCRIPTS_AND_HOOKS,
-    .aux = {"queue", "writer", "epoch", NULL},
+    .aux = {"writer", "epoch", NULL},
     .found = found,
     .holders = holders,
 };
@@ -123,5 +130,5 @@ const dlock__kind dlock__kind_mutex = {
  * holders out for a lease (it will not try again). */
 const dlock__kind dlock__kind_mutex_try = {
     MUTEX_SCRIPTS_AND_HOOKS,
-    .aux = {"queue", "epoch", NULL},
+    .aux = {"epoch", NULL},
 };

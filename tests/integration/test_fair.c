@@ -259,6 +259,42 @@ static void test_fair_plain_acquire_does_not_barge(void **state)
     take_and_release(c, "fair:barge", 30000, NULL);
 }
 
+/* A holder whose key expired (no renewal, no release: no script ran) with
+ * a waiter queued: the free lock is the head's, to a plain acquire and to
+ * a new shared holder alike, which learn of the queue from its mark in the
+ * fence key, and a plain acquire names no key of the queue. */
+static void test_fair_expired_holder_leaves_the_lock_to_the_queue(void **state)
+{
+    redisContext *redis = *state, *monitor = connect_to(&server);
+    dlock_client *c = client_on(server.url);
+    dlock_acquire_options shared = shared_options(0);
+    dlock_lock *holder = take(c, "fair:expired", 300 * test_slowdown(), NULL);
+    cli_proc *head = start_cli(
+        server.url, (const char *const[]){"run", "--fair", "fair:expired", "--", "true", NULL},
+        NULL);
+    redisReply *r;
+
+    wait_for_queued(redis, "fair:expired", 1);
+    kill(head->pid, SIGSTOP);
+    while (key_exists(redis, "fair:expired"))
+        usleep(10000);
+    freeReplyObject(run(monitor, "MONITOR"));
+    expect_acquire(DLOCK_EBUSY, c, "fair:expired", 30000, NULL);
+    do { /* the acquire's script, as MONITOR saw it */
+        assert_int_equal(redisGetReply(monitor, (void **)&r), REDIS_OK);
+        kept_reply(r);
+    } while (!strstr(r->str, "\"EVALSHA\""));
+    assert_non_null(strstr(r->str, "\"3\" \"fair:expired\""));
+    assert_null(strstr(r->str, ":dlock:queue:"));
+    expect_acquire(DLOCK_EBUSY, c, "fair:expired", 30000, &shared);
+    assert_int_equal(key_exists(redis, "fair:expired"), 0);
+    kill(head->pid, SIGCONT);
+    assert_int_equal(cli_wait(head, 30000), 0);
+    assert_int_equal(dlock_lock_release(holder), DLOCK_ENOTOWNER);
+    take_and_release(c, "fair:expired", 30000, NULL);
+    take_and_release(c, "fair:expired", 30000, &shared);
+}
+
 /* The command: -n on a name with waiters queued is busy (75), plain or
  * fair, while the lock itself is free (a plain holder left it); a bad
  * lease is a usage error. */
@@ -306,6 +342,7 @@ int main(void)
         T(test_fair_slow_head_keeps_its_place),
         T(test_fair_release_wakes_only_the_head),
         T(test_fair_plain_acquire_does_not_barge),
+        T(test_fair_expired_holder_leaves_the_lock_to_the_queue),
         T(test_fair_cli_nowait_on_a_queued_name_is_busy),
         U(test_fair_several_servers_refused),
     };

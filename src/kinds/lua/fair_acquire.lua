@@ -6,19 +6,15 @@
 -- and renew our lease: {0, ms until the next renewal is due, 0, end of our
 -- lease}, sooner if the holder's key or a free lock's reservation for the
 -- head ends first. A waiter whose lease ended behind a live head has left:
--- it joins again at the tail, as if it had been dropped. The fence is read
--- (and checked) only when the lock may be granted.
+-- it joins again at the tail, as if it had been dropped. The fence key is
+-- read (and checked) first: it holds the queue's mark (fair_helpers.lua).
 
 local lock, queue, presence, wake = KEYS[1], KEYS[4], KEYS[5], KEYS[6]
 local token, lease, direct = ARGV[1], tonumber(ARGV[5]), ARGV[6] == '1'
 local current = redis.call('GET', lock)
-local last = 0
-if not current or current == token then
-  local err
-  last, err = fence_of(KEYS[2])
-  if not last then
-    return redis.error_reply(err)
-  end
+local last, marked = fence_of(KEYS[2])
+if not last then
+  return redis.error_reply(marked)
 end
 local now, now_us = clock()
 local head, head_ends = live_head(queue, presence, wake, now)
@@ -28,7 +24,7 @@ if current == token or (not current and (not head or head == token)) then
   end
   local f = next_fence(last, now_us)
   redis.call('SET', lock, token, current and 'XX' or 'NX', 'PX', ARGV[2])
-  redis.call('SET', KEYS[2], f, 'PX', ARGV[3])
+  set_fence(KEYS[2], f, ARGV[3], queue_ends(presence), now)
   redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[2])
   audit('grant', token, f, ARGV[2])
   return {1, f}
@@ -57,6 +53,7 @@ local longest = redis.call('ZRANGE', presence, -1, -1, 'WITHSCORES')
 for _, key in ipairs({queue, presence, wake}) do
   redis.call('PEXPIRE', key, tonumber(longest[2]) - now)
 end
+mark_queue(KEYS[2], presence, last, marked, now)
 local wait = math.max(1, math.floor(lease / 3))
 if current then
   local pttl = redis.call('PTTL', lock)

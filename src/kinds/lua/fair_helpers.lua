@@ -13,7 +13,11 @@
 -- the first waiter whose lease has not ended: only when the head's has are
 -- the dead dropped (all of them), since a dead waiter behind a live head
 -- changes no grant until it is the head; that spares a ZRANGEBYSCORE per
--- call.
+-- call. The queue's life (the longest lease) is marked in the fence key
+-- (fence_of()), where a plain acquire and a new shared holder, which name
+-- none of these keys, find it: each script leaves the mark true of the
+-- queue it leaves, with set_fence() when it writes a fence, else with
+-- mark_queue().
 
 local function leave(queue, presence, wake, ...)
   redis.call('HDEL', wake, ...)
@@ -33,5 +37,33 @@ local function live_head(queue, presence, wake, now)
     local dead = redis.call('ZRANGEBYSCORE', presence, '-inf', now)
     dead[#dead + 1] = head
     leave(queue, presence, wake, unpack(dead))
+  end
+end
+
+-- The end of the queue's life: its longest presence lease (0: no waiter).
+local function queue_ends(presence)
+  return tonumber(redis.call('ZRANGE', presence, -1, -1, 'WITHSCORES')[2]) or 0
+end
+
+-- Makes the mark in the fence key true of the queue now, when it is not:
+-- `last` and `marked` are what fence_of() read (nil: the key holds no
+-- token, which is left for an acquire to report). The fence key keeps its
+-- TTL if that outlasts the mark.
+local function mark_queue(fence, presence, last, marked, now)
+  local ends = queue_ends(presence)
+  if not last or ends == marked or (ends <= now and marked <= now) then
+    return
+  end
+  local value = string.format('%d', last)
+  if ends <= now then
+    redis.call('SET', fence, value, 'KEEPTTL')
+    return
+  end
+  value = value .. ' queue ' .. string.format('%d', ends)
+  local pttl = redis.call('PTTL', fence)
+  if pttl == -1 or pttl >= ends - now then
+    redis.call('SET', fence, value, 'KEEPTTL')
+  else
+    redis.call('SET', fence, value, 'PX', ends - now)
   end
 end

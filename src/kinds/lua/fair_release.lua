@@ -20,7 +20,7 @@
 local lock, queue, presence, wake = KEYS[1], KEYS[3], KEYS[4], KEYS[5]
 local token = ARGV[1]
 local current = redis.call('GET', lock)
-local last = current == token and fence_of(KEYS[6])
+local last, marked = fence_of(KEYS[6])
 local now, now_us = clock()
 local head, head_ends = live_head(queue, presence, wake, now)
 local function head_entry()
@@ -44,7 +44,7 @@ if current == token then
     local f = next_fence(last, now_us)
     leave(queue, presence, wake, head)
     redis.call('SET', lock, head, 'PX', px)
-    redis.call('SET', KEYS[6], f, 'PX', fence_ttl)
+    set_fence(KEYS[6], f, fence_ttl, queue_ends(presence), now)
     record = string.gsub(record, '"since":%d+', '"since":' .. string.format('%d', now), 1)
     redis.call('SET', KEYS[2], record, 'PX', px)
     publish(channel, 'grant:' .. head .. ':' .. f .. ':' .. string.format('%d', head_ends))
@@ -53,6 +53,7 @@ if current == token then
     return 1
   end
   redis.call('DEL', lock, KEYS[2])
+  mark_queue(KEYS[6], presence, last, marked, now)
   if head then
     publish(channel, 'next:' .. head)
   elseif ARGV[3] == '1' then
@@ -70,5 +71,6 @@ if ARGV[3] == '1' and redis.call('ZSCORE', presence, token) then
     end
   end
 end
+mark_queue(KEYS[6], presence, last, marked, now)
 audit_end(token, false)
 return 0

@@ -1,21 +1,22 @@
 -- The fence write-back of every kind. KEYS the fence key, and the name's
 -- epoch key when the grant's kind has one (see shared_acquire.lua); ARGV
 -- fence, fence_ttl_ms. Each key is raised to at least ARGV[1], never
--- lowered (a delayed packet must not); one that holds the value already
--- gets its TTL again, so an epoch lives as long as its shared holders keep
--- coming. Returns 1.
+-- lowered (a delayed packet must not), and keeps a fair queue's mark
+-- (fence_of()); one that holds the value already gets its TTL again, so
+-- an epoch lives as long as its shared holders keep coming. Returns 1.
 
-local stored = {}
+local stored, queued = {}, {}
 for i, key in ipairs(KEYS) do
-  local value, err = fence_of(key)
+  local value, ends = fence_of(key)
   if not value then
-    return redis.error_reply(err)
+    return redis.error_reply(ends)
   end
-  stored[i] = value
+  stored[i], queued[i] = value, ends
 end
+local now = clock()
 for i, key in ipairs(KEYS) do
   if stored[i] <= tonumber(ARGV[1]) then
-    redis.call('SET', key, ARGV[1], 'PX', ARGV[2])
+    set_fence(key, ARGV[1], ARGV[2], queued[i], now)
   end
 end
 return 1

@@ -40,10 +40,36 @@ local function fence_parse(s, where)
   return tonumber(s)
 end
 
--- The fence stored in a string key, by fence_parse(). A key of another
--- type makes GET raise WRONGTYPE.
+-- The fence stored in a string key, by fence_parse(), and the mark a fair
+-- queue keeps there: a fence key holds the token alone, or, while a fair
+-- lock's waiters queue on its name (docs/fair.md), the token, " queue "
+-- and the end of the queue's life in server ms. So the scripts of another
+-- kind learn of the queue from the key they read anyway, without naming
+-- the queue's keys. Returns the fence and that end (0: no queue), or nil
+-- and an error. A key of another type makes GET raise WRONGTYPE.
 local function fence_of(key)
-  return fence_parse(redis.call('GET', key), key)
+  local s = redis.call('GET', key)
+  local token, ends = string.match(s or '', '^(%d+) queue ([1-9]%d*)$')
+  if ends and #ends > 15 then
+    token, ends = nil, nil
+  end
+  local fence, err = fence_parse(token or s, key)
+  if not fence then
+    return nil, err
+  end
+  return fence, tonumber(ends) or 0
+end
+
+-- Writes the fence `f` (a decimal string) to `key` for `px` ms, with the
+-- queue's mark (see fence_of()) while it lasts: until `ends`, server ms,
+-- and at least that long; `now` is the server's time in ms.
+local function set_fence(key, f, px, ends, now)
+  if ends > now then
+    redis.call('SET', key, f .. ' queue ' .. string.format('%d', ends), 'PX',
+      math.max(tonumber(px), ends - now))
+  else
+    redis.call('SET', key, f, 'PX', px)
+  end
 end
 
 -- The fence rule of every grant: a token is max(last + 1, server clock in

@@ -22,9 +22,9 @@ end
 if current or ARGV[3] ~= '1' then
   return 0
 end
-local stored, err = fence_of(KEYS[3])
+local stored, queued = fence_of(KEYS[3])
 if not stored then
-  return redis.error_reply(err)
+  return redis.error_reply(queued)
 end
 local freed, why = fence_of(KEYS[4])
 if not freed then
@@ -36,7 +36,7 @@ if freed >= ours then
 end
 redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])
 if stored < ours then
-  redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[5])
+  set_fence(KEYS[3], ARGV[4], ARGV[5], queued, (clock()))
 end
 audit('repair', ARGV[1], nil, ARGV[2])
 return 2

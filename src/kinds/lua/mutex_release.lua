@@ -1,21 +1,21 @@
--- The mutex's release. KEYS lock, owner, the kind's auxiliary keys (the
--- fair queue, the waiting writers), and with several servers, for a lock
--- that was held, `freed` last; ARGV token, channel, "1" to publish or
--- "0", then with `freed` the lock's fence and fence_ttl_ms. Returns 1
--- (released) or 0 (not ours).
+-- The mutex's release. KEYS lock, owner, the waiting writers when the
+-- caller waited among them, and with several servers, for a lock that was
+-- held, `freed` last; ARGV token, channel, "1" to publish or "0", then
+-- with `freed` the lock's fence and fence_ttl_ms. Returns 1 (released) or
+-- 0 (not ours).
 --
 -- Not ours: a writer that gives up its wait leaves the waiting writers
--- (KEYS[4], see mutex_acquire.lua; looked at with PTTL first, as in the
--- acquire), but not in a cleanup (ARGV[3] "0"): a reply that came too
--- late must not end a wait that goes on. With several servers, the release
--- of a lock that was held (or lost) names its fence in ARGV[4] and the key
--- `freed` last in KEYS: raised to that fence (never lowered, ARGV[5] its
--- TTL), whether the key was still ours here or not, it keeps the extend's
--- repair from bringing our key back after this (see mutex_extend.lua). A
--- failed attempt's cleanup names none: it held nothing.
+-- (KEYS[3], see mutex_acquire.lua; looked at with PTTL first), but not in
+-- a cleanup (ARGV[3] "0"): a reply that came too late must not end a wait
+-- that goes on. With several servers, the release of a lock that was held
+-- (or lost) names its fence in ARGV[4] and the key `freed` last in KEYS:
+-- raised to that fence (never lowered, ARGV[5] its TTL), whether the key
+-- was still ours here or not, it keeps the extend's repair from bringing
+-- our key back after this (see mutex_extend.lua). A failed attempt's
+-- cleanup names none: it held nothing.
 
 local freed = ARGV[4] and KEYS[#KEYS]
-local writer = KEYS[4] ~= freed and KEYS[4]
+local writer = KEYS[3] ~= freed and KEYS[3]
 local ours = redis.call('GET', KEYS[1]) == ARGV[1]
 local leave = not ours and writer and ARGV[3] == '1' and redis.call('PTTL', writer) ~= -2
 local raise = freed and

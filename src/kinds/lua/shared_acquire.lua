@@ -1,33 +1,41 @@
--- KEYS as the mutex's acquire (queue and writer included), then readers,
--- rowners and epoch; ARGV as the mutex's, then "1" with several servers.
+-- KEYS lock, fence, owner, the waiting writers, readers, rowners and
+-- epoch; ARGV as the mutex's acquire, then "1" with several servers.
 -- Busy ({0, ms}) while an exclusive holder has NAME, and, for a new shared
 -- holder, while an exclusive acquirer waits (a live waiting writer, or a
--- fair queue). Granted: {1, fence}. The fence, on one server, is the
+-- fair queue: its mark in the fence key, fence_of()). Granted: {1, fence}. The fence, on one server, is the
 -- stored one, the last exclusive holder's (the clock's, stored, when there
 -- is none). With several, a server's stored fence may have been raised by
 -- an exclusive attempt that failed, so it is the epoch key, which only a
 -- grant's write-back raises: the largest of a majority is the last
 -- exclusive holder's token, which a majority got (1 before any).
 
-local name, queue, writer, readers, rowners = KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local name, writer, readers, rowners = KEYS[1], KEYS[4], KEYS[5], KEYS[6]
 local token, several = ARGV[1], ARGV[5] == '1'
 local current = redis.call('GET', name)
 if current and current ~= SHARED_MARKER then
   return {0, redis.call('PTTL', name)}
 end
-local last, err = fence_of(several and KEYS[8] or KEYS[2])
-if not last then
-  return redis.error_reply(err)
+local stored, queued = fence_of(KEYS[2])
+if not stored then
+  return redis.error_reply(queued)
+end
+local last = stored
+if several then
+  local err
+  last, err = fence_of(KEYS[7])
+  if not last then
+    return redis.error_reply(err)
+  end
 end
 local now, now_us = clock()
 local score = current and redis.call('ZSCORE', readers, token)
 if not (score and tonumber(score) > now) then
   redis.call('ZREMRANGEBYSCORE', writer, '-inf', now)
-  for _, waiting in ipairs({writer, queue}) do
-    local pttl = redis.call('PTTL', waiting)
-    if pttl ~= -2 then
-      return {0, pttl}
-    end
+  local pttl = redis.call('PTTL', writer)
+  if pttl ~= -2 then
+    return {0, pttl}
+  elseif queued > now then
+    return {0, queued - now}
   end
 end
 local f = last
@@ -35,7 +43,7 @@ if f == 0 and several then
   f = 1
 elseif f == 0 then
   f = now_us
-  redis.call('SET', KEYS[2], string.format('%d', f), 'PX', ARGV[3])
+  set_fence(KEYS[2], string.format('%d', f), ARGV[3], queued, now)
 end
 redis.call('ZADD', readers, now + tonumber(ARGV[2]), token)
 redis.call('HSET', rowners, token, ARGV[4])

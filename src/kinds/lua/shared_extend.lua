@@ -1,19 +1,19 @@
--- KEYS as the mutex's extend (queue and writer included), then readers
--- and rowners; ARGV as the mutex's. Extends only an entry that is there
--- (1). Repair (Redlock, ARGV[3] = "1"): a server whose fence is below ours
--- (it lost our grant's writes) gets our entry and fence back unless an
--- exclusive holder has NAME there; 2, never a vote. One that kept our
--- fence saw our entry go (a release this extend overtook, an expiry): 0.
+-- KEYS lock, owner, fence (as the mutex's extend), readers and rowners;
+-- ARGV as the mutex's. Extends only an entry that is there (1). Repair
+-- (Redlock, ARGV[3] = "1"): a server whose fence is below ours (it lost
+-- our grant's writes) gets our entry and fence back unless an exclusive
+-- holder has NAME there; 2, never a vote. One that kept our fence saw our
+-- entry go (a release this extend overtook, an expiry): 0.
 
-local name, readers, rowners = KEYS[1], KEYS[6], KEYS[7]
+local name, readers, rowners = KEYS[1], KEYS[4], KEYS[5]
 local token = ARGV[1]
 local current = redis.call('GET', name)
 if current and current ~= SHARED_MARKER then
   return 0
 end
-local stored, err = fence_of(KEYS[3])
+local stored, queued = fence_of(KEYS[3])
 if not stored then
-  return redis.error_reply(err)
+  return redis.error_reply(queued)
 end
 local now = clock()
 local score = current and redis.call('ZSCORE', readers, token)
@@ -24,7 +24,7 @@ end
 redis.call('ZADD', readers, now + tonumber(ARGV[2]), token)
 if not held then
   redis.call('HSET', rowners, token, '')
-  redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[5])
+  set_fence(KEYS[3], ARGV[4], ARGV[5], queued, now)
 end
 live(name, readers, rowners, now)
 audit(held and 'extend' or 'repair', token, nil, ARGV[2], nil, 'shared')

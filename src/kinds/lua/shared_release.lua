@@ -1,8 +1,7 @@
--- KEYS as the mutex's release (queue and writer included), then readers
--- and rowners; ARGV as the mutex's. The last holder out publishes (an
+-- KEYS lock, owner, readers and rowners; ARGV as the mutex's release. The last holder out publishes (an
 -- exclusive acquirer waits for that). 1 (released) or 0.
 
-local name, readers, rowners = KEYS[1], KEYS[5], KEYS[6]
+local name, readers, rowners = KEYS[1], KEYS[3], KEYS[4]
 local token = ARGV[1]
 if redis.call('GET', name) ~= SHARED_MARKER then
   audit_end(token, false, 'shared')
