@@ -34,9 +34,9 @@ extern "C" {
 #endif
 
 #define DLOCK_VERSION_MAJOR 0
-#define DLOCK_VERSION_MINOR 2
+#define DLOCK_VERSION_MINOR 3
 #define DLOCK_VERSION_PATCH 0
-#define DLOCK_VERSION_STRING "0.2.0"
+#define DLOCK_VERSION_STRING "0.3.0"
 
 #if defined(DLOCK_BUILDING_LIBRARY) && defined(__GNUC__)
 #define DLOCK_EXTERN __attribute__((visibility("default")))

@@ -15,7 +15,7 @@ from .errors import (AuthError, Busy, Canceled, Error, InvalidArgument, LimitMis
                      SystemFailure, Timeout, TLSError, Unavailable, WrongType)
 from .info import Finding, Holder, NodeStats, NodeStatus, Report, Severity, Stats, Status
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 
 def library_version():

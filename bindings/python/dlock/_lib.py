@@ -12,7 +12,7 @@ import threading
 
 # Versions of the library this binding was written against: (major, minor).
 # A library of another minor version (0.x) may have other structures.
-KNOWN_VERSIONS = ((0, 2),)
+KNOWN_VERSIONS = ((0, 3),)
 SONAME = "libdlock.so.1"
 
 CLIENT_OPTIONS_VERSION = 1

@@ -87,15 +87,15 @@ def fake_library(tmp_path, version):
     return str(so)
 
 
-@pytest.mark.parametrize("version", ["0.3.0", "1.0.0", "0.1.9", "garbage"])
+@pytest.mark.parametrize("version", ["0.4.0", "1.0.0", "0.2.9", "garbage"])
 def test_an_unknown_version_is_refused(tmp_path, version):
-    with pytest.raises(dlock.LibraryError, match=f"is libdlock {version}; this binding knows 0.2.x"):
+    with pytest.raises(dlock.LibraryError, match=f"is libdlock {version}; this binding knows 0.3.x"):
         _lib.open_library(fake_library(tmp_path, version))
 
 
 def test_a_known_version_without_every_function_is_refused(tmp_path):
     with pytest.raises(dlock.LibraryError, match="has no dlock_strerror"):
-        _lib.open_library(fake_library(tmp_path, "0.2.7"))
+        _lib.open_library(fake_library(tmp_path, "0.3.7"))
 
 
 def test_a_missing_library_says_where_it_looked(tmp_path):
