@@ -17,7 +17,7 @@
  * mutex's acquire, release and extend, which it models too (a plain
  * acquire reads the queue's mark; the fair lock's extend is the mutex's):
  * kind fair
- * pin src/kinds/lua/helpers.lua 31ac9983974a33d167916cc7ad692a7241cfef8b
+ * pin src/kinds/lua/helpers.lua 79ddfa3727900ea202c04cafa3cb5f79a9793e9b
  * pin src/kinds/lua/fair_acquire.lua fb63391d3432b3768f6c1269dc1c076c524018ae
  * pin src/kinds/lua/fair_helpers.lua f28c4795cc15d5b5658743fd211693258e0cfcd2
  * pin src/kinds/lua/fair_release.lua f9c88a8c8f58660fb987125b9967d548933f15c1

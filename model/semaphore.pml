@@ -11,7 +11,7 @@
  * checks), the helpers every script shares, the kind's C
  * (src/kinds/KIND.c) and the attempt layer:
  * kind sem
- * pin src/kinds/lua/helpers.lua 31ac9983974a33d167916cc7ad692a7241cfef8b
+ * pin src/kinds/lua/helpers.lua 79ddfa3727900ea202c04cafa3cb5f79a9793e9b
  * pin src/kinds/lua/sem_acquire.lua e2458be97086388b0b33767b7393ea0789886c04
  * pin src/kinds/lua/sem_extend.lua a19980fa3a8a5b050c32a7b1b3477b420157235c
  * pin src/kinds/lua/sem_helpers.lua cc0b839ed977d026ad784145098a5eb9dab7f6c3

@@ -15,7 +15,7 @@
  * mutex's acquire, release and extend, which it models too (a writer
  * waits, gives up and extends through them):
  * kind shared
- * pin src/kinds/lua/helpers.lua 31ac9983974a33d167916cc7ad692a7241cfef8b
+ * pin src/kinds/lua/helpers.lua 79ddfa3727900ea202c04cafa3cb5f79a9793e9b
  * pin src/kinds/lua/shared_acquire.lua fa76b9c7ad5fb8748355605f6a69727f20b9fc79
  * pin src/kinds/lua/shared_extend.lua 4bd4c7c4f41d5898347d2c99acaf8182f18c86e6
  * pin src/kinds/lua/shared_helpers.lua bae0b9fc00e10a905975434e04d84d19fd304400
@@ -105,9 +105,10 @@ byte losses = LOSSES, crash_lose = CRASH_LOSE;
 byte gmark[NT];
 
 /* ---- clients' calls ------------------------------------------------------ */
-mtype = { SACQ, SREL, SEXT, XACQ, XREL, XEXT, XGIVE };
+mtype = { SACQ, SREL, SEXT, XACQ, XACQW, XREL, XEXT, XGIVE };
 #define YES 1
 #define NO 0
+#define HELD_SHARED 2 /* an exclusive acquire that did not name the waiting writers found the marker */
 
 mtype cop[NC];
 byte ctok[NC];
@@ -211,15 +212,14 @@ inline shared_extend(t) {
     f = FLOOR
 }
 
-/* The mutex's acquire: finding the marker, it puts its token in the
- * waiting writers (or sets the one mark) if it names them; granted, it
- * takes it out. A writer's first try does not name them (it is busy, told
- * the name is held shared) and the next try does: the model lets any try
- * on the marker be either, a superset of what a client sends. */
-inline x_acquire(t) {
+/* The mutex's acquire (XACQW: naming the waiting writers): finding the
+ * marker, it puts its token in the waiting writers (or sets the one mark)
+ * if it names them, else it says the name is held shared; granted, it
+ * takes it out. */
+inline x_acquire(t, named) {
     if
-    :: nm == MARK -> res = NO; f = FLOOR
-    :: nm == MARK ->
+    :: nm == MARK && !named -> res = HELD_SHARED; f = FLOOR
+    :: nm == MARK && named ->
 #ifdef ONE_WRITER_MARK
         wm = t + 1; wttl = WLEASE;
 #else
@@ -280,7 +280,8 @@ inline x_extend(t) {
             :: cop[c] == SACQ -> shared_acquire(ctok[c]) \
             :: cop[c] == SREL -> shared_release(ctok[c]) \
             :: cop[c] == SEXT -> shared_extend(ctok[c]) \
-            :: cop[c] == XACQ -> x_acquire(ctok[c]) \
+            :: cop[c] == XACQ -> x_acquire(ctok[c], false) \
+            :: cop[c] == XACQW -> x_acquire(ctok[c], true) \
             :: cop[c] == XREL -> x_release(ctok[c], false) \
             :: cop[c] == XGIVE -> x_release(ctok[c], true) \
             :: cop[c] == XEXT -> x_extend(ctok[c]) \
@@ -407,18 +408,25 @@ inline count_fence() {
 
 /* A reader or a writer tries at any moment, as a waiter does, until it is
  * granted or gives up; a failed call is cleaned up with a release; a
- * writer that gives up stops waiting and says so with a release. */
+ * writer that gives up stops waiting and says so with a release. A writer
+ * names the waiting writers once a try found the name held shared. */
 proctype client(byte c) {
     byte tok, calls, extends;
-    bool w = WRITER(c);
+    bool w = WRITER(c), named;
 
 idle:
     if
-    :: calls < CALLS -> tok = c * CALLS + calls; calls++
+    :: calls < CALLS -> tok = c * CALLS + calls; calls++; named = false
     :: else -> goto finish
     fi;
     do
-    :: d_step { call((w -> XACQ : SACQ), tok, NDL, TTL - DRIFT) }
+    :: d_step {
+            if
+            :: w && named -> call(XACQW, tok, NDL, TTL - DRIFT)
+            :: w && !named -> call(XACQ, tok, NDL, TTL - DRIFT)
+            :: else -> call(SACQ, tok, NDL, TTL - DRIFT)
+            fi
+        }
         settle();
         if
         :: d_step {
@@ -428,6 +436,7 @@ idle:
             }
             goto holding
         :: d_step { answered[c] && cres[c] == NO; consumed() }
+        :: d_step { answered[c] && cres[c] == HELD_SHARED; named = true; consumed() }
         :: else -> d_step { consumed() }; send((w -> XREL : SREL))
         fi
     :: !w -> goto idle
