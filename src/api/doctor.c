@@ -432,10 +432,9 @@ static bool found(const dlock_report *r, const char *id)
 }
 
 /* When a command is needed: by every lock; by semaphores, fair and shared
- * locks; on a cluster; with the replicas option; or never, an optional one
- * (with several servers only: NEED_REDLOCK), whose refusal costs what its
- * finding says. */
-enum need { NEED_LOCK, NEED_KINDS, NEED_CLUSTER, NEED_REPLICAS, NEED_OPTIONAL, NEED_REDLOCK };
+ * locks; with the replicas option; or never, an optional one (with several
+ * servers only: NEED_REDLOCK), whose refusal costs what its finding says. */
+enum need { NEED_LOCK, NEED_KINDS, NEED_REPLICAS, NEED_OPTIONAL, NEED_REDLOCK };
 
 struct command {
     enum need need;
@@ -457,13 +456,12 @@ static void refused(struct refusals *f, const struct command *cmd, const char *r
                                     cmd->argc > 1 ? cmd->argv[1] : "", reply);
 }
 
-static bool applies(const struct command *cmd, const dlock_client *c, bool cluster)
+static bool applies(const struct command *cmd, const dlock_client *c)
 {
-    return (cmd->need != NEED_CLUSTER || cluster) && (cmd->need != NEED_REPLICAS || c->replicas) &&
-           (cmd->need != NEED_REDLOCK || c->n > 1);
+    return (cmd->need != NEED_REPLICAS || c->replicas) && (cmd->need != NEED_REDLOCK || c->n > 1);
 }
 
-/* SUBSCRIBE and SSUBSCRIBE leave their connection in subscribed mode. */
+/* SSUBSCRIBE and SUBSCRIBE leave their connection in subscribed mode. */
 static bool subscribes(const struct command *cmd)
 {
     return strcmp(cmd->argv[0], "SUBSCRIBE") == 0 || strcmp(cmd->argv[0], "SSUBSCRIBE") == 0;
@@ -476,13 +474,13 @@ static bool subscribes(const struct command *cmd)
 /* Each command dlock sends or its scripts run, sent directly on the
  * scratch keys as the user, where a refusal names it, whatever the
  * server's script cache holds: EVAL is what every call falls back to
- * after a restart or SCRIPT FLUSH, and a script's PUBLISH goes through
+ * after a restart or SCRIPT FLUSH, and a script's SPUBLISH goes through
  * pcall, so only this finds a user without it (Redis 7's
  * acl-pubsub-default grants no channel). Keys and channels are those of
  * the scratch name: other names may fall under other patterns. The last
  * one removes the scratch keys. */
 static void try_commands(dlock_client *c, size_t i, const dlock__keys *k, const char *zset,
-                         const char *hash, bool cluster, dlock_report *r)
+                         const char *hash, dlock_report *r)
 {
     const struct command cmds[] = {
         {NEED_LOCK, 3, {"EVAL", "return 1", "0"}},
@@ -493,9 +491,9 @@ static void try_commands(dlock_client *c, size_t i, const dlock__keys *k, const 
         {NEED_LOCK, 3, {"PEXPIRE", k->lock, SCRATCH_TTL}},
         {NEED_LOCK, 2, {"TYPE", k->lock}},
         {NEED_LOCK, 1, {"TIME"}},
-        {NEED_LOCK, 3, {"PUBLISH", k->channel, "doctor"}},
-        {NEED_LOCK, 2, {"UNSUBSCRIBE", k->channel}},
-        {NEED_LOCK, 2, {"SUBSCRIBE", k->channel}},
+        {NEED_LOCK, 3, {"SPUBLISH", k->channel, "doctor"}},
+        {NEED_LOCK, 2, {"SUNSUBSCRIBE", k->channel}},
+        {NEED_LOCK, 2, {"SSUBSCRIBE", k->channel}},
         {NEED_KINDS, 4, {"ZADD", zset, "1", "doctor"}},
         {NEED_KINDS, 3, {"ZSCORE", zset, "doctor"}},
         {NEED_KINDS, 4, {"ZRANGE", zset, "0", "-1"}},
@@ -505,9 +503,9 @@ static void try_commands(dlock_client *c, size_t i, const dlock__keys *k, const 
         {NEED_KINDS, 4, {"HSET", hash, "doctor", "1"}},
         {NEED_KINDS, 3, {"HGET", hash, "doctor"}},
         {NEED_KINDS, 3, {"HDEL", hash, "doctor"}},
-        {NEED_CLUSTER, 3, {"SPUBLISH", k->channel, "doctor"}},
-        {NEED_CLUSTER, 2, {"SUNSUBSCRIBE", k->channel}},
-        {NEED_CLUSTER, 2, {"SSUBSCRIBE", k->channel}},
+        {NEED_OPTIONAL, 3, {"PUBLISH", k->channel, "doctor"}},
+        {NEED_OPTIONAL, 2, {"UNSUBSCRIBE", k->channel}},
+        {NEED_OPTIONAL, 2, {"SUBSCRIBE", k->channel}},
         {NEED_REPLICAS, 3, {"WAIT", "0", "1"}},
         {NEED_OPTIONAL, 3, {"CLUSTER", "KEYSLOT", k->channel}},
         {NEED_REDLOCK, 3, {"SCRIPT", "LOAD", "return 1"}},
@@ -519,7 +517,7 @@ static void try_commands(dlock_client *c, size_t i, const dlock__keys *k, const 
         const struct command *cmd = &cmds[j];
         bool optional_one = cmd->need == NEED_OPTIONAL || cmd->need == NEED_REDLOCK;
         int rc;
-        if (!applies(cmd, c, cluster))
+        if (!applies(cmd, c))
             continue;
         rc = ask(c, i, cmd->argc, cmd->argv, reply, sizeof(reply));
         if (subscribes(cmd))
@@ -537,8 +535,9 @@ static void try_commands(dlock_client *c, size_t i, const dlock__keys *k, const 
             "shared): %s", kinds.text);
     if (optional.used)
         add(r, "ACL_OPTIONAL", DLOCK_SEVERITY_INFO, c->endpoints[i].label, 0, fix_acl_optional,
-            "refused, optional (CLUSTER KEYSLOT: the sharded channels on a cluster; SCRIPT LOAD: "
-            "Redlock's scripts ready on a fresh connection): %s", optional.text);
+            "refused, optional (CLUSTER KEYSLOT: where a waiter listens on a cluster; PUBLISH, "
+            "SUBSCRIBE: the release channel before Redis 7; SCRIPT LOAD: Redlock's scripts ready "
+            "on a fresh connection): %s", optional.text);
 }
 
 /* NAME-dlock-doctor-RANDOM, or dlock-doctor-RANDOM. */
@@ -642,7 +641,7 @@ int dlock_doctor(dlock_report **out, dlock_client *c, const char *name, int64_t 
             size_t i = nds[k].endpoint;
             if (nds[k].reached && !tried[i] && zset && hash) {
                 tried[i] = true;
-                try_commands(c, i, &keys, zset, hash, nds[k].slot >= 0, r);
+                try_commands(c, i, &keys, zset, hash, r);
             }
         }
     }

@@ -5,12 +5,13 @@
  * subscription is not missed. Between attempts it sleeps until a release
  * message, the holder's PTTL, a jittered backoff or its deadline.
  *
- * On a cluster the channel is sharded (SSUBSCRIBE, on the master of the
- * channel's slot, which the release script SPUBLISHes to); elsewhere it is
- * plain SUBSCRIBE. A subscriber asks once which it is, as the script does
- * (route.h). A slot that moves ends a sharded subscription (the server
- * sends sunsubscribe, or MOVED): the waiter subscribes again where the
- * slot went. */
+ * The channel is sharded (SSUBSCRIBE; the release scripts SPUBLISH), on a
+ * cluster on the master of the channel's slot: a subscriber asks once
+ * whether it talks to a cluster, to know where that is (route.h). A server
+ * that refuses SSUBSCRIBE (before Redis 7, or a user not allowed it) gets
+ * SUBSCRIBE, as the scripts fall back to PUBLISH. A slot that moves ends a
+ * sharded subscription (the server sends sunsubscribe, or MOVED): the
+ * waiter subscribes again where the slot went. */
 #include "wait.h"
 
 #include "clock.h"
@@ -74,6 +75,13 @@ static bool wakes(struct waiter *w, const dlock__reply *msg)
     return says != DLOCK__WAKE_NOT;
 }
 
+/* An SSUBSCRIBE refused for good: a server before Redis 7 does not know
+ * it, a user may not be allowed it. */
+static bool refuses_sharding(const dlock__reply *r)
+{
+    return strncmp(r->str, "ERR unknown command", 19) == 0 || strncmp(r->str, "NOPERM", 6) == 0;
+}
+
 static void on_push(struct waiter *w, size_t i, const dlock__reply *r)
 {
     dlock__conn *sub = &w->c->subs[i];
@@ -83,9 +91,14 @@ static void on_push(struct waiter *w, size_t i, const dlock__reply *r)
          * elsewhere now, subscribe there. */
         int64_t now = dlock__now_ns();
         int64_t until = now + w->c->command_timeout_ms * DLOCK__NS_PER_MS;
+        bool plain = w->c->subs_plain[i];
         w->pending[i] = w->subscribed[i] = false;
-        if (dlock__route_after(sub, r, 0, true, w->slot, until) == DLOCK__ROUTE_AGAIN)
+        if (dlock__route_after(sub, r, 0, true, w->slot, until) == DLOCK__ROUTE_AGAIN) {
             subscribe_node(w, i, now);
+        } else if (!plain && refuses_sharding(r)) {
+            w->c->subs_plain[i] = true; /* SPUBLISH fails there too: PUBLISH */
+            subscribe_node(w, i, now);
+        }
         return;
     }
     if (r->type != DLOCK__REPLY_ARRAY || r->elements != 3 || !is_string(r->element[1], w->channel))
@@ -95,7 +108,7 @@ static void on_push(struct waiter *w, size_t i, const dlock__reply *r)
         w->subscribed[i] = true;
     } else if (is_string(r->element[0], "message") || is_string(r->element[0], "smessage")) {
         w->woken |= wakes(w, r->element[2]);
-    } else if (is_string(r->element[0], "sunsubscribe")) {
+    } else if (is_string(r->element[0], "sunsubscribe") && dlock__route_is_cluster(sub)) {
         /* The slot moved away: subscribe where it went (the old master
          * answers MOVED). */
         w->subscribed[i] = false;
@@ -188,8 +201,9 @@ static int send_command(dlock__conn *conn, const char *verb, const char *channel
     return rc;
 }
 
-/* Sends node i's SUBSCRIBE or SSUBSCRIBE: first asks, once, whether it is
- * a cluster, and where a sentinel-named primary or the slot's master is. */
+/* Sends node i's SSUBSCRIBE (SUBSCRIBE where it was refused): first asks,
+ * once, whether it is a cluster, and where a sentinel-named primary or the
+ * slot's master is. */
 static void subscribe_node(struct waiter *w, size_t i, int64_t now)
 {
     dlock__conn *sub = &w->c->subs[i];
@@ -198,8 +212,7 @@ static void subscribe_node(struct waiter *w, size_t i, int64_t now)
         w->c->subs_probed[i] = dlock__route_probe_cluster(sub, w->channel, until) >= 0;
     if (!w->c->subs_probed[i] || dlock__route_prepare(sub, w->slot, until) < 0)
         return;
-    if (send_command(sub, dlock__route_is_cluster(sub) ? "SSUBSCRIBE" : "SUBSCRIBE", w->channel,
-                     now) == 0)
+    if (send_command(sub, w->c->subs_plain[i] ? "SUBSCRIBE" : "SSUBSCRIBE", w->channel, now) == 0)
         w->pending[i] = true;
 }
 
@@ -237,8 +250,8 @@ static void unsubscribe(struct waiter *w)
         dlock__reply *r = NULL;
         if (!w->subscribed[i])
             continue;
-        send_command(sub, dlock__route_is_cluster(sub) ? "SUNSUBSCRIBE" : "UNSUBSCRIBE",
-                     w->channel, dlock__now_ns());
+        send_command(sub, w->c->subs_plain[i] ? "UNSUBSCRIBE" : "SUNSUBSCRIBE", w->channel,
+                     dlock__now_ns());
         while (dlock__conn_progress(&w->c->subs[i], POLLOUT, &r) == 1)
             dlock__reply_free(r);
         w->subscribed[i] = false;

@@ -175,7 +175,7 @@ static void test_fair_foreign_hand_over_not_taken(void **state)
     assert_non_null(strchr(entry->str, '\n'));
     snprintf(channel, sizeof(channel), "%s:%.*s", aux_key("fair:stale", "released"),
              (int)(strchr(entry->str, '\n') - entry->str), entry->str);
-    sent = kept_reply(run(redis, "PUBLISH %s grant:%s:%llu:12345", channel, head->element[0]->str,
+    sent = kept_reply(run(redis, "SPUBLISH %s grant:%s:%llu:12345", channel, head->element[0]->str,
                           (unsigned long long)dlock_lock_fence(holder) + 1));
     assert_int_equal(sent->integer, 1); /* the waiter listens */
     usleep(500 * 1000);

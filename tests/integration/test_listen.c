@@ -1,5 +1,5 @@
 /* A waiting acquire tries first, then listens: a free lock costs what a
- * single try costs (no SUBSCRIBE at all); a busy one subscribes to the
+ * single try costs (no SSUBSCRIBE at all); a busy one subscribes to the
  * release channel, then tries once more before it sleeps, so a release
  * between its first try and its subscription is not missed; and a
  * sleeping waiter wakes on the release, long before its backoff. */
@@ -33,7 +33,7 @@ static dlock_acquire_options long_backoff_wait(void)
 
 static long long subscribes(redisContext *r)
 {
-    return info_count(r, "commandstats", "cmdstat_subscribe:calls=");
+    return info_count(r, "commandstats", "cmdstat_ssubscribe:calls=");
 }
 
 /* Counts every command the server ran, the INFO that reads it included:
@@ -67,7 +67,7 @@ static void test_listen_free_lock_costs_one_try(void **state)
     count_acquire(c, r, "listen:try", NULL, &try_cmds, &try_subs);
     count_acquire(c, r, "listen:wait", &wait, &wait_cmds, &wait_subs);
     if (wait_subs != 0)
-        fail_msg("a waiting acquire of a free lock sent %lld SUBSCRIBE", wait_subs);
+        fail_msg("a waiting acquire of a free lock sent %lld SSUBSCRIBE", wait_subs);
     if (wait_cmds != try_cmds)
         fail_msg("a waiting acquire of a free lock cost %lld commands, a single try %lld",
                  wait_cmds, try_cmds);
@@ -96,12 +96,20 @@ static void test_listen_waiter_wakes_on_release(void **state)
     dlock_lock *held = take(client_on(group_server.url), "listen:busy", 60000, NULL);
     struct waiter one = {.client = client_on(group_server.url), .name = "listen:busy"};
     struct waiter *w = start_thread(wait_for_lock, &one, sizeof(one));
-    long long released_ms;
+    redisContext *redis = connect_to(&group_server);
+    long long released_ms, keyslots, spublishes;
     (void)state;
-    wait_for_listener(connect_to(&group_server), "listen:busy");
+    wait_for_listener(redis, "listen:busy");
     usleep(200 * 1000); /* its try after subscribing is done: it sleeps now */
+    keyslots = info_count(redis, "commandstats", "cmdstat_cluster|keyslot:calls=");
+    spublishes = info_count(redis, "commandstats", "cmdstat_spublish:calls=");
     released_ms = test_now_ms();
     assert_int_equal(dlock_lock_release(held), 0);
+    /* The release's message is sharded without asking whether the server
+     * is a cluster. */
+    assert_int_equal(info_count(redis, "commandstats", "cmdstat_spublish:calls="), spublishes + 1);
+    assert_int_equal(info_count(redis, "commandstats", "cmdstat_cluster|keyslot:calls="),
+                     keyslots);
     join_thread(w);
     if (w->rc != 0)
         fail_msg("the waiter: %s", dlock_err_name(w->rc));
@@ -109,6 +117,41 @@ static void test_listen_waiter_wakes_on_release(void **state)
     if (w->granted_ms - released_ms >= (long long)WAKE_BOUND_MS * test_slowdown())
         fail_msg("the waiter was granted %lld ms after the release (bound %d ms)",
                  w->granted_ms - released_ms, WAKE_BOUND_MS * test_slowdown());
+}
+
+/* A user without the sharded commands (as on a server before Redis 7,
+ * which does not know them): the release script falls back to PUBLISH and
+ * the waiter to SUBSCRIBE, so the waiter still wakes on the release. */
+static void test_listen_plain_channel_where_sharded_is_refused(void **state)
+{
+    static const char *const extra[] = {"--user", "plain", "on", ">plain-pw", "+@all",
+                                        "-spublish", "-ssubscribe", "-sunsubscribe", "~*", "&*",
+                                        NULL};
+    test_redis *server = start_server(extra);
+    redisContext *redis = connect_to(server);
+    char url[128];
+    dlock_lock *held;
+    struct waiter one = {.name = "listen:plain"}, *w;
+    long long released_ms, until = test_now_ms() + 10000LL * test_slowdown();
+    (void)state;
+    snprintf(url, sizeof(url), "redis://plain:plain-pw@127.0.0.1:%d", server->port);
+    held = take(client_on(url), "listen:plain", 60000, NULL);
+    one.client = client_on(url);
+    w = start_thread(wait_for_lock, &one, sizeof(one));
+    while (info_count(redis, "commandstats", "cmdstat_subscribe:calls=") < 1 &&
+           test_now_ms() < until)
+        usleep(5000);
+    assert_true(info_count(redis, "commandstats", "cmdstat_subscribe:calls=") >= 1);
+    usleep(200 * 1000); /* its try after subscribing is done: it sleeps now */
+    released_ms = test_now_ms();
+    assert_int_equal(dlock_lock_release(held), 0);
+    join_thread(w);
+    if (w->rc != 0)
+        fail_msg("the waiter: %s", dlock_err_name(w->rc));
+    if (w->granted_ms - released_ms >= (long long)WAKE_BOUND_MS * test_slowdown())
+        fail_msg("the waiter was granted %lld ms after the release (bound %d ms)",
+                 w->granted_ms - released_ms, WAKE_BOUND_MS * test_slowdown());
+    assert_true(info_count(redis, "commandstats", "cmdstat_publish:calls=") >= 1);
 }
 
 /* The lock is busy on the first try and free on the next: the release
@@ -153,7 +196,7 @@ static void test_listen_release_before_subscribe_is_not_missed(void **state)
                  WAKE_BOUND_MS * test_slowdown(), log);
     if (steps[0].seq < 0 || steps[1].seq < 0)
         fail_msg("not granted by the second try (commands: %s)", log);
-    listened = script_server_first(fake, "SUBSCRIBE");
+    listened = script_server_first(fake, "SSUBSCRIBE");
     if (!(steps[0].seq < listened && listened < steps[1].seq))
         fail_msg("not try, listen, try again (commands: %s)", log);
 }
@@ -164,6 +207,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_listen_free_lock_costs_one_try),
         T(test_listen_waiter_wakes_on_release),
+        T(test_listen_plain_channel_where_sharded_is_refused),
         T(test_listen_release_before_subscribe_is_not_missed),
     };
 #undef T

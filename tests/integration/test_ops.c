@@ -101,13 +101,13 @@ static void test_doctor_everysec(void **state)
     assert_null(finding(r, "NO_PERSISTENCE"));
 }
 
-/* A user without PUBLISH: the scripts' PUBLISH goes through pcall and
- * fails silently, the direct one names it. A user limited to lock:* keys
- * is checked on a name of those. */
+/* A user without SPUBLISH: the scripts' SPUBLISH goes through pcall and
+ * fails silently (then PUBLISH), the direct one names it. A user limited
+ * to lock:* keys is checked on a name of those. */
 static void test_doctor_acl_missing_names_publish(void **state)
 {
     static const char *const extra[] = {"--user", "nopub", "on", ">nopub-pw", "+@all",
-                                        "-publish", "~lock:*", "~{lock:*", "&*", NULL};
+                                        "-spublish", "~lock:*", "~{lock:*", "&*", NULL};
     const char *args[] = {"doctor", "--json", "lock:report", NULL};
     test_redis *server = start_server(extra);
     char url[128];
@@ -120,7 +120,7 @@ static void test_doctor_acl_missing_names_publish(void **state)
     f = finding(r, "ACL_MISSING");
     assert_non_null(f);
     assert_int_equal(f->severity, DLOCK_SEVERITY_ERROR);
-    assert_non_null(strstr(f->evidence, "PUBLISH"));
+    assert_non_null(strstr(f->evidence, "SPUBLISH"));
     assert_null(strstr(f->evidence, "SUBSCRIBE")); /* the rest is allowed */
     assert_null(strstr(f->evidence, "SET"));
     assert_int_equal(cli_run(&p, url, args, 10000), 78);

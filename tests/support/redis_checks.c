@@ -162,10 +162,11 @@ bool held_by_pid(redisContext *c, const char *name, pid_t pid)
     return yes;
 }
 
-/* How many listen on the release channel of `name`. */
+/* How many listen on the release channel of `name` (sharded, as waiters
+ * listen). */
 static long long listeners(redisContext *c, const char *name)
 {
-    redisReply *r = run(c, "PUBSUB NUMSUB %s", aux_key(name, "released"));
+    redisReply *r = run(c, "PUBSUB SHARDNUMSUB %s", aux_key(name, "released"));
     long long n = r->type == REDIS_REPLY_ARRAY && r->elements == 2 ? r->element[1]->integer : 0;
     freeReplyObject(r);
     return n;

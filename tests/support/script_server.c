@@ -156,10 +156,10 @@ static int answer(struct connection *c, const struct command *cmd)
         return send_all(c->fd, reply, strlen(reply));
     if (name_is(cmd, "SCRIPT"))
         return send_all(c->fd, sha, strlen(sha));
-    if (name_is(cmd, "SUBSCRIBE"))
-        return confirm_channels(c, cmd, "subscribe", 1);
-    if (name_is(cmd, "UNSUBSCRIBE"))
-        return confirm_channels(c, cmd, "unsubscribe", -1);
+    if (name_is(cmd, "SSUBSCRIBE"))
+        return confirm_channels(c, cmd, "ssubscribe", 1);
+    if (name_is(cmd, "SUNSUBSCRIBE"))
+        return confirm_channels(c, cmd, "sunsubscribe", -1);
     if (name_is(cmd, "EVAL") || name_is(cmd, "EVALSHA"))
         return send_all(c->fd, unscripted, strlen(unscripted));
     return send_all(c->fd, "+OK\r\n", 5);

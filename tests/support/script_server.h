@@ -5,7 +5,7 @@
  * connection, and answers each command with:
  *   - the first unused step whose command and argument match, else
  *   - SCRIPT: a 40-hex bulk string (the client computes its SHAs itself),
- *   - SUBSCRIBE / UNSUBSCRIBE: one confirmation per channel, echoing it,
+ *   - SSUBSCRIBE / SUNSUBSCRIBE: one confirmation per channel, echoing it,
  *   - EVAL / EVALSHA: an error (no scripted reply: the test is wrong),
  *   - anything else: +OK.
  * It keeps the names of the commands it received, in order. Read the steps

@@ -107,15 +107,17 @@ local function drop_expired(zset, hashes, now)
   return last[1] and tonumber(last[2]) - now
 end
 
--- The release message, for waiters: sharded (SPUBLISH, heard on the
--- channel's slot only) on a cluster, PUBLISH elsewhere. A waiter tells the
--- two apart as this does, with CLUSTER KEYSLOT: a server without cluster
--- support, or a user not allowed to ask, answers an error, and both sides
--- fall back to PUBLISH. Through pcall: a message is not worth failing a
--- release for.
+-- The release message, for waiters: sharded (SPUBLISH) on every server,
+-- so that no call has to ask whether it runs on a cluster (where it is
+-- heard on the channel's slot only; a standalone Redis 7 has shard
+-- channels too). A server without it (before Redis 7) or a user not
+-- allowed it answers an error, and the message goes by PUBLISH; a waiter
+-- falls back from SSUBSCRIBE to SUBSCRIBE alike. Through pcall: a message
+-- is not worth failing a release for.
 local function publish(channel, message)
-  local cluster = type(redis.pcall('CLUSTER', 'KEYSLOT', channel)) == 'number'
-  redis.pcall(cluster and 'SPUBLISH' or 'PUBLISH', channel, message)
+  if type(redis.pcall('SPUBLISH', channel, message)) ~= 'number' then
+    redis.pcall('PUBLISH', channel, message)
+  end
 end
 
 -- The audit (docs/operations.md#the-audit): a client with the audit on
