@@ -268,7 +268,7 @@ static void test_fair_expired_holder_leaves_the_lock_to_the_queue(void **state)
     redisContext *redis = *state, *monitor = connect_to(&server);
     dlock_client *c = client_on(server.url);
     dlock_acquire_options shared = shared_options(0);
-    dlock_lock *holder = take(c, "fair:expired", 300 * test_slowdown(), NULL);
+    dlock_lock *holder = take(c, "fair:expired", 300LL * test_slowdown(), NULL);
     cli_proc *head = start_cli(
         server.url, (const char *const[]){"run", "--fair", "fair:expired", "--", "true", NULL},
         NULL);
