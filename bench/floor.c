@@ -128,7 +128,7 @@ int bench_floor(const struct bench_args *a)
     redisContext *c = floor_connect(a);
     dlock__keys keys;
     char token[DLOCK_TOKEN_LEN + 1], owner[256], host[128] = "", why[256];
-    char acquire_sha[41], release_sha[41], *queue = NULL, *writer = NULL;
+    char acquire_sha[41], release_sha[41];
     int rc = 1;
     if (!c)
         return 1;
@@ -137,26 +137,21 @@ int bench_floor(const struct bench_args *a)
         redisFree(c);
         return 1;
     }
-    /* The mutex's auxiliary keys: the fair queue and the writer mark. */
-    queue = dlock__aux_key("bench:floor", "queue");
-    writer = dlock__aux_key("bench:floor", "writer");
     floor_token(token);
     gethostname(host, sizeof(host) - 1);
     snprintf(owner, sizeof(owner), "{\"host\":\"%s\",\"pid\":%ld,\"since\":%lld,\"token\":\"%s\"}",
              host, (long)getpid(), (long long)time(NULL) * 1000, token);
-    if (queue && writer && load_script(c, dlock__script_source(DLOCK__SCRIPT_ACQUIRE), acquire_sha) == 0 &&
+    if (load_script(c, dlock__script_source(DLOCK__SCRIPT_ACQUIRE), acquire_sha) == 0 &&
         load_script(c, dlock__script_source(DLOCK__SCRIPT_RELEASE), release_sha) == 0) {
-        /* The shapes of dlock__lock_try() and dlock__lock_release(publish). */
-        const char *acquire[] = {"EVALSHA", acquire_sha, "5", keys.lock, keys.fence, keys.owner,
-                                 queue, writer, token, TTL_MS, FENCE_TTL_MS, owner};
-        const char *release[] = {"EVALSHA", release_sha, "4", keys.lock, keys.owner, queue,
-                                 writer, token, keys.channel, "1"};
-        const struct floor_call calls[2] = {{12, acquire}, {10, release}};
+        /* The shapes of a plain acquire and release on one server. */
+        const char *acquire[] = {"EVALSHA", acquire_sha, "3", keys.lock, keys.fence, keys.owner,
+                                 token, TTL_MS, FENCE_TTL_MS, owner};
+        const char *release[] = {"EVALSHA", release_sha, "2", keys.lock, keys.owner,
+                                 token, keys.channel, "1"};
+        const struct floor_call calls[2] = {{10, acquire}, {8, release}};
         rc = measure(c, a, calls);
     }
     dlock__keys_clear(&keys);
-    free(queue);
-    free(writer);
     redisFree(c);
     return rc;
 }
