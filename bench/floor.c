@@ -146,9 +146,9 @@ int bench_floor(const struct bench_args *a)
         /* The shapes of a plain acquire and release on one server. */
         const char *acquire[] = {"EVALSHA", acquire_sha, "3", keys.lock, keys.fence, keys.owner,
                                  token, TTL_MS, FENCE_TTL_MS, owner};
-        const char *release[] = {"EVALSHA", release_sha, "2", keys.lock, keys.owner,
-                                 token, keys.channel, "1"};
-        const struct floor_call calls[2] = {{10, acquire}, {8, release}};
+        const char *release[] = {"EVALSHA", release_sha, "3", keys.lock, keys.owner, keys.fence,
+                                 token, keys.channel, "1", "queue"};
+        const struct floor_call calls[2] = {{10, acquire}, {10, release}};
         rc = measure(c, a, calls);
     }
     dlock__keys_clear(&keys);

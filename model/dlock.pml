@@ -15,14 +15,14 @@
  * (src/kinds/KIND.c) and the attempt layer; and
  * fence_max.lua, the write-back:
  * kind mutex
- * pin src/kinds/lua/helpers.lua 79ddfa3727900ea202c04cafa3cb5f79a9793e9b
+ * pin src/kinds/lua/helpers.lua f188716b4311612dc5bc1b0f9ca0f60ce0615601
  * pin src/kinds/lua/mutex_acquire.lua ff03cc8135a37092bcb5982e35a279d689613bcc
  * pin src/kinds/lua/mutex_extend.lua 8840a10719bea4dbda3451084c3d9b01672b822f
- * pin src/kinds/lua/mutex_release.lua 6c944fffa23b2d2ce846ca87e53a55fdb727a08e
+ * pin src/kinds/lua/mutex_release.lua af079edbbf4f0560fef7cd7c368716da8442fd5d
  * pin src/kinds/lua/mutex_status.lua b421d7b779e83ac0a8d2eeec8352366b8c430810
  * pin src/kinds/lua/fence_max.lua 8d20c14c6ced0f063745bf277650f36999f05594
- * pin src/kinds/mutex.c 448abc802c225c0e4ab257a6ba04cbd3cbb88017
- * pin src/engine/attempt.c 9c45dbdce56c2da35c1cdf6573b21eba148c5a12
+ * pin src/kinds/mutex.c bdb1126ff272f3c1d5ceefee0f4731a6993d9bbc
+ * pin src/engine/attempt.c f863685cae8dd74142d21ba49adbd8eda3059e60
  *
  * Time. There is no absolute clock: every time in the model is kept
  * relative to "now" and moved by the clock process, one tick at a time, so

@@ -17,15 +17,15 @@
  * mutex's acquire, release and extend, which it models too (a plain
  * acquire reads the queue's mark; the fair lock's extend is the mutex's):
  * kind fair
- * pin src/kinds/lua/helpers.lua 79ddfa3727900ea202c04cafa3cb5f79a9793e9b
+ * pin src/kinds/lua/helpers.lua f188716b4311612dc5bc1b0f9ca0f60ce0615601
  * pin src/kinds/lua/fair_acquire.lua fb63391d3432b3768f6c1269dc1c076c524018ae
  * pin src/kinds/lua/fair_helpers.lua f28c4795cc15d5b5658743fd211693258e0cfcd2
  * pin src/kinds/lua/fair_release.lua f9c88a8c8f58660fb987125b9967d548933f15c1
  * pin src/kinds/lua/mutex_acquire.lua ff03cc8135a37092bcb5982e35a279d689613bcc
- * pin src/kinds/lua/mutex_release.lua 6c944fffa23b2d2ce846ca87e53a55fdb727a08e
+ * pin src/kinds/lua/mutex_release.lua af079edbbf4f0560fef7cd7c368716da8442fd5d
  * pin src/kinds/lua/mutex_extend.lua 8840a10719bea4dbda3451084c3d9b01672b822f
- * pin src/kinds/fair.c 3b7b7341205b0d52cb247c0ea84da2c7d580a28e
- * pin src/engine/attempt.c 9c45dbdce56c2da35c1cdf6573b21eba148c5a12
+ * pin src/kinds/fair.c 1e78ed74ccd2435d86a1638ba2c008ba57028a4a
+ * pin src/engine/attempt.c f863685cae8dd74142d21ba49adbd8eda3059e60
  *
  * Time is kept as in dlock.pml: relative to "now", moved one tick at a time
  * by the clock process. The lock key, each presence lease and the queue's
@@ -51,6 +51,10 @@
 #endif
 #ifndef PLAIN
 #define PLAIN 0         /* 1: the last client acquires as a plain mutex */
+#endif
+#ifndef QUEUES
+#define QUEUES 0        /* 1: that plain client waits: refused once, it queues
+                           as a fair waiter (a waiting mutex on one server) */
 #endif
 #ifndef TTL
 #define TTL 3           /* ticks */
@@ -162,9 +166,10 @@ byte hown;
 /* FACQ, FREL: the fair scripts (FREL: ARGV[3] "1", the caller's release or
  * a waiter that gives up); CLEAN: the fair release as a cleanup (ARGV[3]
  * "0"); MACQ, MREL: the mutex's; EXT: the extend both kinds use. */
-mtype = { FACQ, FREL, CLEAN, MACQ, MREL, EXT };
+mtype = { FACQ, FREL, CLEAN, MACQ, MREL, MCLEAN, EXT };
 #define YES 1
 #define NO 0
+#define QUEUED 2        /* a mutex release of ours that a live queue mark left to the fair release */
 
 mtype cop[NC];
 byte ctok[NC];
@@ -482,12 +487,19 @@ inline mutex_acquire(t) {
     qe = false
 }
 
-inline mutex_release(t) {
-    res = (lk == t + 1 -> YES : NO);
+/* The mutex's release (`checks`: a release, not a cleanup, which names the
+ * fence key): ours while the queue's mark lasts, it writes nothing and
+ * answers QUEUED, for the client's fair release to hand the lock on. */
+inline mutex_release(t, checks) {
+    qe = true;
+    for (k : 0 .. NT - 1) { qe = qe && !(inq[k] && lease[k] > 0) }
+    k = 0;
     if
-    :: lk == t + 1 -> lk = 0; lttl = 0
-    :: else -> skip
+    :: lk == t + 1 && checks && !qe -> res = QUEUED
+    :: lk == t + 1 && !(checks && !qe) -> lk = 0; lttl = 0; res = YES
+    :: else -> res = NO
     fi;
+    qe = false;
     f = FLOOR
 }
 
@@ -501,7 +513,7 @@ inline extend_script(t) {
 
 /* ---- the server's process ------------------------------------------------ */
 #define SERVE(c) \
-    :: up && pend[c] && (cop[c] == MREL || cop[c] == EXT || us < SUB - 1) -> \
+    :: up && pend[c] && (cop[c] == MREL || cop[c] == MCLEAN || cop[c] == EXT || us < SUB - 1) -> \
         d_step { \
             pend[c] = false; \
             if \
@@ -509,7 +521,8 @@ inline extend_script(t) {
             :: cop[c] == FREL -> fair_release(ctok[c], true) \
             :: cop[c] == CLEAN -> fair_release(ctok[c], false) \
             :: cop[c] == MACQ -> mutex_acquire(ctok[c]) \
-            :: cop[c] == MREL -> mutex_release(ctok[c]) \
+            :: cop[c] == MREL -> mutex_release(ctok[c], true) \
+            :: cop[c] == MCLEAN -> mutex_release(ctok[c], false) \
             :: cop[c] == EXT -> extend_script(ctok[c]) \
             fi; \
             if \
@@ -709,6 +722,17 @@ inline send(o) {
     d_step { call(o, tok, 0, 0); open[c] = false }
 }
 
+/* A plain holder's release: left to the fair release while a queue waits
+ * (QUEUED), else done; no answer by its deadline: the key expires. */
+inline plain_release() {
+    d_step { call(MREL, tok, NDL, 0) }
+    settle();
+    if
+    :: d_step { answered[c] && cres[c] == QUEUED; consumed() }; send(FREL)
+    :: else -> d_step { consumed() }
+    fi
+}
+
 inline forget() {
     held[c] = false; vu[c] = 0; cF[c] = FLOOR
 }
@@ -716,17 +740,21 @@ inline forget() {
 /* A fair waiter tries (a renewal of its lease is a try) at any moment,
  * for as long as it likes, takes a lock handed to it between tries, or
  * gives up (a deadline, a cancel) with a release that leaves the queue.
- * A plain client (PLAIN) acquires as a mutex. A call with no answer by its
+ * A plain client (PLAIN) acquires as a mutex; one that waits (QUEUES)
+ * is a fair waiter from its first refusal on. A call with no answer by its
  * deadline, or a late grant, is cleaned up with a release that keeps the
- * waiter's place (CLEAN). */
+ * waiter's place (CLEAN; a mutex's cleanup names no fence key: MCLEAN). */
 proctype client(byte c) {
     byte tok, calls, extends;
-    bool plain = (PLAIN && c == NC - 1);
+    bool plain;
 
 idle:
     if
     :: calls < CALLS ->
-        d_step { tok = c * CALLS + calls; calls++; hid[c] = 0; hvu[c] = 0; drop_dead_message(c) }
+        d_step {
+            tok = c * CALLS + calls; calls++; hid[c] = 0; hvu[c] = 0; drop_dead_message(c);
+            plain = (PLAIN && c == NC - 1)
+        }
     :: else -> goto finish
     fi;
     do
@@ -738,8 +766,11 @@ idle:
                 cF[c] = cfence[c]; believe(cvu[c]); consumed()
             }
             goto holding
-        :: d_step { answered[c] && cres[c] == NO; remember(true); consumed() }
-        :: else -> d_step { remember(false); consumed() }; send((plain -> MREL : CLEAN))
+        :: d_step {
+                answered[c] && cres[c] == NO; remember(true); consumed();
+                plain = plain && !QUEUES
+            }
+        :: else -> d_step { remember(false); consumed() }; send((plain -> MCLEAN : CLEAN))
         fi
     :: !plain -> send(FREL); goto idle
     :: plain -> goto idle
@@ -764,7 +795,8 @@ idle:
 
 holding:
     do
-    :: vu[c] == 0 -> forget(); send((plain -> MREL : FREL)); goto idle
+    :: vu[c] == 0 && plain -> forget(); plain_release(); goto idle
+    :: vu[c] == 0 && !plain -> forget(); send(FREL); goto idle
     :: d_step { extends < EXTENDS && vu[c] > 0; extends++; call(EXT, tok, NDL, TTL - DRIFT) }
         settle();
         if
@@ -773,10 +805,15 @@ holding:
                 vu[c] = cvu[c]; consumed(); assert(BELIEVERS <= 1)
             }
         :: d_step { answered[c] && cres[c] == NO; consumed(); forget() };
-            send((plain -> MREL : FREL)); goto idle
+            if
+            :: plain -> plain_release()
+            :: else -> send(FREL)
+            fi;
+            goto idle
         :: else -> d_step { consumed() }  /* no verdict: the old validity stands */
         fi
-    :: true -> d_step { forget() }; send((plain -> MREL : FREL)); goto idle
+    :: plain -> d_step { forget() }; plain_release(); goto idle
+    :: !plain -> d_step { forget() }; send(FREL); goto idle
     od;
 
 finish:

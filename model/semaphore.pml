@@ -11,14 +11,14 @@
  * checks), the helpers every script shares, the kind's C
  * (src/kinds/KIND.c) and the attempt layer:
  * kind sem
- * pin src/kinds/lua/helpers.lua 79ddfa3727900ea202c04cafa3cb5f79a9793e9b
+ * pin src/kinds/lua/helpers.lua f188716b4311612dc5bc1b0f9ca0f60ce0615601
  * pin src/kinds/lua/sem_acquire.lua e2458be97086388b0b33767b7393ea0789886c04
  * pin src/kinds/lua/sem_extend.lua a19980fa3a8a5b050c32a7b1b3477b420157235c
  * pin src/kinds/lua/sem_helpers.lua cc0b839ed977d026ad784145098a5eb9dab7f6c3
  * pin src/kinds/lua/sem_release.lua ccd2db475b67baf0cfa2803fe653fcde04fb52a8
  * pin src/kinds/lua/sem_status.lua c204b8179ca37380d7c02e2c4a917c83d88afdd2
  * pin src/kinds/semaphore.c 852159a98c9a390b46fb9c7b2c7c4f51f33b4eef
- * pin src/engine/attempt.c 9c45dbdce56c2da35c1cdf6573b21eba148c5a12
+ * pin src/engine/attempt.c f863685cae8dd74142d21ba49adbd8eda3059e60
  *
  * Time is kept as in dlock.pml: relative to "now", moved one tick at a time
  * by the clock process; a permit keeps the ticks left until its score (its

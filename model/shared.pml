@@ -15,17 +15,17 @@
  * mutex's acquire, release and extend, which it models too (a writer
  * waits, gives up and extends through them):
  * kind shared
- * pin src/kinds/lua/helpers.lua 79ddfa3727900ea202c04cafa3cb5f79a9793e9b
+ * pin src/kinds/lua/helpers.lua f188716b4311612dc5bc1b0f9ca0f60ce0615601
  * pin src/kinds/lua/shared_acquire.lua fa76b9c7ad5fb8748355605f6a69727f20b9fc79
  * pin src/kinds/lua/shared_extend.lua 4bd4c7c4f41d5898347d2c99acaf8182f18c86e6
  * pin src/kinds/lua/shared_helpers.lua bae0b9fc00e10a905975434e04d84d19fd304400
  * pin src/kinds/lua/shared_release.lua be053b5b70f7ff55f8ba4c120dcd13b0d85df9c2
  * pin src/kinds/lua/shared_status.lua fa7d14e2617942267379b4171ed8de84f4ea5669
  * pin src/kinds/lua/mutex_acquire.lua ff03cc8135a37092bcb5982e35a279d689613bcc
- * pin src/kinds/lua/mutex_release.lua 6c944fffa23b2d2ce846ca87e53a55fdb727a08e
+ * pin src/kinds/lua/mutex_release.lua af079edbbf4f0560fef7cd7c368716da8442fd5d
  * pin src/kinds/lua/mutex_extend.lua 8840a10719bea4dbda3451084c3d9b01672b822f
  * pin src/kinds/shared.c e720aec2963d8734ffa8b5c73d1d0ab83be700c3
- * pin src/engine/attempt.c 9c45dbdce56c2da35c1cdf6573b21eba148c5a12
+ * pin src/engine/attempt.c f863685cae8dd74142d21ba49adbd8eda3059e60
  *
  * Time is kept as in dlock.pml and fair.pml: relative to "now", moved one
  * tick at a time by the clock process. NAME, each reader's entry and each

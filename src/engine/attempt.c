@@ -272,15 +272,19 @@ static void free_aux(dlock__claim *cl)
 
 int dlock__claim_set_kind(dlock__claim *cl, dlock__lane *lane, const dlock__kind *kind)
 {
-    free_aux(cl);
-    cl->kind = kind;
+    char *aux[DLOCK__KIND_AUX_MAX] = {NULL};
     for (size_t i = 0; kind->aux[i]; i++) {
-        cl->aux[i] = dlock__aux_key(cl->keys.lock, kind->aux[i]);
-        if (!cl->aux[i]) {
+        aux[i] = dlock__aux_key(cl->keys.lock, kind->aux[i]);
+        if (!aux[i]) {
+            for (size_t j = 0; j < i; j++)
+                free(aux[j]);
             dlock__set_error(lane, "out of memory");
             return DLOCK_ENOMEM;
         }
     }
+    free_aux(cl);
+    memcpy(cl->aux, aux, sizeof(aux));
+    cl->kind = kind;
     return 0;
 }
 
@@ -638,7 +642,7 @@ static int acquire_once(dlock__claim *cl, dlock__lane *lane, int64_t ttl_ms, boo
     else
         rc = acquire_failed(cl, lane, &d.tally, results, &g, ttl_ms, start);
     if (cl->kind->answered)
-        cl->kind->answered(cl, &d.tally);
+        cl->kind->answered(cl, lane, &d.tally);
     /* Only a busy answer says the hand-over of a later release is ours: a
      * failed attempt's cleanup may take away a lock handed over before it. */
     cl->asked_ns = start;
@@ -734,7 +738,17 @@ static const char *release_note(const dlock__claim *cl, bool publish)
     return "release";
 }
 
-int dlock__attempt_release(dlock__claim *cl, dlock__lane *lane, bool publish)
+/* Did the one node answer a release with 2: ours, but a queue waits for
+ * the name (nothing written: the queue's release is to hand it on)? */
+static bool answered_queued(const dlock__node_result *results, size_t n)
+{
+    const dlock__reply *a = results[0].reply;
+    return n == 1 && results[0].status == DLOCK__REPLIED && a->type == DLOCK__REPLY_INTEGER &&
+           a->integer == 2;
+}
+
+/* One release of the claim as its kind; *queued: answered_queued(). */
+static int release_once(dlock__claim *cl, dlock__lane *lane, bool publish, bool *queued)
 {
     dlock_client *c = cl->client;
     dlock__node_result results[DLOCK__NODES_MAX];
@@ -753,6 +767,7 @@ int dlock__attempt_release(dlock__claim *cl, dlock__lane *lane, bool publish)
      * the key expires anyway. */
     dlock__fanout(lane->conns, c->n, &kc.call.call,
                   dlock__node_deadline(c, cl->ttl_ms, dlock__now_ns()), results, decided, &d);
+    *queued = answered_queued(results, c->n);
     rc = verdict(c, lane, results, NULL, 0);
     /* A release that reached a node may have run there, whatever came
      * back: from then on the lock is not certainly held. */
@@ -760,6 +775,18 @@ int dlock__attempt_release(dlock__claim *cl, dlock__lane *lane, bool publish)
         cl->valid_until_ns = 0;
     dlock__results_clear(results, c->n);
     dlock__script_call_free(&kc.call);
+    return rc;
+}
+
+int dlock__attempt_release(dlock__claim *cl, dlock__lane *lane, bool publish)
+{
+    bool queued = false;
+    int rc = release_once(cl, lane, publish, &queued);
+    if (queued && cl->kind->queued) {
+        rc = dlock__claim_set_kind(cl, lane, cl->kind->queued);
+        if (rc == 0)
+            rc = release_once(cl, lane, publish, &queued);
+    }
     return rc;
 }
 

@@ -57,7 +57,8 @@ int dlock__claim_init(dlock__claim *cl, dlock_client *c, dlock__lane *lane, cons
                       const dlock__kind *kind, struct dlock__kind_params *params);
 
 /* Makes the claim one of `kind` and derives the kind's auxiliary keys.
- * Returns 0 or DLOCK_ENOMEM (reason in the lane). */
+ * Returns 0, or DLOCK_ENOMEM (reason in the lane) with the claim as it
+ * was. */
 int dlock__claim_set_kind(dlock__claim *cl, dlock__lane *lane, const dlock__kind *kind);
 
 /* Frees the keys and wipes the token. */
@@ -81,7 +82,10 @@ int dlock__attempt_acquire(dlock__claim *cl, dlock__lane *lane, int64_t ttl_ms);
 int dlock__attempt_handed(dlock__claim *cl, const dlock__handover *h, int64_t ttl_ms);
 
 /* Compare-and-delete; `publish` wakes waiters (cleanups do not). Decided as
- * soon as a majority answered. 0, DLOCK_ENOTOWNER or the failure. */
+ * soon as a majority answered. A release answered "a queue waits" (one
+ * server) goes again as the kind's `queued` kind, whose release hands the
+ * lock on; the claim stays one of that kind. 0, DLOCK_ENOTOWNER or the
+ * failure. */
 int dlock__attempt_release(dlock__claim *cl, dlock__lane *lane, bool publish);
 
 /* Extends claims[0..k) (k <= DLOCK__BATCH_MAX, all of one client) to

@@ -86,8 +86,13 @@ typedef struct dlock__kind {
     /* The engine's. */
     /* The words the kind adds for `step` (NULL: none). */
     void (*words)(const struct dlock__claim *cl, enum dlock__step step, dlock__words *w);
-    /* What an acquire's answers told the kind beyond grant or refusal. */
-    void (*answered)(struct dlock__claim *cl, const struct dlock__tally *t);
+    /* What an acquire's answers told the kind beyond grant or refusal; it
+     * may make the claim one of another kind (dlock__claim_set_kind()). */
+    void (*answered)(struct dlock__claim *cl, dlock__lane *lane, const struct dlock__tally *t);
+    /* The kind that releases a claim of this kind when its release answers
+     * that a queue waits for the name (NULL: none, the answer is a
+     * refusal): the queue's own release hands the lock on. */
+    const struct dlock__kind *queued;
     /* The channel a waiter listens on, malloc'ed (NULL: the name's). A
      * waiter on its kind's channel keeps listening after a grant. */
     char *(*channel)(const struct dlock__claim *cl);

@@ -384,6 +384,16 @@ static int take_handed(dlock__claim *cl, struct waiter *w, int64_t ttl_ms,
     return rc == DLOCK_ENOTOWNER ? DLOCK_EBUSY : rc;
 }
 
+/* The attempt made the claim one of another kind (a mutex that queued):
+ * the waiter listens where that kind listens from now on. */
+static void follow_kind(struct waiter *w, dlock__claim *cl, char **own)
+{
+    unsubscribe(w);
+    free(*own);
+    *own = cl->kind->channel ? cl->kind->channel(cl) : NULL;
+    w->channel = *own ? *own : cl->keys.channel;
+}
+
 int dlock__wait_acquire(dlock__claim *cl, int64_t ttl_ms, const dlock_acquire_options *opts)
 {
     dlock_client *c = cl->client;
@@ -398,6 +408,7 @@ int dlock__wait_acquire(dlock__claim *cl, int64_t ttl_ms, const dlock_acquire_op
                            : dlock__now_ns() + opts->wait_ms * DLOCK__NS_PER_MS;
     int64_t first_step = FIRST_BACKOFF_MS < backoff_max_ms ? FIRST_BACKOFF_MS : backoff_max_ms;
     int64_t step_ms = first_step;
+    const dlock__kind *kind = cl->kind;
     int rc;
 
     take_kept(&w);
@@ -408,6 +419,10 @@ int dlock__wait_acquire(dlock__claim *cl, int64_t ttl_ms, const dlock_acquire_op
             break;
         }
         rc = dlock__attempt_acquire(cl, &c->main, ttl_ms);
+        if (cl->kind != kind) {
+            follow_kind(&w, cl, &own);
+            kind = cl->kind;
+        }
         if (rc == 0 || !retryable(rc, !opts->no_io_retry))
             break;
         if (rc == DLOCK_EBUSY) {

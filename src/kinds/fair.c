@@ -145,18 +145,21 @@ static bool leaves(const dlock__claim *cl, int rc)
     return true;
 }
 
+/* The fair lock and the mutex that queued differ in their setup and name. */
+#define FAIR_SCRIPTS_AND_HOOKS                                                                     \
+    .type = "string", .acquire = DLOCK__SCRIPT_FAIR_ACQUIRE,                                       \
+    .release = DLOCK__SCRIPT_FAIR_RELEASE, .extend = DLOCK__SCRIPT_EXTEND,                         \
+    .status = DLOCK__SCRIPT_STATUS, .aux = {"queue", "presence", "wake", "fence", NULL},           \
+    .words = words, .channel = channel, .message = message, .away_max_ms = away_max_ms,            \
+    .leaves = leaves
+
 const dlock__kind dlock__kind_fair = {
+    FAIR_SCRIPTS_AND_HOOKS,
     .name = "fair lock",
-    .type = "string",
-    .acquire = DLOCK__SCRIPT_FAIR_ACQUIRE,
-    .release = DLOCK__SCRIPT_FAIR_RELEASE,
-    .extend = DLOCK__SCRIPT_EXTEND,
-    .status = DLOCK__SCRIPT_STATUS,
-    .aux = {"queue", "presence", "wake", "fence", NULL},
-    .words = words,
-    .channel = channel,
-    .message = message,
-    .away_max_ms = away_max_ms,
     .setup = setup,
-    .leaves = leaves,
+};
+
+const dlock__kind dlock__kind_mutex_queued = {
+    FAIR_SCRIPTS_AND_HOOKS,
+    .name = "mutex",
 };

@@ -16,7 +16,7 @@ struct dlock__kind_params {
     bool held_shared;  /* mutex: an acquire that waits found its name held shared */
     bool writer;       /* mutex: it joined the waiting writers of that name */
     unsigned permits;  /* semaphore: how many may hold the name at once */
-    unsigned lease_ms; /* fair: a waiter's presence lease */
+    unsigned lease_ms; /* fair, and a mutex that queues: a waiter's presence lease */
 };
 
 /* The exclusive lock: NAME is a string holding the holder's token. */
@@ -28,6 +28,10 @@ extern const dlock__kind dlock__kind_semaphore;
 /* The fair lock: a mutex whose waiters queue, each with a presence lease;
  * the release hands the lock to the head. */
 extern const dlock__kind dlock__kind_fair;
+/* A mutex that waited on one server and was refused: from then on it is a
+ * fair waiter (its later tries queue, its release hands on); and the kind
+ * that releases a mutex held while a queue waits. */
+extern const dlock__kind dlock__kind_mutex_queued;
 /* A shared holder: any number together, never with an exclusive one. */
 extern const dlock__kind dlock__kind_shared;
 

@@ -12,6 +12,8 @@
 #include "status_record.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 /* The waiting writers, which the mutex that does not wait has not: then
@@ -34,6 +36,12 @@ static void words(const dlock__claim *cl, enum dlock__step step, dlock__words *w
             dlock__words_arg(w, "1");
         break;
     case DLOCK__STEP_RELEASE:
+        /* With one server, a fair queue's mark in the fence key makes the
+         * release leave the lock to the queue's release (answer 2). */
+        if (c->n == 1) {
+            dlock__words_keys(w, &cl->keys.fence, 1);
+            dlock__words_arg(w, "queue");
+        }
         /* A writer that gives up leaves them. */
         if (cl->params->writer)
             dlock__words_keys(w, cl->aux, 1);
@@ -61,14 +69,41 @@ static void words(const dlock__claim *cl, enum dlock__step step, dlock__words *w
 }
 
 /* A refusal {0, pttl, 2}: the name is held shared, and a waiter asks again
- * at once, naming the waiting writers; {0, pttl, 1}: it waits among them. */
-static void answered(dlock__claim *cl, const dlock__tally *t)
+ * at once, naming the waiting writers; {0, pttl, 1}: it waits among them.
+ * Any other refusal of a waiter on one server (an exclusive holder, or a
+ * fair queue's mark): it queues, as a fair waiter (docs/fair.md), so that
+ * a release hands the lock to one waiter instead of waking them all. */
+static void answered(dlock__claim *cl, dlock__lane *lane, const dlock__tally *t)
 {
-    if (t->shared && has_writers(cl->kind) && !cl->params->held_shared) {
+    if (!has_writers(cl->kind) || t->yes > 0 || t->no == 0)
+        return;
+    if (t->shared && !cl->params->held_shared) {
         cl->params->held_shared = true;
         cl->last_pttl_ms = 0;
     }
     cl->params->writer |= t->writer;
+    if (!t->shared && !cl->params->writer && cl->client->n == 1 &&
+        dlock__claim_set_kind(cl, lane, cl->kind->queued) == 0)
+        cl->last_pttl_ms = 0; /* join the queue now */
+}
+
+/* A mutex that waits on one server may queue: its presence lease is the
+ * fair lock's default. A client whose last wait queued for this name still
+ * listens on its channel there (the holder of a queued name usually comes
+ * back): it queues from its first try, as that queue's next waiter. */
+static int setup(dlock__claim *cl, dlock__lane *lane, const dlock_acquire_options *o)
+{
+    const dlock_client *c = cl->client;
+    char *own;
+    (void)o;
+    cl->params->lease_ms = DLOCK_LEASE_DEFAULT_MS;
+    if (!has_writers(cl->kind) || c->n != 1 || !c->kept_channel)
+        return 0;
+    own = dlock__kind_mutex_queued.channel(cl);
+    if (own && strcmp(own, c->kept_channel) == 0)
+        dlock__claim_set_kind(cl, lane, &dlock__kind_mutex_queued);
+    free(own);
+    return 0;
 }
 
 /* A writer that waited in vain (busy, canceled) leaves the waiting
@@ -116,7 +151,8 @@ static void holders(const dlock_status *st, char *out, size_t len)
 #define MUTEX_SCRIPTS_AND_HOOKS                                                                    \
     .name = "mutex", .type = "string", .acquire = DLOCK__SCRIPT_ACQUIRE,                           \
     .release = DLOCK__SCRIPT_RELEASE, .extend = DLOCK__SCRIPT_EXTEND,                              \
-    .status = DLOCK__SCRIPT_STATUS, .words = words, .answered = answered, .leaves = leaves
+    .status = DLOCK__SCRIPT_STATUS, .words = words, .answered = answered, .leaves = leaves,        \
+    .queued = &dlock__kind_mutex_queued, .setup = setup
 
 const dlock__kind dlock__kind_mutex = {
     MUTEX_SCRIPTS_AND_HOOKS,

@@ -6,8 +6,8 @@
 #include <stdio.h>
 
 static const dlock__kind *const kinds[] = {
-    &dlock__kind_mutex, &dlock__kind_mutex_try, &dlock__kind_semaphore, &dlock__kind_fair,
-    &dlock__kind_shared,
+    &dlock__kind_mutex, &dlock__kind_mutex_try, &dlock__kind_mutex_queued, &dlock__kind_semaphore,
+    &dlock__kind_fair,  &dlock__kind_shared,
 };
 
 #define KINDS (sizeof(kinds) / sizeof(kinds[0]))

@@ -21,11 +21,15 @@
 
 #define server group_server
 
-/* `dlock run --fair --lease LEASE NAME -c 'echo ID >>LOG'`, started. */
+/* `dlock run --fair --lease LEASE NAME -c 'echo ID >>LOG'`, started; with
+ * no lease, `dlock run NAME ...`: a plain mutex that waits. */
 static cli_proc *start_fair_run(const char *name, const char *lease, int id, const char *log)
 {
-    char script[256];
+    char script[600];
     snprintf(script, sizeof(script), "echo %d >>%s", id, log);
+    if (!lease)
+        return start_cli(server.url, (const char *const[]){"run", name, "-c", script, NULL},
+                         NULL);
     return start_cli(server.url,
                      (const char *const[]){"run", "--fair", "--lease", lease, name, "-c", script,
                                            NULL},
@@ -233,9 +237,11 @@ static void test_fair_release_wakes_only_the_head(void **state)
     herd(*state, 90000, 2);
 }
 
-/* A plain acquire does not pass a queue: try-once says busy while the lock
- * is free for the head (a plain holder's release hands nothing over), and
- * the head gets it. A fair waiter that gives up leaves the queue at once. */
+/* A plain acquire does not pass a queue: a plain holder's release hands
+ * the lock to the head (the mutex's release leaves it to the fair
+ * release), which holds it even while it sleeps, so try-once says busy,
+ * and the head gets it. A fair waiter that gives up leaves the queue at
+ * once. */
 static void test_fair_plain_acquire_does_not_barge(void **state)
 {
     redisContext *redis = *state;
@@ -249,14 +255,61 @@ static void test_fair_plain_acquire_does_not_barge(void **state)
     wait_for_queued(redis, "fair:barge", 1);
     expect_acquire(DLOCK_EBUSY, c, "fair:barge", 30000, &gives_up);
     assert_int_equal(queue_length(redis, "fair:barge"), 1);
-    kill(head->pid, SIGSTOP); /* the lock stays free while the head sleeps */
+    kill(head->pid, SIGSTOP);
     assert_int_equal(dlock_lock_release(holder), 0);
-    assert_int_equal(key_exists(redis, "fair:barge"), 0);
+    assert_int_equal(key_exists(redis, "fair:barge"), 1); /* the sleeping head's */
     expect_acquire(DLOCK_EBUSY, c, "fair:barge", 30000, NULL);
     kill(head->pid, SIGCONT);
     assert_int_equal(cli_wait(head, 30000), 0);
     assert_int_equal(queue_length(redis, "fair:barge"), 0);
     take_and_release(c, "fair:barge", 30000, NULL);
+}
+
+/* Plain mutexes that wait on one server queue once refused, as fair
+ * waiters: started one after another behind a holder, each seen in the
+ * queue before the next, they are granted in that order. */
+static void test_fair_waiting_mutexes_queue_in_order(void **state)
+{
+    redisContext *redis = *state;
+    dlock_lock *holder = take(client_on(server.url), "fair:plain-order", 30000, NULL);
+    cli_proc *runs[4];
+    char log[512];
+    int ids[4];
+
+    scratch(log, sizeof(log), "fair-plain-order.log");
+    for (int i = 0; i < 4; i++) {
+        runs[i] = start_fair_run("fair:plain-order", NULL, i, log);
+        wait_for_queued(redis, "fair:plain-order", i + 1);
+    }
+    assert_int_equal(dlock_lock_release(holder), 0);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(cli_wait(runs[i], 30000), 0);
+    assert_int_equal(read_ids(log, ids, 4), 4);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(ids[i], i);
+}
+
+/* A plain holder's release with a waiter queued behind it hands the lock
+ * on at once (the mutex's release leaves it to the fair release): the key
+ * holds the head's token as soon as the release returns, rather than the
+ * head finding a free lock at its next renewal. */
+static void test_fair_plain_holder_hands_on_to_the_queue(void **state)
+{
+    redisContext *redis = *state;
+    dlock_lock *holder = take(client_on(server.url), "fair:hand-on", 30000, NULL);
+    char token[DLOCK_TOKEN_LEN + 1];
+    cli_proc *head = start_cli(
+        server.url, (const char *const[]){"run", "fair:hand-on", "--", "sleep", "1", NULL}, NULL);
+    redisReply *r;
+
+    wait_for_queued(redis, "fair:hand-on", 1);
+    snprintf(token, sizeof(token), "%s", dlock_lock_token(holder));
+    assert_int_equal(dlock_lock_release(holder), 0);
+    r = kept_reply(run(redis, "GET fair:hand-on"));
+    assert_int_equal(r->type, REDIS_REPLY_STRING);
+    assert_string_not_equal(r->str, token);
+    assert_int_equal(queue_length(redis, "fair:hand-on"), 0);
+    assert_int_equal(cli_wait(head, 30000), 0);
 }
 
 /* A holder whose key expired (no renewal, no release: no script ran) with
@@ -295,9 +348,9 @@ static void test_fair_expired_holder_leaves_the_lock_to_the_queue(void **state)
     take_and_release(c, "fair:expired", 30000, &shared);
 }
 
-/* The command: -n on a name with waiters queued is busy (75), plain or
- * fair, while the lock itself is free (a plain holder left it); a bad
- * lease is a usage error. */
+/* The command: -n on a name a plain holder's release handed to its queue's
+ * head (stopped) is busy (75), plain or fair; a bad lease is a usage
+ * error. */
 static void test_fair_cli_nowait_on_a_queued_name_is_busy(void **state)
 {
     redisContext *redis = *state;
@@ -311,7 +364,7 @@ static void test_fair_cli_nowait_on_a_queued_name_is_busy(void **state)
     assert_int_equal(dlock_lock_release(holder), 0);
     assert_int_equal(DLOCK(&p, 10000, "acquire", "-n", "fair:cli"), 75);
     assert_int_equal(DLOCK(&p, 10000, "acquire", "--fair", "-n", "fair:cli"), 75);
-    assert_int_equal(queue_length(redis, "fair:cli"), 1);
+    assert_int_equal(queue_length(redis, "fair:cli"), 0); /* handed to the stopped head */
     kill(head->pid, SIGCONT);
     assert_int_equal(cli_wait(head, 30000), 0);
     assert_int_equal(DLOCK(&p, 10000, "acquire", "--fair", "--lease", "5ms", "fair:cli"), 64);
@@ -343,6 +396,8 @@ int main(void)
         T(test_fair_release_wakes_only_the_head),
         T(test_fair_plain_acquire_does_not_barge),
         T(test_fair_expired_holder_leaves_the_lock_to_the_queue),
+        T(test_fair_waiting_mutexes_queue_in_order),
+        T(test_fair_plain_holder_hands_on_to_the_queue),
         T(test_fair_cli_nowait_on_a_queued_name_is_busy),
         U(test_fair_several_servers_refused),
     };

@@ -368,21 +368,28 @@ static void end_waiter(struct waiter *w)
 
 /* The mutex: a try (no waiting writer's mark), an extend, its status, a
  * try that finds it busy, an extend and a release by token, a waiting
- * acquire (with the writers' set), a release. */
+ * acquire, then one that waits behind it: refused, it queues; the
+ * holder's release leaves the lock to the fair release, which hands it
+ * on; its release. */
 static void test_wire_mutex(void **state)
 {
+    redisContext *redis = *state;
     dlock_client *c = client_on(group_server.url);
     redisContext *monitor = watch(&group_server, "mutex");
     dlock_acquire_options o = try_once(), w = waiting(1000);
     dlock_lock *l = take(c, "wire:mutex", 30000, &o);
-    (void)state;
+    struct waiter q = {.name = "wire:mutex", .ttl_ms = 30000, .o = waiting(30000)};
     assert_int_equal(dlock_lock_extend(l, 20000), 0);
     status(c, "wire:mutex");
     refused(c, "wire:mutex", 30000, &o, DLOCK_EBUSY);
     by_token(c, l, 20000, 0);
     release(l, DLOCK_ENOTOWNER);
     l = take(c, "wire:mutex", 30000, &w);
+    start_waiter(&q, redis);
     release(l, 0);
+    join_waiter(&q, 0);
+    assert_int_equal(dlock_lock_release(q.lock), 0);
+    end_waiter(&q);
     unwatch(monitor, &group_server, c);
     cleanup_now(c);
 }

@@ -162,12 +162,16 @@ bool held_by_pid(redisContext *c, const char *name, pid_t pid)
     return yes;
 }
 
-/* How many listen on the release channel of `name` (sharded, as waiters
- * listen). */
+/* How many listen for releases of `name` (sharded, as waiters listen): on
+ * its release channel, and queued waiters' processes on theirs. */
 static long long listeners(redisContext *c, const char *name)
 {
-    redisReply *r = run(c, "PUBSUB SHARDNUMSUB %s", aux_key(name, "released"));
+    const char *channel = aux_key(name, "released");
+    redisReply *r = run(c, "PUBSUB SHARDNUMSUB %s", channel);
     long long n = r->type == REDIS_REPLY_ARRAY && r->elements == 2 ? r->element[1]->integer : 0;
+    freeReplyObject(r);
+    r = run(c, "PUBSUB SHARDCHANNELS %s:*", channel);
+    n += r->type == REDIS_REPLY_ARRAY ? (long long)r->elements : 0;
     freeReplyObject(r);
     return n;
 }

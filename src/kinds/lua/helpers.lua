@@ -46,9 +46,9 @@ end
 -- and the end of the queue's life in server ms. So the scripts of another
 -- kind learn of the queue from the key they read anyway, without naming
 -- the queue's keys. Returns the fence and that end (0: no queue), or nil
--- and an error. A key of another type makes GET raise WRONGTYPE.
-local function fence_of(key)
-  local s = redis.call('GET', key)
+-- and an error; fence_read() reads a value got otherwise. A key of another
+-- type makes GET raise WRONGTYPE.
+local function fence_read(s, key)
   local token, ends = string.match(s or '', '^(%d+) queue ([1-9]%d*)$')
   if ends and #ends > 15 then
     token, ends = nil, nil
@@ -58,6 +58,9 @@ local function fence_of(key)
     return nil, err
   end
   return fence, tonumber(ends) or 0
+end
+local function fence_of(key)
+  return fence_read(redis.call('GET', key), key)
 end
 
 -- Writes the fence `f` (a decimal string) to `key` for `px` ms, with the

@@ -1,25 +1,42 @@
--- The mutex's release. KEYS lock, owner, the waiting writers when the
--- caller waited among them, and with several servers, for a lock that was
--- held, `freed` last; ARGV token, channel, "1" to publish or "0", then
--- with `freed` the lock's fence and fence_ttl_ms. Returns 1 (released) or
--- 0 (not ours).
+-- The mutex's release. KEYS lock, owner, with one server the fence key,
+-- the waiting writers when the caller waited among them, and with several
+-- servers, for a lock that was held, `freed` last; ARGV token, channel,
+-- "1" to publish or "0", then "queue" with the fence key, or with `freed`
+-- the lock's fence and fence_ttl_ms. Returns 1 (released), 0 (not ours)
+-- or 2 (ours, left to a fair queue's release: nothing written).
+--
+-- Ours, with one server: a fair queue's live mark in the fence key
+-- (fence_of(); docs/fair.md) says waiters queue for the name, whom this
+-- script cannot name: it answers 2, and the client releases again with
+-- the fair release, which hands the lock to the head. A fence key that
+-- holds no token, or is of another type, says nothing: the release goes
+-- on (the next acquire reports the key).
 --
 -- Not ours: a writer that gives up its wait leaves the waiting writers
--- (KEYS[3], see mutex_acquire.lua; looked at with PTTL first), but not in
--- a cleanup (ARGV[3] "0"): a reply that came too late must not end a wait
--- that goes on. With several servers, the release of a lock that was held
--- (or lost) names its fence in ARGV[4] and the key `freed` last in KEYS:
--- raised to that fence (never lowered, ARGV[5] its TTL), whether the key
--- was still ours here or not, it keeps the extend's repair from bringing
--- our key back after this (see mutex_extend.lua). A failed attempt's
--- cleanup names none: it held nothing.
+-- (see mutex_acquire.lua; looked at with PTTL first), but not in a cleanup
+-- (ARGV[3] "0"): a reply that came too late must not end a wait that goes
+-- on. With several servers, the release of a lock that was held (or lost)
+-- names its fence in ARGV[4] and the key `freed` last in KEYS: raised to
+-- that fence (never lowered, ARGV[5] its TTL), whether the key was still
+-- ours here or not, it keeps the extend's repair from bringing our key
+-- back after this (see mutex_extend.lua). A failed attempt's cleanup names
+-- none: it held nothing.
 
-local freed = ARGV[4] and KEYS[#KEYS]
-local writer = KEYS[3] ~= freed and KEYS[3]
+local one_server = ARGV[4] == 'queue'
+local freed = not one_server and ARGV[4] and KEYS[#KEYS]
+local writer = KEYS[one_server and 4 or 3]
+writer = writer ~= freed and writer
 local ours = redis.call('GET', KEYS[1]) == ARGV[1]
 local leave = not ours and writer and ARGV[3] == '1' and redis.call('PTTL', writer) ~= -2
 local raise = freed and
   (fence_parse(redis.call('GET', freed), freed) or -1) < tonumber(ARGV[4])
+if ours and one_server then
+  local stored = redis.pcall('GET', KEYS[3])
+  local last, queued = fence_read(type(stored) == 'string' and stored or nil, KEYS[3])
+  if last and queued > 0 and queued > clock() then
+    return 2
+  end
+end
 if raise then
   redis.call('SET', freed, ARGV[4], 'PX', ARGV[5])
 end
