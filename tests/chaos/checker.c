@@ -26,7 +26,8 @@ struct grant {
     uint32_t nodes;
     int64_t attempt, start, until; /* attempt began, granted, validity ends */
     int64_t end; /* release sent or loss reported */
-    int64_t enter, exit, write_t;
+    int64_t enter, exit;
+    long write_seq; /* the store's count of writes when it took this one: its order */
     bool write_accepted;
     bool shared; /* a shared holder's: overlaps others of its kind */
 };
@@ -38,6 +39,7 @@ struct checker {
     size_t n_grants, cap_grants;
     long current[CHAOS_CLIENTS_MAX]; /* index of each client's open grant, -1 */
     uint64_t store[CHAOS_NAMES_MAX]; /* highest fence written per place */
+    long writes;                     /* the store's writes so far */
     struct fault_event faults[4096];
     size_t n_faults;
     struct chaos_msg losses[4096];
@@ -182,7 +184,7 @@ static void store_write(struct checker *k, int sock, const struct chaos_msg *m)
     if (m->held && g && m->t_ns > g->until)
         k->live.held_after_expiry++;
     if (g) {
-        g->write_t = m->t_ns;
+        g->write_seq = ++k->writes;
         g->write_accepted = accepted;
     }
     if (send(sock, &accepted, 1, MSG_NOSIGNAL) != 1)
@@ -591,11 +593,13 @@ void checker_judge(struct checker *k, struct verdict *v)
                     k->overlaps[k->n_overlaps++] = (struct chaos_overlap){
                         a->sem_name, a->fence, b->fence, audit_can_know(k, a, b, lost)};
             }
-            /* The store took a's write after a newer holder had written. */
-            if (a->write_accepted && b->write_accepted && b->write_t < a->write_t &&
+            /* The store took a's write after a newer holder had written: in
+             * the order the store took them, not their clients' clocks (two
+             * holders of a lost lock may write a microsecond apart). */
+            if (a->write_accepted && b->write_accepted && b->write_seq < a->write_seq &&
                 failover_between(k, a, b))
                 v->failover_fence_slips++;
-            else if (a->write_accepted && b->write_accepted && b->write_t < a->write_t)
+            else if (a->write_accepted && b->write_accepted && b->write_seq < a->write_seq)
                 v->stale_accepted++;
         }
     }
