@@ -9,6 +9,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -61,6 +62,13 @@ int nodes_holding(const char *key, const char *value)
         cleanup_now(r);
     }
     return n;
+}
+
+void wait_for_holders(const char *key, const char *value, int n)
+{
+    long long until = test_now_ms() + 5000LL * test_slowdown();
+    while (nodes_holding(key, value) < n && test_now_ms() < until)
+        usleep(5000);
 }
 
 void on_nodes(int from, int to, const char *fmt, const char *key)

@@ -27,6 +27,11 @@ dlock_client *client_on_all_nodes(int node_timeout_ms, int command_timeout_ms);
  * all). */
 int nodes_holding(const char *key, const char *value);
 
+/* Waits until `n` live nodes hold `value` at `key`, at most 5 s (times the
+ * slowdown): a call decided by a majority may still be on its way to the
+ * rest. */
+void wait_for_holders(const char *key, const char *value, int n);
+
 /* Runs `fmt` (one %s: key) on nodes [from, to). */
 void on_nodes(int from, int to, const char *fmt, const char *key);
 
