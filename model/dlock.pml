@@ -15,7 +15,7 @@
  * (src/kinds/KIND.c) and the attempt layer; and
  * fence_max.lua, the write-back:
  * kind mutex
- * pin src/kinds/lua/helpers.lua f188716b4311612dc5bc1b0f9ca0f60ce0615601
+ * pin src/kinds/lua/helpers.lua 6776ca8d8587dcbd7cd8b5a9a474fb6f6d0c67ca
  * pin src/kinds/lua/mutex_acquire.lua ff03cc8135a37092bcb5982e35a279d689613bcc
  * pin src/kinds/lua/mutex_extend.lua 8840a10719bea4dbda3451084c3d9b01672b822f
  * pin src/kinds/lua/mutex_release.lua af079edbbf4f0560fef7cd7c368716da8442fd5d

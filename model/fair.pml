@@ -17,10 +17,10 @@
  * mutex's acquire, release and extend, which it models too (a plain
  * acquire reads the queue's mark; the fair lock's extend is the mutex's):
  * kind fair
- * pin src/kinds/lua/helpers.lua f188716b4311612dc5bc1b0f9ca0f60ce0615601
- * pin src/kinds/lua/fair_acquire.lua fb63391d3432b3768f6c1269dc1c076c524018ae
- * pin src/kinds/lua/fair_helpers.lua f28c4795cc15d5b5658743fd211693258e0cfcd2
- * pin src/kinds/lua/fair_release.lua f9c88a8c8f58660fb987125b9967d548933f15c1
+ * pin src/kinds/lua/helpers.lua 6776ca8d8587dcbd7cd8b5a9a474fb6f6d0c67ca
+ * pin src/kinds/lua/fair_acquire.lua fbdeeedaae1605c13ae453eb878b7a067283a60e
+ * pin src/kinds/lua/fair_helpers.lua 16153ebaf7031bc3f93c67f6ce5c7ecdfda45d12
+ * pin src/kinds/lua/fair_release.lua ff2f3988d1426793d116d21cee125e21f8b8e511
  * pin src/kinds/lua/mutex_acquire.lua ff03cc8135a37092bcb5982e35a279d689613bcc
  * pin src/kinds/lua/mutex_release.lua af079edbbf4f0560fef7cd7c368716da8442fd5d
  * pin src/kinds/lua/mutex_extend.lua 8840a10719bea4dbda3451084c3d9b01672b822f

@@ -11,7 +11,7 @@
  * checks), the helpers every script shares, the kind's C
  * (src/kinds/KIND.c) and the attempt layer:
  * kind sem
- * pin src/kinds/lua/helpers.lua f188716b4311612dc5bc1b0f9ca0f60ce0615601
+ * pin src/kinds/lua/helpers.lua 6776ca8d8587dcbd7cd8b5a9a474fb6f6d0c67ca
  * pin src/kinds/lua/sem_acquire.lua e2458be97086388b0b33767b7393ea0789886c04
  * pin src/kinds/lua/sem_extend.lua a19980fa3a8a5b050c32a7b1b3477b420157235c
  * pin src/kinds/lua/sem_helpers.lua cc0b839ed977d026ad784145098a5eb9dab7f6c3

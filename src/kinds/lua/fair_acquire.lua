@@ -53,7 +53,7 @@ local longest = redis.call('ZRANGE', presence, -1, -1, 'WITHSCORES')
 for _, key in ipairs({queue, presence, wake}) do
   redis.call('PEXPIRE', key, tonumber(longest[2]) - now)
 end
-mark_queue(KEYS[2], presence, last, marked, now)
+mark_queue(KEYS[2], tonumber(longest[2]), last, marked, now)
 local wait = math.max(1, math.floor(lease / 3))
 if current then
   local pttl = redis.call('PTTL', lock)

@@ -45,22 +45,17 @@ local function queue_ends(presence)
   return tonumber(redis.call('ZRANGE', presence, -1, -1, 'WITHSCORES')[2]) or 0
 end
 
--- Makes the mark in the fence key true of the queue now, when it is not:
--- `last` and `marked` are what fence_of() read (nil: the key holds no
--- token, which is left for an acquire to report). The fence key keeps its
--- TTL if that outlasts the mark.
-local function mark_queue(fence, presence, last, marked, now)
-  local ends = queue_ends(presence)
+-- Makes the mark in the fence key true of a queue whose life ends at
+-- `ends` (queue_ends()), when it is not: `last` and `marked` are what
+-- fence_of() read (nil: the key holds no token, which is left for an
+-- acquire to report). The fence key keeps its TTL if that outlasts the
+-- mark.
+local function mark_queue(fence, ends, last, marked, now)
   if not last or ends == marked or (ends <= now and marked <= now) then
     return
   end
-  local value = string.format('%d', last)
-  if ends <= now then
-    redis.call('SET', fence, value, 'KEEPTTL')
-    return
-  end
-  value = value .. ' queue ' .. string.format('%d', ends)
-  local pttl = redis.call('PTTL', fence)
+  local value = fence_value(string.format('%d', last), ends, now)
+  local pttl = ends > now and redis.call('PTTL', fence) or -1
   if pttl == -1 or pttl >= ends - now then
     redis.call('SET', fence, value, 'KEEPTTL')
   else

@@ -53,7 +53,7 @@ if current == token then
     return 1
   end
   redis.call('DEL', lock, KEYS[2])
-  mark_queue(KEYS[6], presence, last, marked, now)
+  mark_queue(KEYS[6], queue_ends(presence), last, marked, now)
   if head then
     publish(channel, 'next:' .. head)
   elseif ARGV[3] == '1' then
@@ -71,6 +71,6 @@ if ARGV[3] == '1' and redis.call('ZSCORE', presence, token) then
     end
   end
 end
-mark_queue(KEYS[6], presence, last, marked, now)
+mark_queue(KEYS[6], queue_ends(presence), last, marked, now)
 audit_end(token, false)
 return 0

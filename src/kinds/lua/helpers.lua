@@ -63,16 +63,17 @@ local function fence_of(key)
   return fence_read(redis.call('GET', key), key)
 end
 
--- Writes the fence `f` (a decimal string) to `key` for `px` ms, with the
--- queue's mark (see fence_of()) while it lasts: until `ends`, server ms,
--- and at least that long; `now` is the server's time in ms.
+-- A fence key's value: the fence `f` (a decimal string), with the queue's
+-- mark (see fence_of()) while it lasts: until `ends`, server ms; `now` is
+-- the server's time in ms.
+local function fence_value(f, ends, now)
+  return ends > now and f .. ' queue ' .. string.format('%d', ends) or f
+end
+
+-- Writes fence_value() to `key` for `px` ms, and at least as long as the
+-- mark lasts.
 local function set_fence(key, f, px, ends, now)
-  if ends > now then
-    redis.call('SET', key, f .. ' queue ' .. string.format('%d', ends), 'PX',
-      math.max(tonumber(px), ends - now))
-  else
-    redis.call('SET', key, f, 'PX', px)
-  end
+  redis.call('SET', key, fence_value(f, ends, now), 'PX', math.max(tonumber(px), ends - now))
 end
 
 -- The fence rule of every grant: a token is max(last + 1, server clock in
