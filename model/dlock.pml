@@ -15,13 +15,13 @@
  * (src/kinds/KIND.c) and the attempt layer; and
  * fence_max.lua, the write-back:
  * kind mutex
- * pin src/kinds/lua/helpers.lua 6776ca8d8587dcbd7cd8b5a9a474fb6f6d0c67ca
+ * pin src/kinds/lua/helpers.lua ceb0496d6b7d2dec0efdf16367160af067c2caae
  * pin src/kinds/lua/mutex_acquire.lua ff03cc8135a37092bcb5982e35a279d689613bcc
  * pin src/kinds/lua/mutex_extend.lua 8840a10719bea4dbda3451084c3d9b01672b822f
- * pin src/kinds/lua/mutex_release.lua af079edbbf4f0560fef7cd7c368716da8442fd5d
+ * pin src/kinds/lua/mutex_release.lua ffebee25012dff9bfb82108633e7f38537a03dbb
  * pin src/kinds/lua/mutex_status.lua b421d7b779e83ac0a8d2eeec8352366b8c430810
  * pin src/kinds/lua/fence_max.lua 8d20c14c6ced0f063745bf277650f36999f05594
- * pin src/kinds/mutex.c bdb1126ff272f3c1d5ceefee0f4731a6993d9bbc
+ * pin src/kinds/mutex.c d2987bc0535aa5c9f15aa1bffed0e7a90dff6249
  * pin src/engine/attempt.c f863685cae8dd74142d21ba49adbd8eda3059e60
  *
  * Time. There is no absolute clock: every time in the model is kept

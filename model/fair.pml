@@ -17,14 +17,14 @@
  * mutex's acquire, release and extend, which it models too (a plain
  * acquire reads the queue's mark; the fair lock's extend is the mutex's):
  * kind fair
- * pin src/kinds/lua/helpers.lua 6776ca8d8587dcbd7cd8b5a9a474fb6f6d0c67ca
- * pin src/kinds/lua/fair_acquire.lua fbdeeedaae1605c13ae453eb878b7a067283a60e
- * pin src/kinds/lua/fair_helpers.lua 16153ebaf7031bc3f93c67f6ce5c7ecdfda45d12
- * pin src/kinds/lua/fair_release.lua ff2f3988d1426793d116d21cee125e21f8b8e511
+ * pin src/kinds/lua/helpers.lua ceb0496d6b7d2dec0efdf16367160af067c2caae
+ * pin src/kinds/lua/fair_acquire.lua f13909489d469274d5a07fc5660cae03bf8e6001
+ * pin src/kinds/lua/fair_helpers.lua 8ba3c1fd65232356ee61c934faefeed9769744f0
+ * pin src/kinds/lua/fair_release.lua d5e7228f0027c1a95a333fe3e3684588bd94c489
  * pin src/kinds/lua/mutex_acquire.lua ff03cc8135a37092bcb5982e35a279d689613bcc
- * pin src/kinds/lua/mutex_release.lua af079edbbf4f0560fef7cd7c368716da8442fd5d
+ * pin src/kinds/lua/mutex_release.lua ffebee25012dff9bfb82108633e7f38537a03dbb
  * pin src/kinds/lua/mutex_extend.lua 8840a10719bea4dbda3451084c3d9b01672b822f
- * pin src/kinds/fair.c 1e78ed74ccd2435d86a1638ba2c008ba57028a4a
+ * pin src/kinds/fair.c 67f906346fcfb8cebbf6dc8616589825585c9e85
  * pin src/engine/attempt.c f863685cae8dd74142d21ba49adbd8eda3059e60
  *
  * Time is kept as in dlock.pml: relative to "now", moved one tick at a time

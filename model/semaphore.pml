@@ -2,7 +2,10 @@
  * src/kinds/lua/ (acquire with reap, slots and per-slot fences;
  * release; extend) on the one server a semaphore lives on, and the attempt
  * layer's validity on the clients' side. docs/model.md says what is
- * modelled, with which bounds and assumptions.
+ * modelled, with which bounds and assumptions. The waiters' queue is not:
+ * it only withholds a free permit from a newcomer for the first waiters,
+ * so it grants nothing the unqueued scripts would not, and its wake-up is
+ * checked by tests/integration/test_semaphore.c.
  *
  * scripts/model compares these pins with the sha1sum of each file; a
  * change to any of them fails it until this model was reviewed against
@@ -11,13 +14,13 @@
  * checks), the helpers every script shares, the kind's C
  * (src/kinds/KIND.c) and the attempt layer:
  * kind sem
- * pin src/kinds/lua/helpers.lua 6776ca8d8587dcbd7cd8b5a9a474fb6f6d0c67ca
- * pin src/kinds/lua/sem_acquire.lua e2458be97086388b0b33767b7393ea0789886c04
+ * pin src/kinds/lua/helpers.lua ceb0496d6b7d2dec0efdf16367160af067c2caae
+ * pin src/kinds/lua/sem_acquire.lua 2c3be5c24fa6e1ff7e0c454ce3c786616b519c1b
  * pin src/kinds/lua/sem_extend.lua a19980fa3a8a5b050c32a7b1b3477b420157235c
- * pin src/kinds/lua/sem_helpers.lua cc0b839ed977d026ad784145098a5eb9dab7f6c3
- * pin src/kinds/lua/sem_release.lua ccd2db475b67baf0cfa2803fe653fcde04fb52a8
+ * pin src/kinds/lua/sem_helpers.lua 438a1dd78a3f7e2a1c2d59cc9ae487785428249a
+ * pin src/kinds/lua/sem_release.lua e55a2b0076bdd11d18b6da0d6be635327e0a85fb
  * pin src/kinds/lua/sem_status.lua c204b8179ca37380d7c02e2c4a917c83d88afdd2
- * pin src/kinds/semaphore.c 852159a98c9a390b46fb9c7b2c7c4f51f33b4eef
+ * pin src/kinds/semaphore.c cd9d127d2d347e8088c984c799565b3ae9de754f
  * pin src/engine/attempt.c f863685cae8dd74142d21ba49adbd8eda3059e60
  *
  * Time is kept as in dlock.pml: relative to "now", moved one tick at a time

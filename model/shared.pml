@@ -15,14 +15,14 @@
  * mutex's acquire, release and extend, which it models too (a writer
  * waits, gives up and extends through them):
  * kind shared
- * pin src/kinds/lua/helpers.lua 6776ca8d8587dcbd7cd8b5a9a474fb6f6d0c67ca
+ * pin src/kinds/lua/helpers.lua ceb0496d6b7d2dec0efdf16367160af067c2caae
  * pin src/kinds/lua/shared_acquire.lua fa76b9c7ad5fb8748355605f6a69727f20b9fc79
  * pin src/kinds/lua/shared_extend.lua 4bd4c7c4f41d5898347d2c99acaf8182f18c86e6
  * pin src/kinds/lua/shared_helpers.lua bae0b9fc00e10a905975434e04d84d19fd304400
  * pin src/kinds/lua/shared_release.lua be053b5b70f7ff55f8ba4c120dcd13b0d85df9c2
  * pin src/kinds/lua/shared_status.lua fa7d14e2617942267379b4171ed8de84f4ea5669
  * pin src/kinds/lua/mutex_acquire.lua ff03cc8135a37092bcb5982e35a279d689613bcc
- * pin src/kinds/lua/mutex_release.lua af079edbbf4f0560fef7cd7c368716da8442fd5d
+ * pin src/kinds/lua/mutex_release.lua ffebee25012dff9bfb82108633e7f38537a03dbb
  * pin src/kinds/lua/mutex_extend.lua 8840a10719bea4dbda3451084c3d9b01672b822f
  * pin src/kinds/shared.c e720aec2963d8734ffa8b5c73d1d0ab83be700c3
  * pin src/engine/attempt.c f863685cae8dd74142d21ba49adbd8eda3059e60

@@ -61,8 +61,8 @@ static int check_acquire_options(dlock__lane *lane, const dlock_acquire_options 
         why = "max_hold_ms and on_lost need auto_renew";
     else if (o->max_hold_ms && o->max_hold_ms < ttl_ms)
         why = "max_hold_ms must not be shorter than the TTL";
-    else if (o->lease_ms && !o->fair)
-        why = "lease_ms is a fair waiter's presence lease: it needs fair";
+    else if (o->lease_ms && !o->fair && o->permits <= 1)
+        why = "lease_ms is a queued waiter's presence lease: it needs fair or permits > 1";
     if (!why)
         return 0;
     dlock__set_error(lane, "%s", why);

@@ -17,7 +17,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define DLOCK__KIND_AUX_MAX 5
+#define DLOCK__KIND_AUX_MAX 7
 #define DLOCK__WORDS_ARGS_MAX 2
 
 struct dlock__claim;

@@ -16,7 +16,8 @@ struct dlock__kind_params {
     bool held_shared;  /* mutex: an acquire that waits found its name held shared */
     bool writer;       /* mutex: it joined the waiting writers of that name */
     unsigned permits;  /* semaphore: how many may hold the name at once */
-    unsigned lease_ms; /* fair, and a mutex that queues: a waiter's presence lease */
+    unsigned lease_ms; /* fair, a mutex that queues, a semaphore that waits (else 0):
+                          a waiter's presence lease */
 };
 
 /* The exclusive lock: NAME is a string holding the holder's token. */
@@ -34,6 +35,16 @@ extern const dlock__kind dlock__kind_fair;
 extern const dlock__kind dlock__kind_mutex_queued;
 /* A shared holder: any number together, never with an exclusive one. */
 extern const dlock__kind dlock__kind_shared;
+
+/* The waiters' queue (queue.c), of the fair lock, a mutex that queued and
+ * the semaphore: the hooks channel, message and away_max_ms of
+ * dlock__kind, and the setup of a waiter's presence lease (0: the
+ * default; DLOCK_EINVAL with the reason in the lane when out of range). */
+char *dlock__queue_channel(const dlock__claim *cl);
+enum dlock__wake dlock__queue_message(const dlock__claim *cl, const char *msg, size_t len,
+                                      dlock__handover *h);
+int64_t dlock__queue_away_max_ms(const dlock__claim *cl);
+int dlock__queue_setup(dlock__claim *cl, dlock__lane *lane, int64_t lease_ms);
 
 /* Every script a connection loads, NULL-terminated: each kind's, and the
  * fence write-back the engine sends for a grant of any kind. */

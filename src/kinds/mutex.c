@@ -99,7 +99,7 @@ static int setup(dlock__claim *cl, dlock__lane *lane, const dlock_acquire_option
     cl->params->lease_ms = DLOCK_LEASE_DEFAULT_MS;
     if (!has_writers(cl->kind) || c->n != 1 || !c->kept_channel)
         return 0;
-    own = dlock__kind_mutex_queued.channel(cl);
+    own = dlock__queue_channel(cl);
     if (own && strcmp(own, c->kept_channel) == 0)
         dlock__claim_set_kind(cl, lane, &dlock__kind_mutex_queued);
     free(own);

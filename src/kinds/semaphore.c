@@ -1,7 +1,9 @@
 /* The counting semaphore (docs/semaphores.md): NAME is a sorted set of at
  * most `permits` permits, with its own keys limit, slots, owners and
- * fences (sem_helpers.lua). One server only: with several, N holders can each
- * hold a different majority (docs/redlock.md). */
+ * fences (sem_helpers.lua). A waiter queues (queue.c): the free permits are
+ * the first waiters', and a release tells the one it gives a permit to.
+ * One server only: with several, N holders can each hold a different
+ * majority (docs/redlock.md). */
 #include "kinds.h"
 #include "status_record.h"
 
@@ -13,12 +15,14 @@ static void words(const dlock__claim *cl, enum dlock__step step, dlock__words *w
 {
     switch (step) {
     case DLOCK__STEP_ACQUIRE:
-        dlock__words_keys(w, cl->aux, 4);
+        dlock__words_keys(w, cl->aux, 7);
         dlock__words_number(w, cl->params->permits);
+        if (cl->params->lease_ms) /* it waits: refused, it queues */
+            dlock__words_number(w, cl->params->lease_ms);
         break;
     case DLOCK__STEP_RELEASE:
     case DLOCK__STEP_CLEANUP:
-        dlock__words_keys(w, cl->aux, 4);
+        dlock__words_keys(w, cl->aux, 7);
         break;
     case DLOCK__STEP_EXTEND:
     case DLOCK__STEP_REPAIR:
@@ -48,7 +52,15 @@ static int setup(dlock__claim *cl, dlock__lane *lane, const dlock_acquire_option
         return DLOCK_EINVAL;
     }
     cl->params->permits = o->permits;
-    return 0;
+    return o->wait_ms ? dlock__queue_setup(cl, lane, o->lease_ms) : 0;
+}
+
+/* A waiter that did not get a permit leaves the queue now rather than
+ * when its lease ends. */
+static bool leaves(const dlock__claim *cl, int rc)
+{
+    (void)rc;
+    return cl->params->lease_ms != 0;
 }
 
 static void describe(const dlock__claim *cl, char *out, size_t len)
@@ -136,9 +148,13 @@ const dlock__kind dlock__kind_semaphore = {
     .release = DLOCK__SCRIPT_SEM_RELEASE,
     .extend = DLOCK__SCRIPT_SEM_EXTEND,
     .status = DLOCK__SCRIPT_SEM_STATUS,
-    .aux = {"limit", "slots", "owners", "fences", NULL},
+    .aux = {"limit", "slots", "owners", "fences", "waiters", "waiter-leases", "waiter-wake", NULL},
     .words = words,
+    .channel = dlock__queue_channel,
+    .message = dlock__queue_message,
+    .away_max_ms = dlock__queue_away_max_ms,
     .setup = setup,
+    .leaves = leaves,
     .adopted_on = DLOCK_EWRONGTYPE,
     .describe = describe,
     .found = found,

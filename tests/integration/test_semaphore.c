@@ -1,6 +1,7 @@
 /* Semaphores through the library against a real redis-server: N holders,
  * slots and per-slot fences, the limit in force, the wrong kind both ways,
- * release and extend by token, reaping, waking, loss, several servers, and
+ * release and extend by token, reaping, waking, the waiters' queue, loss,
+ * several servers, and
  * each kind's holders in words. */
 #include "helpers.h"
 
@@ -197,6 +198,142 @@ static void test_sem_release_wakes_a_waiter(void **state)
     assert_int_equal(dlock_lock_release(h[1]), 0);
 }
 
+/* No waiter's key of `name` is left. */
+static void assert_no_queue(redisContext *redis, const char *name)
+{
+    assert_int_equal(key_exists(redis, aux_key(name, "waiters")), 0);
+    assert_int_equal(key_exists(redis, aux_key(name, "waiter-leases")), 0);
+    assert_int_equal(key_exists(redis, aux_key(name, "waiter-wake")), 0);
+}
+
+/* A waiter of its own: waits for a permit of "sem:queue" on client `c`. */
+struct sem_waiter {
+    dlock_client *c;
+    const char *name;
+    dlock_acquire_options o;
+    atomic_bool done;
+    dlock_lock *lock;
+    int rc;
+};
+
+static void *wait_for_permit(void *arg)
+{
+    struct sem_waiter *w = arg;
+    w->rc = dlock_lock_acquire(&w->lock, w->c, w->name, 60000, &w->o);
+    atomic_store(&w->done, true);
+    return NULL;
+}
+
+/* Starts a waiter and returns once it queued as the n-th. Its lease (60 s,
+ * renewed every 20 s) makes no renewal fall in the test. */
+static struct sem_waiter *queue_waiter(redisContext *redis, const char *name, unsigned permits,
+                                       long long n)
+{
+    struct sem_waiter w = {.c = client_on(server.url), .name = name, .rc = -1};
+    struct sem_waiter *copy;
+    w.o = permits_options(permits);
+    w.o.wait_ms = 30000;
+    w.o.backoff_max_ms = 30000;
+    w.o.lease_ms = 60000;
+    copy = start_thread(wait_for_permit, &w, sizeof(w));
+    wait_for_zcard(redis, aux_key(name, "waiters"), n);
+    return copy;
+}
+
+static void wait_done(struct sem_waiter *w)
+{
+    long long until = test_now_ms() + 10000LL * test_slowdown();
+    while (!atomic_load(&w->done) && test_now_ms() < until)
+        usleep(2000);
+    assert_true(atomic_load(&w->done));
+    assert_int_equal(w->rc, 0);
+}
+
+/* A release tells the one waiter it gives its permit to, the first in the
+ * queue, and no other: after it the server runs two scripts (the release,
+ * that waiter's acquire), where notify-all would run one per waiter. */
+static void test_sem_release_wakes_only_the_next_waiter(void **state)
+{
+    redisContext *redis = *state;
+    dlock_client *c = client_on(server.url);
+    dlock_acquire_options o = permits_options(2);
+    dlock_lock *h[2];
+    struct sem_waiter *w[3];
+    long long before;
+
+    for (int i = 0; i < 2; i++)
+        h[i] = take(c, "sem:queue", 60000, &o);
+    for (int i = 0; i < 3; i++)
+        w[i] = queue_waiter(redis, "sem:queue", 2, i + 1);
+    for (int i = 0; i < 3; i++) {
+        before = script_calls(redis);
+        assert_int_equal(dlock_lock_release(i < 2 ? h[i] : w[0]->lock), 0);
+        wait_done(w[i]);
+        usleep(200 * 1000); /* room for a wrong wake-up's try */
+        assert_int_equal(script_calls(redis) - before, 2);
+        for (int j = i + 1; j < 3; j++)
+            assert_false(atomic_load(&w[j]->done));
+        assert_int_equal(zcard(redis, aux_key("sem:queue", "waiters")), 2 - i);
+    }
+    join_thread(w[0]);
+    for (int i = 1; i < 3; i++) {
+        join_thread(w[i]);
+        assert_int_equal(dlock_lock_release(w[i]->lock), 0);
+    }
+    assert_no_queue(redis, "sem:queue");
+    assert_int_equal(key_exists(redis, "sem:queue"), 0);
+}
+
+/* A free permit is the first waiter's: an acquire that does not wait is
+ * busy, one that waits queues behind. A waiter that died (its entry
+ * stays, nobody renews it) keeps the permit only until its lease ends. */
+static void test_sem_free_permit_kept_for_a_waiter_until_its_lease_ends(void **state)
+{
+    redisContext *redis = *state;
+    dlock_client *c = client_on(server.url);
+    dlock_acquire_options o = permits_options(2);
+    redisReply *t = run(redis, "TIME");
+    long long now = atoll(t->element[0]->str) * 1000 + atoll(t->element[1]->str) / 1000;
+    long long at = test_now_ms(), start; /* the server's `now`, on the test's clock */
+    dlock_lock *held = take(c, "sem:dead-waiter", 60000, &o), *late;
+
+    freeReplyObject(t);
+    freeReplyObject(run(redis, "ZADD %s 1 %s", aux_key("sem:dead-waiter", "waiters"),
+                        "0123456789abcdef0123456789abcdef"));
+    freeReplyObject(run(redis, "ZADD %s %lld %s", aux_key("sem:dead-waiter", "waiter-leases"),
+                        now + 800, "0123456789abcdef0123456789abcdef"));
+    freeReplyObject(run(redis, "HSET %s %s gone:1", aux_key("sem:dead-waiter", "waiter-wake"),
+                        "0123456789abcdef0123456789abcdef"));
+    expect_acquire(DLOCK_EBUSY, c, "sem:dead-waiter", 30000, &o);
+    o.wait_ms = 10000;
+    start = test_now_ms();
+    late = take(c, "sem:dead-waiter", 30000, &o);
+    assert_true(test_now_ms() - at >= 790);
+    assert_true(test_now_ms() - start < 800 + 2000LL * test_slowdown());
+    assert_int_equal(zcard(redis, aux_key("sem:dead-waiter", "waiters")), 0);
+    assert_int_equal(dlock_lock_release(late), 0);
+    assert_int_equal(dlock_lock_release(held), 0);
+    assert_no_queue(redis, "sem:dead-waiter");
+}
+
+/* A waiter that gives up leaves the queue at once, and the permit it was
+ * to have goes to the next. */
+static void test_sem_waiter_that_gives_up_leaves_the_queue(void **state)
+{
+    redisContext *redis = *state;
+    dlock_client *c = client_on(server.url);
+    dlock_acquire_options o = permits_options(2);
+    dlock_lock *holder = take(c, "sem:give-up", 60000, &o);
+    dlock_lock *other = take(c, "sem:give-up", 60000, &o);
+
+    o.wait_ms = 300;
+    o.lease_ms = 60000;
+    expect_acquire(DLOCK_EBUSY, c, "sem:give-up", 30000, &o);
+    assert_no_queue(redis, "sem:give-up");
+    assert_int_equal(dlock_lock_release(holder), 0);
+    assert_int_equal(dlock_lock_release(other), 0);
+}
+
 static atomic_int lost_reason;
 
 static void on_lost(dlock_lock *lock, int reason, void *arg)
@@ -338,6 +475,9 @@ int main(void)
         T(test_sem_release_extend_by_token),
         T(test_sem_dead_permit_frees_after_its_ttl),
         T(test_sem_release_wakes_a_waiter),
+        T(test_sem_release_wakes_only_the_next_waiter),
+        T(test_sem_free_permit_kept_for_a_waiter_until_its_lease_ends),
+        T(test_sem_waiter_that_gives_up_leaves_the_queue),
         T(test_sem_removed_permit_is_lost),
         T(test_sem_bad_permits),
         U(test_sem_fences_grow_per_slot_across_restarts),

@@ -191,8 +191,10 @@ int cli_parse_command(const struct cli_command *cmd, int argc, char **argv,
             return rc;
     }
     /* The library refuses it too; said here in the command's words. */
-    if (o->wait.lease_ms && !o->wait.fair)
-        return cli_usage_error(usage, "--lease is a fair waiter's presence lease: it needs --fair");
+    if (o->wait.lease_ms && !o->wait.fair && o->wait.permits <= 1)
+        return cli_usage_error(usage,
+                               "--lease is a queued waiter's presence lease: it needs --fair or "
+                               "--permits N");
     if (cmd->flags & CLI_RUN_OPERANDS)
         return take_run_operands(usage, cmd, argc, argv, o);
     if (argc - optind != cmd->n_operands &&

@@ -35,25 +35,15 @@ if ends and ends <= now then
   ends = nil
 end
 if not ends then
-  local seq = now_us
-  local tail = head and redis.call('ZRANGE', queue, -1, -1, 'WITHSCORES') or {}
-  if #tail > 0 and tonumber(tail[2]) >= seq then
-    seq = tonumber(tail[2]) + 1
-  end
   local host, pid = process_of(ARGV[4])
   local where = host and host .. ':' .. pid or ''
   if direct and where ~= '' and not string.find(where, '\n', 1, true) then
     where = where .. '\n' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. ARGV[4]
   end
-  redis.call('HSET', wake, token, where)
-  redis.call('ZADD', queue, seq, token)
+  join(queue, wake, token, where, now_us)
 end
-redis.call('ZADD', presence, now + lease, token)
-local longest = redis.call('ZRANGE', presence, -1, -1, 'WITHSCORES')
-for _, key in ipairs({queue, presence, wake}) do
-  redis.call('PEXPIRE', key, tonumber(longest[2]) - now)
-end
-mark_queue(KEYS[2], tonumber(longest[2]), last, marked, now)
+local longest = renew(queue, presence, wake, token, lease, now)
+mark_queue(KEYS[2], longest, last, marked, now)
 local wait = math.max(1, math.floor(lease / 3))
 if current then
   local pttl = redis.call('PTTL', lock)

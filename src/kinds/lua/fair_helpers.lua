@@ -1,43 +1,18 @@
 -- A fair lock (docs/fair.md): NAME is the mutex's string. Its waiters
--- queue in the sorted set `queue` (token -> arrival, in server µs), and
--- each keeps its place with a presence lease in the sorted set `presence`
--- (token -> end of the lease, in server ms). Both keys live as long as the
--- longest lease. A free lock with a queue is the head's, for as long as
--- its lease lasts. The wake-up is targeted: "next:" and the head's token,
--- on the channel of the head's process (the mutex's channel, ":", then
--- the host and pid of its owner record, kept in the hash `wake`), so that
--- only that process wakes up; it acts only on its own token. A token is
--- in all three keys or in none. leave() takes waiters out: `wake` first,
--- so that a key of another type there fails before anything is written
--- (the scripts read queue and presence before they write). live_head() is
--- the first waiter whose lease has not ended: only when the head's has are
--- the dead dropped (all of them), since a dead waiter behind a live head
--- changes no grant until it is the head; that spares a ZRANGEBYSCORE per
--- call. The queue's life (the longest lease) is marked in the fence key
--- (fence_of()), where a plain acquire and a new shared holder, which name
--- none of these keys, find it: each script leaves the mark true of the
--- queue it leaves, with set_fence() when it writes a fence, else with
--- mark_queue().
+-- queue (helpers.lua: the sorted sets `queue` and `presence`, the hash
+-- `wake`). A free lock with a queue is the head's, for as long as its
+-- lease lasts. The wake-up is targeted: "next:" and the head's token, on
+-- the channel of the head's process, so that only that process wakes up;
+-- it acts only on its own token. The queue's life (the longest lease) is
+-- marked in the fence key (fence_of()), where a plain acquire and a new
+-- shared holder, which name none of these keys, find it: each script
+-- leaves the mark true of the queue it leaves, with set_fence() when it
+-- writes a fence, else with mark_queue().
 
-local function leave(queue, presence, wake, ...)
-  redis.call('HDEL', wake, ...)
-  redis.call('ZREM', queue, ...)
-  redis.call('ZREM', presence, ...)
-end
+-- The head: the first waiter whose lease has not ended, and that end.
 local function live_head(queue, presence, wake, now)
-  while true do
-    local head = redis.call('ZRANGE', queue, 0, 0)[1]
-    if not head then
-      return nil
-    end
-    local ends = tonumber(redis.call('ZSCORE', presence, head))
-    if ends and ends > now then
-      return head, ends
-    end
-    local dead = redis.call('ZRANGEBYSCORE', presence, '-inf', now)
-    dead[#dead + 1] = head
-    leave(queue, presence, wake, unpack(dead))
-  end
+  local first, ends = live_waiters(queue, presence, wake, now, 1)
+  return first[1], ends[1]
 end
 
 -- The end of the queue's life: its longest presence lease (0: no waiter).

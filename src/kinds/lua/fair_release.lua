@@ -24,14 +24,11 @@ local last, marked = fence_of(KEYS[6])
 local now, now_us = clock()
 local head, head_ends = live_head(queue, presence, wake, now)
 local function head_entry()
-  local entry = redis.call('HGET', wake, head) or ''
-  local nl = string.find(entry, '\n', 1, true)
-  local where = nl and string.sub(entry, 1, nl - 1) or entry
-  local channel = where ~= '' and ARGV[2] .. ':' .. where or ARGV[2]
-  if not nl then
+  local channel, rest = waiter_channel(wake, head, ARGV[2])
+  if not rest then
     return channel
   end
-  local ttl, fence_ttl, record = string.match(string.sub(entry, nl + 1), '^(%d+) (%d+) (.+)$')
+  local ttl, fence_ttl, record = string.match(rest, '^(%d+) (%d+) (.+)$')
   return channel, tonumber(ttl), fence_ttl, record
 end
 if current == token then

@@ -111,6 +111,80 @@ local function drop_expired(zset, hashes, now)
   return last[1] and tonumber(last[2]) - now
 end
 
+-- The waiters' queue of a kind whose waiters queue (the fair lock,
+-- docs/fair.md; the semaphore, docs/semaphores.md): the sorted set `queue`
+-- (token -> arrival, in server µs), the sorted set `presence` (token ->
+-- the end of the waiter's presence lease, in server ms) and the hash
+-- `wake` (token -> the host and pid of the waiter's process, whose channel
+-- a release tells: the name's channel, ":", host:pid; then, for a fair
+-- waiter that asked to be handed the lock, a newline and what the
+-- hand-over needs). A token is in all three or in none, and the three live
+-- as long as the longest lease. leave() takes waiters out: `wake` first,
+-- so that a key of another type there fails before anything is written
+-- (the scripts read queue and presence before they write).
+local function leave(queue, presence, wake, ...)
+  redis.call('HDEL', wake, ...)
+  redis.call('ZREM', queue, ...)
+  redis.call('ZREM', presence, ...)
+end
+
+-- The first `k` waiters (k >= 1) whose lease has not ended, in the order
+-- they came, and the ends of their leases. Only when one of them is dead
+-- are the dead dropped (all of them): a dead waiter further back changes
+-- no grant until it is among the first, and that spares a ZRANGEBYSCORE
+-- per call.
+local function live_waiters(queue, presence, wake, now, k)
+  while true do
+    local first, ends, dead = redis.call('ZRANGE', queue, 0, k - 1), {}, nil
+    for i, token in ipairs(first) do
+      ends[i] = tonumber(redis.call('ZSCORE', presence, token))
+      if not ends[i] or ends[i] <= now then
+        dead = redis.call('ZRANGEBYSCORE', presence, '-inf', now)
+        dead[#dead + 1] = token
+        break
+      end
+    end
+    if not dead then
+      return first, ends
+    end
+    leave(queue, presence, wake, unpack(dead))
+  end
+end
+
+-- Puts `token` at the tail of the queue, after every arrival (two in one
+-- µs keep their order), with `where` its entry in `wake`.
+local function join(queue, wake, token, where, now_us)
+  local seq = now_us
+  local tail = redis.call('ZRANGE', queue, -1, -1, 'WITHSCORES')
+  if #tail > 0 and tonumber(tail[2]) >= seq then
+    seq = tonumber(tail[2]) + 1
+  end
+  redis.call('HSET', wake, token, where)
+  redis.call('ZADD', queue, seq, token)
+end
+
+-- Renews the presence lease of `token`, a waiter, to `lease` ms from now,
+-- and gives the queue's keys the life of the longest lease, whose end it
+-- returns.
+local function renew(queue, presence, wake, token, lease, now)
+  redis.call('ZADD', presence, now + lease, token)
+  local longest = tonumber(redis.call('ZRANGE', presence, -1, -1, 'WITHSCORES')[2])
+  for _, key in ipairs({queue, presence, wake}) do
+    redis.call('PEXPIRE', key, longest - now)
+  end
+  return longest
+end
+
+-- The channel of the process of `token`, a waiter (the name's channel
+-- `base` when its entry names none), and the rest of its entry after the
+-- newline, if any.
+local function waiter_channel(wake, token, base)
+  local entry = redis.call('HGET', wake, token) or ''
+  local nl = string.find(entry, '\n', 1, true)
+  local where = nl and string.sub(entry, 1, nl - 1) or entry
+  return where ~= '' and base .. ':' .. where or base, nl and string.sub(entry, nl + 1)
+end
+
 -- The release message, for waiters: sharded (SPUBLISH) on every server,
 -- so that no call has to ask whether it runs on a cluster (where it is
 -- heard on the channel's slot only; a standalone Redis 7 has shard

@@ -27,7 +27,7 @@ local freed = not one_server and ARGV[4] and KEYS[#KEYS]
 local writer = KEYS[one_server and 4 or 3]
 writer = writer ~= freed and writer
 local ours = redis.call('GET', KEYS[1]) == ARGV[1]
-local leave = not ours and writer and ARGV[3] == '1' and redis.call('PTTL', writer) ~= -2
+local gives_up = not ours and writer and ARGV[3] == '1' and redis.call('PTTL', writer) ~= -2
 local raise = freed and
   (fence_parse(redis.call('GET', freed), freed) or -1) < tonumber(ARGV[4])
 if ours and one_server then
@@ -41,7 +41,7 @@ if raise then
   redis.call('SET', freed, ARGV[4], 'PX', ARGV[5])
 end
 if not ours then
-  if leave then
+  if gives_up then
     redis.call('ZREM', writer, ARGV[1])
   end
   audit_end(ARGV[1], false)

@@ -1,12 +1,21 @@
--- KEYS as the mutex's acquire, then limit, slots, owners, fences; ARGV as
--- the mutex's, then the permits N. Refused: NAME of another type, or live
--- permits under another limit (an error that starts with DLOCKLIMIT and
--- names the limit in force). Busy: {0, ms until the soonest permit
--- expires}. Granted: {1, fence, slot}, the lowest slot no live permit
--- holds, fenced per slot; a retry of our own call keeps its slot.
+-- KEYS as the mutex's acquire, then limit, slots, owners, fences, and the
+-- waiters' queue, presence and wake (helpers.lua); ARGV as the mutex's,
+-- then the permits N and, when the caller waits, its presence lease in
+-- ms. Refused: NAME of another type, or live permits under another limit
+-- (an error that starts with DLOCKLIMIT and names the limit in force).
+-- The free permits are the first waiters' (one each, in the order they
+-- came): an acquirer is granted when one of the free permits is its own,
+-- or when there are more free permits than live waiters. Granted: {1,
+-- fence, slot}, the lowest slot no live permit holds, fenced per slot; a
+-- retry of our own call keeps its slot; a waiter leaves the queue. Else
+-- busy: {0, ms until the soonest permit expires, or the lease of a waiter
+-- a free permit is kept for ends}; a caller that waits joins the queue at
+-- the tail (or keeps its place) and renews its lease, and is told to try
+-- again by then, or within a third of its lease.
 
 local name, limit, slots, owners, fences = KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
-local token, permits = ARGV[1], tonumber(ARGV[5])
+local queue, presence, wake = KEYS[8], KEYS[9], KEYS[10]
+local token, permits, lease = ARGV[1], tonumber(ARGV[5]), tonumber(ARGV[6])
 local now, now_us = clock()
 local live = redis.call('ZRANGEBYSCORE', name, '(' .. now, '+inf', 'WITHSCORES')
 local in_force = redis.call('GET', limit)
@@ -15,8 +24,30 @@ if #live > 0 and in_force and tonumber(in_force) ~= permits then
   return redis.error_reply('DLOCKLIMIT ' .. name .. ' is a semaphore of ' .. in_force ..
     ' permits (' .. #live / 2 .. ' held), not ' .. ARGV[5])
 end
-if not mine and #live / 2 >= permits then
-  return {0, tonumber(live[2]) - now}
+local free, first, ends = permits - #live / 2, {}, {}
+if free > 0 then
+  first, ends = live_waiters(queue, presence, wake, now, free)
+end
+local ours = mine or #first < free
+for _, waiter in ipairs(first) do
+  ours = ours or waiter == token
+end
+if not ours then
+  local wait = free > 0 and math.min(unpack(ends)) - now or tonumber(live[2]) - now
+  if not lease then
+    return {0, wait}
+  end
+  local since = tonumber(redis.call('ZSCORE', presence, token))
+  if since and since <= now then
+    leave(queue, presence, wake, token)
+    since = nil
+  end
+  if not since then
+    local host, pid = process_of(ARGV[4])
+    join(queue, wake, token, host and host .. ':' .. pid or '', now_us)
+  end
+  renew(queue, presence, wake, token, lease, now)
+  return {0, math.max(0, math.min(wait, math.max(1, math.floor(lease / 3))))}
 end
 local taken, slot = {}, nil
 for i = 1, #live, 2 do
@@ -36,6 +67,9 @@ end
 local last, err = fence_parse(redis.call('HGET', fences, slot), fences .. ' field ' .. slot)
 if not last then
   return redis.error_reply(err)
+end
+if lease then
+  leave(queue, presence, wake, token)
 end
 local f = next_fence(last, now_us)
 redis.call('ZADD', name, now + tonumber(ARGV[2]), token)

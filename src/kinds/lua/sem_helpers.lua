@@ -6,7 +6,10 @@
 -- script refuses a NAME of another type first (here, before the script's
 -- own lines), reads the clock and its expired permits, checks, and only
 -- then writes: reap() drops the expired permits and gives every key but
--- the fences the lifetime of the last permit left, or deletes them.
+-- the fences the lifetime of the last permit left, or deletes them. The
+-- waiters queue (helpers.lua: queue, presence, wake), and the free
+-- permits are kept for the first of them: a release tells each waiter it
+-- gives a permit to, and no other.
 
 do
   local t = redis.call('TYPE', KEYS[1])['ok']
