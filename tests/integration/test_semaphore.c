@@ -259,14 +259,13 @@ static void test_sem_release_wakes_only_the_next_waiter(void **state)
     dlock_acquire_options o = permits_options(2);
     dlock_lock *h[2];
     struct sem_waiter *w[3];
-    long long before;
 
     for (int i = 0; i < 2; i++)
         h[i] = take(c, "sem:queue", 60000, &o);
     for (int i = 0; i < 3; i++)
         w[i] = queue_waiter(redis, "sem:queue", 2, i + 1);
     for (int i = 0; i < 3; i++) {
-        before = script_calls(redis);
+        long long before = script_calls(redis);
         assert_int_equal(dlock_lock_release(i < 2 ? h[i] : w[0]->lock), 0);
         wait_done(w[i]);
         usleep(200 * 1000); /* room for a wrong wake-up's try */
@@ -293,7 +292,8 @@ static void test_sem_free_permit_kept_for_a_waiter_until_its_lease_ends(void **s
     dlock_client *c = client_on(server.url);
     dlock_acquire_options o = permits_options(2);
     redisReply *t = run(redis, "TIME");
-    long long now = atoll(t->element[0]->str) * 1000 + atoll(t->element[1]->str) / 1000;
+    long long now = strtoll(t->element[0]->str, NULL, 10) * 1000 +
+                    strtoll(t->element[1]->str, NULL, 10) / 1000;
     long long at = test_now_ms(), start; /* the server's `now`, on the test's clock */
     dlock_lock *held = take(c, "sem:dead-waiter", 60000, &o), *late;
 
