@@ -316,8 +316,8 @@ static void test_sem_free_permit_kept_for_a_waiter_until_its_lease_ends(void **s
     assert_no_queue(redis, "sem:dead-waiter");
 }
 
-/* A waiter that gives up leaves the queue at once, and the permit it was
- * to have goes to the next. */
+/* A waiter that gives up leaves the queue at once, rather than when its
+ * lease ends. */
 static void test_sem_waiter_that_gives_up_leaves_the_queue(void **state)
 {
     redisContext *redis = *state;
