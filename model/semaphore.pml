@@ -14,8 +14,8 @@
  * checks), the helpers every script shares, the kind's C
  * (src/kinds/KIND.c) and the attempt layer:
  * kind sem
- * pin src/kinds/lua/helpers.lua ceb0496d6b7d2dec0efdf16367160af067c2caae
- * pin src/kinds/lua/sem_acquire.lua 2c3be5c24fa6e1ff7e0c454ce3c786616b519c1b
+ * pin src/kinds/lua/helpers.lua 1f8f84035da57b1a6a89bd45ccfed07586796e63
+ * pin src/kinds/lua/sem_acquire.lua 6428bfd2c04901050716e73b66252b42ceeda5c9
  * pin src/kinds/lua/sem_extend.lua a19980fa3a8a5b050c32a7b1b3477b420157235c
  * pin src/kinds/lua/sem_helpers.lua 438a1dd78a3f7e2a1c2d59cc9ae487785428249a
  * pin src/kinds/lua/sem_release.lua e55a2b0076bdd11d18b6da0d6be635327e0a85fb

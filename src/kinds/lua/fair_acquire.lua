@@ -30,19 +30,8 @@ if current == token or (not current and (not head or head == token)) then
   return {1, f}
 end
 local ends = head == token and head_ends or tonumber(redis.call('ZSCORE', presence, token))
-if ends and ends <= now then
-  leave(queue, presence, wake, token)
-  ends = nil
-end
-if not ends then
-  local host, pid = process_of(ARGV[4])
-  local where = host and host .. ':' .. pid or ''
-  if direct and where ~= '' and not string.find(where, '\n', 1, true) then
-    where = where .. '\n' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. ARGV[4]
-  end
-  join(queue, wake, token, where, now_us)
-end
-local longest = renew(queue, presence, wake, token, lease, now)
+local longest = keep_place(queue, presence, wake, token, ends, ARGV[4],
+  direct and ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. ARGV[4], lease, now, now_us)
 mark_queue(KEYS[2], longest, last, marked, now)
 local wait = math.max(1, math.floor(lease / 3))
 if current then

@@ -175,6 +175,27 @@ local function renew(queue, presence, wake, token, lease, now)
   return longest
 end
 
+-- A refused waiter keeps its place, or, when it has none (never queued,
+-- or its lease `ends` has come: it left), joins at the tail, its entry in
+-- `wake` the host and pid of its owner `record`, then a newline and
+-- `handover` when given (a fair waiter that may be handed the lock); then
+-- its lease is renewed. Returns renew()'s end of the longest lease.
+local function keep_place(queue, presence, wake, token, ends, record, handover, lease, now, now_us)
+  if ends and ends <= now then
+    leave(queue, presence, wake, token)
+    ends = nil
+  end
+  if not ends then
+    local host, pid = process_of(record)
+    local where = host and host .. ':' .. pid or ''
+    if handover and where ~= '' and not string.find(where, '\n', 1, true) then
+      where = where .. '\n' .. handover
+    end
+    join(queue, wake, token, where, now_us)
+  end
+  return renew(queue, presence, wake, token, lease, now)
+end
+
 -- The channel of the process of `token`, a waiter (the name's channel
 -- `base` when its entry names none), and the rest of its entry after the
 -- newline, if any.

@@ -37,16 +37,8 @@ if not ours then
   if not lease then
     return {0, wait}
   end
-  local since = tonumber(redis.call('ZSCORE', presence, token))
-  if since and since <= now then
-    leave(queue, presence, wake, token)
-    since = nil
-  end
-  if not since then
-    local host, pid = process_of(ARGV[4])
-    join(queue, wake, token, host and host .. ':' .. pid or '', now_us)
-  end
-  renew(queue, presence, wake, token, lease, now)
+  keep_place(queue, presence, wake, token, tonumber(redis.call('ZSCORE', presence, token)),
+    ARGV[4], nil, lease, now, now_us)
   return {0, math.max(0, math.min(wait, math.max(1, math.floor(lease / 3))))}
 end
 local taken, slot = {}, nil
