@@ -220,6 +220,7 @@ static void *wait_for_permit(void *arg)
 {
     struct sem_waiter *w = arg;
     w->rc = dlock_lock_acquire(&w->lock, w->c, w->name, 60000, &w->o);
+    kept_lock(w->lock);
     atomic_store(&w->done, true);
     return NULL;
 }
