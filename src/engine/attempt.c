@@ -434,6 +434,7 @@ static void clean_up_attempt(dlock__claim *cl, dlock__lane *lane,
     }
     if (!needed || encode_kind_call(&kc, cl, DLOCK__STEP_CLEANUP, keys, 2, args, 3, "cleanup") < 0)
         return;
+    kc.call.call.deliver = true;
     dlock__fanout(lane->conns, c->n, &kc.call.call,
                   dlock__node_deadline(c, ttl_ms, dlock__now_ns()), cleanup, decided, &d);
     dlock__results_clear(cleanup, c->n);
@@ -763,8 +764,10 @@ static int release_once(dlock__claim *cl, dlock__lane *lane, bool publish, bool 
         return rc;
     }
     /* Decided by a majority: the nodes that did not answer by then got the
-     * command all the same (a paused one applies it when it resumes), and
-     * the key expires anyway. */
+     * command all the same (a paused one applies it when it resumes; one
+     * still reconnecting is waited for until it has it), and the key
+     * expires anyway. */
+    kc.call.call.deliver = true;
     dlock__fanout(lane->conns, c->n, &kc.call.call,
                   dlock__node_deadline(c, cl->ttl_ms, dlock__now_ns()), results, decided, &d);
     *queued = answered_queued(results, c->n);

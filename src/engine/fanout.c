@@ -207,6 +207,18 @@ static void send_batch(struct batch *b, size_t i, int64_t now, int rc)
     }
 }
 
+/* Is a call that is to be delivered still unsent to some node? */
+static bool undelivered(const struct batch *b)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        const struct owed *o = &b->owed[i];
+        for (size_t e = o->head; e < o->tail; e++)
+            if (b->calls[o->call[e] & ~FALLBACK]->deliver && !dlock__conn_delivered(&b->conns[i]))
+                return true;
+    }
+    return false;
+}
+
 /* The batch as it is, to the servers the connections lead to now;
  * routed[i] < 0: node i is not sent to. */
 static void fanout_direct(dlock__conn *conns, size_t n, dlock__call *const *calls, size_t k,
@@ -231,7 +243,7 @@ static void fanout_direct(dlock__conn *conns, size_t n, dlock__call *const *call
         int timeout, ready;
         decided = enough && enough(results, n, k, &deadline_ns, ctx);
         timeout = dlock__ms_until(deadline_ns, now);
-        if (decided || timeout == 0)
+        if ((decided && !undelivered(&b)) || timeout == 0)
             break;
         ready = poll(fds, pending, timeout);
         now = dlock__now_ns();

@@ -30,6 +30,11 @@ typedef struct dlock__call {
      * the batch. If one of them is re-sent as EVAL (after the WAIT went
      * out), the WAIT's first reply is dropped and the WAIT sent again. */
     bool covers_previous;
+    /* A write every node should get even once the replies decided (a
+     * release, a cleanup): the fan-out stays, within its deadline, until
+     * each node still reconnecting has the call (dlock__conn_delivered), so
+     * that no server keeps a key because its connection was slower. */
+    bool deliver;
 } dlock__call;
 
 enum { DLOCK__PENDING = 0, DLOCK__REPLIED = 1 };

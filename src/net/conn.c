@@ -486,7 +486,7 @@ static int take_replies(dlock__conn *c, dlock__reply **reply)
     dlock__reply *r;
     int rc;
     while ((rc = dlock__reader_next(c->reader, &r)) == 1) {
-        c->answered = true;
+        c->answered = c->answered_ever = true;
         c->reconnect_delay_ms = 0;
         if (c->handshake_owed) {
             c->handshake_owed--;
@@ -602,6 +602,13 @@ int dlock__conn_progress(dlock__conn *c, short revents, dlock__reply **reply)
     if (revents & (POLLIN | POLLHUP | POLLERR))
         return read_input(c, reply);
     return 0;
+}
+
+bool dlock__conn_delivered(const dlock__conn *c)
+{
+    return c->state == DLOCK__CONN_CLOSED || !c->answered_ever ||
+           (c->state == DLOCK__CONN_READY && c->out_sent == c->out_len && !c->handshake_owed &&
+            !c->identity_owed && !c->preload_owed);
 }
 
 bool dlock__conn_identity_pending(const dlock__conn *c)

@@ -2,7 +2,8 @@
  * holder: fences still increase, an extend repairs a node that lost the
  * key (and not one whose loss is someone else's or our release's), a
  * holder left with a minority loses the lock, a holder outlives restarts
- * one at a time while a competitor tries, and dlock_fence_check asks the
+ * one at a time while a competitor tries, a release reaches a server it
+ * had to reconnect to, and dlock_fence_check asks the
  * majority, past servers that granted late. The rest of Redlock: test_redlock.c. */
 #include "helpers.h"
 #include "nodes.h"
@@ -113,6 +114,37 @@ static void test_redlock_extend_repairs_a_restarted_node(void **state)
         r = connect_to(&nodes[i]);
         assert_int_equal(fence_at(r, aux_key("rl:repair", "freed")), dlock_lock_fence(lock));
         assert_true(pttl_of(r, aux_key("rl:repair", "freed")) > 3600 * 1000LL);
+    }
+}
+
+/* A release decided by the others still reaches a server that answered
+ * before and whose connection broke meanwhile (a restart does that; here
+ * CLIENT KILL), slower than the rest (30 ms away): the client reconnects
+ * and waits until that server has the call, so that closing the client
+ * right after (the process exits) loses nothing. */
+static void test_redlock_release_reaches_a_server_it_reconnects_to(void **state)
+{
+    redisContext *r = connect_to(&nodes[0]);
+    char url[64];
+    const char *list[NODES] = {url};
+    fault_proxy *far = start_proxy(nodes[0].port, url, sizeof(url));
+    (void)state;
+    for (int i = 1; i < NODES; i++)
+        list[i] = nodes[i].url;
+    fault_proxy_set(far, FAULT_DELAY, 30);
+    for (int round = 0; round < 3; round++) {
+        dlock_client *c = client_on_nodes(list, NODES, 0, 0);
+        dlock_lock *lock = take(c, "rl:reconnect", 30000, NULL);
+        wait_for_holders("rl:reconnect", dlock_lock_token(lock), NODES);
+        usleep(100 * 1000); /* its replies are back: the extend reads them */
+        assert_int_equal(dlock_lock_extend(lock, 30000), 0);
+        freeReplyObject(run(r, "CLIENT KILL TYPE normal SKIPME yes"));
+        assert_int_equal(dlock_lock_release(lock), 0);
+        cleanup_now(lock);
+        cleanup_now(c); /* the process that released is gone */
+        usleep(50 * 1000);
+        if (key_exists(r, "rl:reconnect"))
+            fail_msg("round %d: the released key stayed on the server reconnected to", round);
     }
 }
 
@@ -343,6 +375,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_redlock_fences_increase_across_restarts),
         T(test_redlock_extend_repairs_a_restarted_node),
+        T(test_redlock_release_reaches_a_server_it_reconnects_to),
         T(test_redlock_three_node_holder_loses_on_a_restart),
         T(test_redlock_holder_survives_restarts_one_at_a_time_with_a_competitor),
         T(test_redlock_fence_check_by_the_majority),
