@@ -26,6 +26,7 @@ struct bench_args {
     int64_t restart_delay_ms;  /* the client's restart rule; 0: off */
     long max_cycles;
     int permits; /* semaphore: its permits */
+    int writers; /* shared: the processes that take the name exclusively */
     int cs_us;   /* semaphore: the critical section */
     int fair; /* contended: fair locks (a queue) instead of notify-all */
     int renew; /* contended: locks auto-renewed (as `dlock run` holds them) */
@@ -72,6 +73,7 @@ struct bench_turns {
      * process stops. */
     int (*on_grant)(void *ctx, int proc, double asked, double end);
     void *ctx; /* shared with the processes too, where on_grant writes */
+    int shared_procs; /* processes [0, shared_procs) hold the name shared */
 };
 /* Forks the processes, opens the window once they had time to connect and
  * waits for them; the server's counts just before and after the window.
@@ -93,5 +95,6 @@ int bench_many(const struct bench_args *a);
 int bench_contended(const struct bench_args *a);
 int bench_renew(const struct bench_args *a);
 int bench_semaphore(const struct bench_args *a);
+int bench_shared(const struct bench_args *a);
 
 #endif

@@ -1,13 +1,15 @@
 /* dlock-bench WORKLOAD --port P [--port P2 ...] [--seconds S] [--procs N]
  *             [--locks K] [--clients M] [--ttl MS] [--max-cycles N]
  *             [--node-timeout MS] [--permits N] [--cs-us US] [--fair] [--renew]
- *             [--replicas K] [--restart-delay MS]
+ *             [--replicas K] [--restart-delay MS] [--writers W]
  * Workloads: floor, floor-minimal, uncontended, uncontended-audit (the
  * same with the client's audit on), redlock (uncontended on
  * every --port), redlock-minority (the same, on its own name, while
  * scripts/bench holds some of the nodes paused: the first --port must
  * answer, since commands are counted there), contended, renew, many,
  * semaphore (--procs processes on --permits permits, --cs-us each),
+ * shared (--procs processes on one name, --writers of them exclusive, the
+ * others shared, --cs-us each),
  * replicas (uncontended, with --replicas; on a primary with replicas),
  * floor-handoff and floor-handoff-direct (--procs processes handing one
  * lock round-robin with plain hiredis: the floor of a fair handoff). Each
@@ -35,6 +37,7 @@ static const struct {
     {"renew", bench_renew},
     {"many", bench_many},
     {"semaphore", bench_semaphore},
+    {"shared", bench_shared},
     {"replicas", bench_uncontended}, /* uncontended, with --replicas */
 };
 
@@ -56,10 +59,12 @@ int main(int argc, char **argv)
         {"permits", required_argument, NULL, 'N'}, {"cs-us", required_argument, NULL, 'u'},
         {"fair", no_argument, NULL, 'f'},         {"renew", no_argument, NULL, 'r'},
         {"replicas", required_argument, NULL, 'R'}, {"restart-delay", required_argument, NULL, 'D'},
+        {"writers", required_argument, NULL, 'w'},
         {NULL, 0, NULL, 0},
     };
     struct bench_args a = {.seconds = 5, .procs = 8, .locks = 1000, .clients = 4,
-                           .ttl_ms = 3000, .max_cycles = 2000000, .permits = 4, .cs_us = 200};
+                           .ttl_ms = 3000, .max_cycles = 2000000, .permits = 4, .cs_us = 200,
+                           .writers = 1};
     double v;
     int opt;
     while ((opt = getopt_long(argc, argv, "", options, NULL)) != -1) {
@@ -87,6 +92,7 @@ int main(int argc, char **argv)
         case 'u': a.cs_us = (int)v; break;
         case 'R': a.replicas = (int)v; break;
         case 'D': a.restart_delay_ms = (int64_t)v; break;
+        case 'w': a.writers = (int)v; break;
         default: a.max_cycles = (long)v; break;
         }
     }
@@ -98,10 +104,11 @@ int main(int argc, char **argv)
         a.max_cycles < 1 || a.locks < 1 || a.clients < 1 || a.ttl_ms < 30) {
         fprintf(stderr, "usage: dlock-bench floor|floor-minimal|floor-handoff|floor-handoff-direct|"
                         "uncontended|uncontended-audit|redlock|"
-                        "redlock-minority|contended|renew|many|semaphore|replicas --port P "
+                        "redlock-minority|contended|renew|many|semaphore|shared|replicas --port P "
                         "[--port P2 ...] [--seconds S] [--procs N] [--locks K] [--clients M] "
                         "[--ttl MS] [--max-cycles N] [--node-timeout MS] [--permits N] "
-                        "[--cs-us US] [--fair] [--renew] [--replicas K] [--restart-delay MS]\n");
+                        "[--cs-us US] [--fair] [--renew] [--replicas K] [--restart-delay MS] "
+                        "[--writers W]\n");
         return 64;
     }
     a.workload = argv[optind];

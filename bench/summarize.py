@@ -27,6 +27,10 @@ FIGURES = [
 # The semaphore workload also reports its configuration and figures only it
 # has; other workloads' procs or wait_ms_mean stay out of their medians.
 SEMAPHORE_FIGURES = ["procs", "permits", "cs_us", "wait_ms_mean", "max_concurrency", "jain_fairness"]
+# So does the shared workload (readers and writers on one name).
+SHARED_FIGURES = ["readers", "writers", "cs_us", "reader_grants_per_s", "writer_grants_per_s",
+                  "reader_wait_ms_mean", "writer_wait_ms_mean", "writer_wait_ms_max",
+                  "max_readers_inside"]
 
 # Targets the project states for some ratios (the ratio must reach it).
 TARGETS = {
@@ -43,7 +47,9 @@ TARGETS = {
 def medians(rows):
     out = {"runs": len(rows)}
     semaphore = any(r.get("workload") == "semaphore" for r in rows)
-    for key in FIGURES + (SEMAPHORE_FIGURES if semaphore else []):
+    shared = any(r.get("workload") == "shared" for r in rows)
+    for key in (FIGURES + (SEMAPHORE_FIGURES if semaphore else [])
+                + (SHARED_FIGURES if shared else [])):
         values = [r[key] for r in rows if isinstance(r.get(key), (int, float))]
         if values:
             out[key] = statistics.median(values)
@@ -179,6 +185,16 @@ def markdown(by, ratios, m):
                   f"| {fmt(r.get('max_concurrency'))} "
                   f"| {fmt(r.get('min_grants_per_proc'))} / {fmt(r.get('max_grants_per_proc'))} "
                   f"| {fmt(r.get('jain_fairness'), 3)} |"]
+    if "shared" in by:
+        r = by["shared"]
+        lines += ["", "| shared | grants/s (readers / writers) | requests/grant | reader wait mean ms "
+                  "| writer wait mean / max ms | readers inside at most |",
+                  "|---|---|---|---|---|---|",
+                  f"| {r.get('readers')} readers, {r.get('writers')} writer, {r.get('cs_us')} µs sections "
+                  f"| {fmt(r.get('reader_grants_per_s'))} / {fmt(r.get('writer_grants_per_s'))} "
+                  f"| {fmt(r.get('requests_per_grant'), 2)} | {fmt(r.get('reader_wait_ms_mean'), 2)} "
+                  f"| {fmt(r.get('writer_wait_ms_mean'), 2)} / {fmt(r.get('writer_wait_ms_max'), 1)} "
+                  f"| {fmt(r.get('max_readers_inside'))} |"]
     lines += ["", "| renewal | renewals/s | client CPU s | RSS bytes/lock | lost |", "|---|---|---|---|---|"]
     for label in sorted(l for l in by if l.startswith("renew-")):
         r = by[label]

@@ -1,5 +1,5 @@
 /* Processes that take turns on one name for a fixed window: the loop the
- * contended and semaphore workloads share. See bench.h. */
+ * contended, semaphore and shared workloads share. See bench.h. */
 #include "bench.h"
 
 #include <stdio.h>
@@ -15,6 +15,7 @@ static void take_turns(const struct bench_args *a, const struct bench_turns *t, 
     double end;
     if (!c)
         _exit(1);
+    opts.shared = proc < t->shared_procs;
     while (*t->start_at == 0)
         usleep(100);
     while (bench_now() < *t->start_at)
