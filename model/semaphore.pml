@@ -21,7 +21,7 @@
  * pin src/kinds/lua/sem_release.lua e55a2b0076bdd11d18b6da0d6be635327e0a85fb
  * pin src/kinds/lua/sem_status.lua c204b8179ca37380d7c02e2c4a917c83d88afdd2
  * pin src/kinds/semaphore.c cd9d127d2d347e8088c984c799565b3ae9de754f
- * pin src/engine/attempt.c f863685cae8dd74142d21ba49adbd8eda3059e60
+ * pin src/engine/attempt.c 24cafd14529a849aa5a7d1fc6ffc7efc8ddea0ef
  *
  * Time is kept as in dlock.pml: relative to "now", moved one tick at a time
  * by the clock process; a permit keeps the ticks left until its score (its
