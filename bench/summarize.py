@@ -62,6 +62,12 @@ def medians(rows):
     return out
 
 
+def one_row_table(header, cells):
+    """A Markdown table of one row, after a blank line."""
+    return ["", "| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+            "| " + " | ".join(cells) + " |"]
+
+
 def ratio(a, b):
     """a / b to three significant digits: a stalled workload's 0.0003 is not 0."""
     return float(f"{a / b:.3g}") if a and b else None
@@ -176,25 +182,25 @@ def markdown(by, ratios, m):
             f"| {fmt(r.get('min_grants_per_proc'))} / {fmt(r.get('max_grants_per_proc'))} |")
     if "semaphore" in by:
         r = by["semaphore"]
-        lines += ["", "| semaphore | grants/s | wait mean ms | requests/grant | commands/grant "
-                  "| max concurrency | min/max grants per process | Jain's fairness |",
-                  "|---|---|---|---|---|---|---|---|",
-                  f"| {r.get('procs')} processes, {r.get('permits')} permits, {r.get('cs_us')} µs sections "
-                  f"| {fmt(r.get('grants_per_s'))} | {fmt(r.get('wait_ms_mean'), 2)} "
-                  f"| {fmt(r.get('requests_per_grant'), 2)} | {fmt(r.get('commands_per_grant'), 1)} "
-                  f"| {fmt(r.get('max_concurrency'))} "
-                  f"| {fmt(r.get('min_grants_per_proc'))} / {fmt(r.get('max_grants_per_proc'))} "
-                  f"| {fmt(r.get('jain_fairness'), 3)} |"]
+        lines += one_row_table(
+            ["semaphore", "grants/s", "wait mean ms", "requests/grant", "commands/grant",
+             "max concurrency", "min/max grants per process", "Jain's fairness"],
+            [f"{r.get('procs')} processes, {r.get('permits')} permits, {r.get('cs_us')} µs sections",
+             fmt(r.get('grants_per_s')), fmt(r.get('wait_ms_mean'), 2),
+             fmt(r.get('requests_per_grant'), 2), fmt(r.get('commands_per_grant'), 1),
+             fmt(r.get('max_concurrency')),
+             f"{fmt(r.get('min_grants_per_proc'))} / {fmt(r.get('max_grants_per_proc'))}",
+             fmt(r.get('jain_fairness'), 3)])
     if "shared" in by:
         r = by["shared"]
-        lines += ["", "| shared | grants/s (readers / writers) | requests/grant | reader wait mean ms "
-                  "| writer wait mean / max ms | readers inside at most |",
-                  "|---|---|---|---|---|---|",
-                  f"| {r.get('readers')} readers, {r.get('writers')} writer, {r.get('cs_us')} µs sections "
-                  f"| {fmt(r.get('reader_grants_per_s'))} / {fmt(r.get('writer_grants_per_s'))} "
-                  f"| {fmt(r.get('requests_per_grant'), 2)} | {fmt(r.get('reader_wait_ms_mean'), 2)} "
-                  f"| {fmt(r.get('writer_wait_ms_mean'), 2)} / {fmt(r.get('writer_wait_ms_max'), 1)} "
-                  f"| {fmt(r.get('max_readers_inside'))} |"]
+        lines += one_row_table(
+            ["shared", "grants/s (readers / writers)", "requests/grant", "reader wait mean ms",
+             "writer wait mean / max ms", "readers inside at most"],
+            [f"{r.get('readers')} readers, {r.get('writers')} writer, {r.get('cs_us')} µs sections",
+             f"{fmt(r.get('reader_grants_per_s'))} / {fmt(r.get('writer_grants_per_s'))}",
+             fmt(r.get('requests_per_grant'), 2), fmt(r.get('reader_wait_ms_mean'), 2),
+             f"{fmt(r.get('writer_wait_ms_mean'), 2)} / {fmt(r.get('writer_wait_ms_max'), 1)}",
+             fmt(r.get('max_readers_inside'))])
     lines += ["", "| renewal | renewals/s | client CPU s | RSS bytes/lock | lost |", "|---|---|---|---|---|"]
     for label in sorted(l for l in by if l.startswith("renew-")):
         r = by[label]
