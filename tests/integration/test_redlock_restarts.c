@@ -131,14 +131,17 @@ static void test_redlock_release_reaches_a_server_it_reconnects_to(void **state)
     (void)state;
     for (int i = 1; i < NODES; i++)
         list[i] = nodes[i].url;
-    fault_proxy_set(far, FAULT_DELAY, 30);
     for (int round = 0; round < 3; round++) {
         dlock_client *c = client_on_nodes(list, NODES, 0, 0);
-        dlock_lock *lock = take(c, "rl:reconnect", 30000, NULL);
+        dlock_lock *lock;
+        fault_proxy_set(far, FAULT_PASS, 0);
+        lock = take(c, "rl:reconnect", 30000, NULL);
         wait_for_holders("rl:reconnect", dlock_lock_token(lock), NODES);
-        usleep(100 * 1000); /* its replies are back: the extend reads them */
+        usleep(20 * 1000); /* its replies are back: the extend reads them */
         assert_int_equal(dlock_lock_extend(lock, 30000), 0);
+        fault_proxy_set(far, FAULT_DELAY, 30);
         freeReplyObject(run(r, "CLIENT KILL TYPE normal SKIPME yes"));
+        usleep(20 * 1000); /* the proxy closed our side too: the release must reconnect */
         assert_int_equal(dlock_lock_release(lock), 0);
         cleanup_now(lock);
         cleanup_now(c); /* the process that released is gone */
