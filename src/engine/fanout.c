@@ -37,6 +37,7 @@ static bool is_noscript(const dlock__reply *r)
 /* The replies one node owes, in the order it will send them: call indexes,
  * with FALLBACK marking the EVAL re-sent after a NOSCRIPT. */
 #define FALLBACK 0x8000u
+#define DELIVER_GRACE_MS 20 /* see fanout_direct() */
 
 struct owed {
     uint16_t call[2 * DLOCK__BATCH_MAX + 2]; /* + a WAIT and its re-send */
@@ -207,13 +208,15 @@ static void send_batch(struct batch *b, size_t i, int64_t now, int rc)
     }
 }
 
-/* Is a call that is to be delivered still unsent to some node? */
-static bool undelivered(const struct batch *b)
+/* Does a call to be delivered still wait for a connection this fan-out
+ * (begun at `start`) opened? */
+static bool undelivered(const struct batch *b, int64_t start)
 {
     for (size_t i = 0; i < b->n; i++) {
         const struct owed *o = &b->owed[i];
         for (size_t e = o->head; e < o->tail; e++)
-            if (b->calls[o->call[e] & ~FALLBACK]->deliver && !dlock__conn_delivered(&b->conns[i]))
+            if (b->calls[o->call[e] & ~FALLBACK]->deliver &&
+                !dlock__conn_delivered(&b->conns[i], start))
                 return true;
     }
     return false;
@@ -228,7 +231,7 @@ static void fanout_direct(dlock__conn *conns, size_t n, dlock__call *const *call
     struct pollfd fds[DLOCK__NODES_MAX];
     size_t index[DLOCK__NODES_MAX];
     struct batch b; /* not zeroed: send_batch() sets up each node's queue */
-    int64_t start = dlock__now_ns(), now = start;
+    int64_t start = dlock__now_ns(), now = start, delivery_end = 0;
     bool decided = false;
     size_t pending;
 
@@ -242,8 +245,16 @@ static void fanout_direct(dlock__conn *conns, size_t n, dlock__call *const *call
     while ((pending = poll_pending(&b, fds, index)) > 0) {
         int timeout, ready;
         decided = enough && enough(results, n, k, &deadline_ns, ctx);
+        if (decided && delivery_end == 0) {
+            /* What a call to deliver may still wait once decided: a
+             * server that answers, restarted, needs a few round trips to
+             * reconnect; a paused one never answers, and costs this. */
+            int64_t took = now - start, grace = DELIVER_GRACE_MS * DLOCK__NS_PER_MS;
+            delivery_end = now + (took > grace ? took : grace);
+            deadline_ns = delivery_end < deadline_ns ? delivery_end : deadline_ns;
+        }
         timeout = dlock__ms_until(deadline_ns, now);
-        if ((decided && !undelivered(&b)) || timeout == 0)
+        if ((decided && !undelivered(&b, start)) || timeout == 0)
             break;
         ready = poll(fds, pending, timeout);
         now = dlock__now_ns();

@@ -31,9 +31,10 @@ typedef struct dlock__call {
      * out), the WAIT's first reply is dropped and the WAIT sent again. */
     bool covers_previous;
     /* A write every node should get even once the replies decided (a
-     * release, a cleanup): the fan-out stays, within its deadline, until
-     * each node still reconnecting has the call (dlock__conn_delivered), so
-     * that no server keeps a key because its connection was slower. */
+     * release, a cleanup): the fan-out stays, within its deadline and for
+     * at most 20 ms (or as long again as the decision took), until each
+     * node it had to reconnect to has the call (dlock__conn_delivered), so
+     * that no server keeps a key because its connection was new. */
     bool deliver;
 } dlock__call;
 

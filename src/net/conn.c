@@ -289,6 +289,7 @@ static int open_connection(dlock__conn *c, int64_t now_ns)
     c->reader = dlock__reader_new();
     if (!c->reader)
         return fail(c, DLOCK_ENOMEM, "out of memory");
+    c->opened_ns = now_ns;
     c->connect_deadline_ns = now_ns + c->connect_timeout_ms * DLOCK__NS_PER_MS;
     rc = queue_handshake(c);
     if (rc < 0)
@@ -486,7 +487,7 @@ static int take_replies(dlock__conn *c, dlock__reply **reply)
     dlock__reply *r;
     int rc;
     while ((rc = dlock__reader_next(c->reader, &r)) == 1) {
-        c->answered = c->answered_ever = true;
+        c->answered = true;
         c->reconnect_delay_ms = 0;
         if (c->handshake_owed) {
             c->handshake_owed--;
@@ -604,9 +605,9 @@ int dlock__conn_progress(dlock__conn *c, short revents, dlock__reply **reply)
     return 0;
 }
 
-bool dlock__conn_delivered(const dlock__conn *c)
+bool dlock__conn_delivered(const dlock__conn *c, int64_t since_ns)
 {
-    return c->state == DLOCK__CONN_CLOSED || !c->answered_ever ||
+    return c->state == DLOCK__CONN_CLOSED || c->opened_ns < since_ns ||
            (c->state == DLOCK__CONN_READY && c->out_sent == c->out_len && !c->handshake_owed &&
             !c->identity_owed && !c->preload_owed);
 }

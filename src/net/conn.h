@@ -57,7 +57,7 @@ typedef struct dlock__conn {
     struct ssl_st *ssl;         /* the TLS session while connected */
     short tls_wants;            /* poll() event the handshake waits for */
     bool answered;              /* a reply arrived since the connection was made */
-    bool answered_ever;         /* one did on some connection to the server */
+    int64_t opened_ns;          /* when the current connection was begun */
     struct dlock__node_counters *counters; /* the client's, for its stats; may be NULL */
     struct dlock__router *router; /* route.h: a cluster's or a sentinel-named primary's */
     struct dlock__book *book;     /* book.h: the client's, for this endpoint; may be NULL */
@@ -101,14 +101,15 @@ short dlock__conn_events(const dlock__conn *c);
  * the connection is closed. */
 int dlock__conn_progress(dlock__conn *c, short revents, dlock__reply **reply);
 
-/* True once everything queued is out on the socket and the server answered
+/* For a connection begun at `since_ns` or later (by the current call):
+ * true once everything queued is out on the socket and the server answered
  * the connection's setup (AUTH, INFO, SCRIPT LOAD), so it read what came
- * before the current call; or the connection is closed (nothing more will
- * go), or the server never answered this client (paused since it started:
- * nothing to wait for). Until then a close may lose the call: a process
- * that exits with replies unread resets the connection, and the server
- * drops what it has not read yet. */
-bool dlock__conn_delivered(const dlock__conn *c);
+ * before the call. Until then a close may lose the call: a process that
+ * exits with replies unread resets the connection, and the server drops
+ * what it has not read yet. True for an older connection (what it did not
+ * take yet, a paused server's full buffers, is not waited for) and a
+ * closed one (nothing more will go). */
+bool dlock__conn_delivered(const dlock__conn *c, int64_t since_ns);
 
 /* 1 while the connection is up and the server's INFO reply (run_id) is
  * still to come. */
