@@ -1,18 +1,23 @@
 /* dlock's semaphore, as SPIN sees it: the sem_* Lua scripts of
  * src/kinds/lua/ (acquire with reap, slots and per-slot fences;
  * release; extend) on the one server a semaphore lives on, and the attempt
- * layer's validity on the clients' side. docs/model.md says what is
- * modelled, with which bounds and assumptions. The waiters' queue is not:
- * it only withholds a free permit from a newcomer for the first waiters,
- * so it grants nothing the unqueued scripts would not, and its wake-up is
- * checked by tests/integration/test_semaphore.c.
+ * layer's validity on the clients' side; with QUEUE, the waiters' queue
+ * (sem_acquire's reservation of the free permits for the first live
+ * waiters, join, keep_place, leave and live_waiters() of helpers.lua,
+ * the presence leases), sem_release's targeted wake-up ("next:TOKEN" to
+ * each waiter it makes entitled, computed before and after freeing the
+ * permit) and the waiter of wait.c and queue.c, which sleeps until told
+ * or until the wait its busy answer named. docs/model.md says what is
+ * modelled, with which bounds and assumptions.
  *
  * scripts/model compares these pins with the sha1sum of each file; a
  * change to any of them fails it until this model was reviewed against
  * the change and its pin updated. A model pins every script of its kind
  * (the `kind` line: src/kinds/lua/KIND_*.lua, which scripts/model
  * checks), the helpers every script shares, the kind's C
- * (src/kinds/KIND.c) and the attempt layer:
+ * (src/kinds/KIND.c) and the attempt layer; and the queue's client side
+ * and the waiter (src/kinds/queue.c, src/engine/wait.c), which QUEUE
+ * models:
  * kind sem
  * pin src/kinds/lua/helpers.lua 1f8f84035da57b1a6a89bd45ccfed07586796e63
  * pin src/kinds/lua/sem_acquire.lua 6428bfd2c04901050716e73b66252b42ceeda5c9
@@ -22,6 +27,8 @@
  * pin src/kinds/lua/sem_status.lua c204b8179ca37380d7c02e2c4a917c83d88afdd2
  * pin src/kinds/semaphore.c cd9d127d2d347e8088c984c799565b3ae9de754f
  * pin src/engine/attempt.c 24cafd14529a849aa5a7d1fc6ffc7efc8ddea0ef
+ * pin src/kinds/queue.c a64344932052220b16ac86f8fbb7048b78f80857
+ * pin src/engine/wait.c 966756d83fdd20412186a668450bd6bb771184ae
  *
  * Time is kept as in dlock.pml: relative to "now", moved one tick at a time
  * by the clock process; a permit keeps the ticks left until its score (its
@@ -71,8 +78,47 @@
 #ifndef CHECK_FENCE
 #define CHECK_FENCE 1   /* 0: tokens are not computed (a smaller search for the count) */
 #endif
+#ifndef QUEUE
+#define QUEUE 0         /* 1: the clients wait: refused, they queue, sleep
+                           until told or their timer rings, and try again */
+#endif
+#ifndef LEASE
+#define LEASE 2         /* a waiter's presence lease, ticks */
+#endif
+#ifndef SAFETY_NET
+#define SAFETY_NET 0    /* 1: a sleeping waiter may also try at any moment
+                           (the backoff cap, its lease renewal) */
+#endif
+#ifndef GIVEUPS
+#define GIVEUPS 1       /* waiters that may give up (and leave the queue) */
+#endif
+#ifndef DIES
+#define DIES 0          /* clients that may die: stop for good, waiting or
+                           holding (no release, no renewal) */
+#endif
+#ifndef SLOW
+#define SLOW 255        /* calls that may go unanswered by their deadline
+                           (255: any); the others are answered in time */
+#endif
+#ifndef CHECK_TOLD
+#define CHECK_TOLD 1    /* 0: the wake-up is not asserted (see TOLD) */
+#endif
+#ifndef CHECK_RESERVE
+#define CHECK_RESERVE 1 /* 0: the reservation is not asserted (see acquire_script) */
+#endif
 /* Mutations, for the negative controls: OFF_BY_ONE (the busy check lets
- * N + 1 permits in), NO_TIME_FLOOR (a slot's token is its stored one + 1). */
+ * N + 1 permits in), NO_TIME_FLOOR (a slot's token is its stored one + 1);
+ * with QUEUE: TELL_HEAD (a release that entitles a waiter tells the
+ * queue's first entry instead), TELL_LATE (the release reads who is
+ * entitled "before" only after it freed the permit: it tells nobody),
+ * TELL_DEAD (the release's entitled waiters are the first entries of the
+ * queue, dead or not), BARGE (a newcomer takes a free permit kept for a
+ * waiter), NO_LEASE_END (the acquire keeps a free permit for a waiter
+ * whose lease ended), NO_TIMER (a waiter sleeps until told, and only). */
+
+#if QUEUE && (LOSSES || CRASH_KEEP || CRASH_LOSE || ROLLBACK || defined(NO_TIME_FLOOR) || defined(OFF_BY_ONE))
+#error "QUEUE is modelled without faults (see docs/model.md)"
+#endif
 
 #define SUB 4
 #define FLOOR (-(TTL + 2) * SUB)
@@ -94,8 +140,21 @@ short ssfence[NSLOT];
 byte losses = LOSSES, crash_keep = CRASH_KEEP, crash_lose = CRASH_LOSE;
 byte rollbacks = ROLLBACK;
 
+/* The waiters' queue (QUEUE): token -> in it, its rank by arrival (1: the
+ * first; ranks are all the scripts read of the arrival times), and the
+ * ticks until its presence lease ends (0: ended). A live client renews
+ * its lease in time (its tries and renewals are at most a third of the
+ * lease apart), so its lease stays whole; a dead client's counts down. An
+ * entry whose lease ended is read by no script but live_waiters(), which
+ * drops it: the clock drops it when it ends (the same executions, fewer
+ * states), unless a mutant reads it. */
+bool inq[NT];
+byte arr[NT];
+byte lease[NT];
+byte giveups = GIVEUPS, deaths = DIES, slows = SLOW;
+
 /* ---- clients' calls ------------------------------------------------------ */
-mtype = { ACQ, REL, EXT };
+mtype = { ACQ, REL, CLEAN, EXT };   /* REL: ARGV[3] "1"; CLEAN: a cleanup, "0" */
 #define YES 1
 #define NO 0
 
@@ -109,6 +168,18 @@ short cfence[NC];
 byte cslot[NC];
 byte cdl[NC];
 short cvu[NC];
+byte cwt[NC];            /* a busy answer's wait, ticks (QUEUE) */
+
+/* The waiter's side (QUEUE): a "next:TOKEN" for the client's current
+ * token, unread (one is enough: it only wakes); its timer, the ticks
+ * until the wait a busy answer named (0: rung); it sleeps; it died. */
+bool wmsg[NC];
+byte wt[NC];
+bool asleep[NC];
+bool dead[NC];
+/* Ghost: a release made the client's waiting token entitled to a free
+ * permit, and it has not tried since. */
+bool owed[NC];
 
 /* What the properties look at: a client believes it holds a permit while
  * held[c] and its validity has not passed. */
@@ -117,6 +188,10 @@ short vu[NC];
 short cF[NC];
 byte cS[NC];
 short last_fence[NSLOT]; /* per slot: the token of the last grant that counted */
+
+/* No lost wake-up (CHECK_TOLD): a waiter that a release made entitled
+ * to a free permit is not left asleep untold. */
+#define TOLD(i) (!owed[i] || !asleep[i] || wmsg[i])
 
 #define BELIEVES(c) (held[c] && vu[c] > 0)
 #define SAME_SLOT(a, b) (BELIEVES(a) && BELIEVES(b) && cS[a] == cS[b])
@@ -160,14 +235,178 @@ inline slot_taken(s, t) {
 #define FULL (live >= PERMITS)
 #endif
 
+/* ---- the queue (QUEUE) --------------------------------------------------- */
+/* leave(): out of the queue, presence and wake; those behind move up. */
+inline leave(t) {
+    if
+    :: inq[t] ->
+        for (j : 0 .. NT - 1) {
+            if
+            :: inq[j] && arr[j] > arr[t] -> arr[j]--
+            :: else -> skip
+            fi
+        }
+        inq[t] = false; arr[t] = 0; lease[t] = 0; j = 0
+    :: else -> skip
+    fi
+}
+
+/* live_waiters(free) of helpers.lua: if one of the first `free` entries
+ * is dead, every dead entry leaves; the first `free` are then live. Their
+ * tokens as a bit set in m. */
+inline live_waiters(free, drops) {
+    m = 0;
+    if
+    :: drops ->
+        for (k : 0 .. NT - 1) { m = m | ((inq[k] && arr[k] <= free && lease[k] == 0) -> 1 : 0) }
+        if
+        :: m != 0 ->
+            for (k : 0 .. NT - 1) {
+                if
+                :: inq[k] && lease[k] == 0 -> leave(k)
+                :: else -> skip
+                fi
+            }
+        :: else -> skip
+        fi;
+        m = 0
+    :: else -> skip
+    fi;
+    for (k : 0 .. NT - 1) {
+        if
+        :: inq[k] && arr[k] <= free -> m = m | (1 << k)
+        :: else -> skip
+        fi
+    }
+    k = 0
+}
+
+/* The live waiters ahead of t (t not in the queue arrives after all). */
+inline count_ahead(t) {
+    ahead = 0;
+    for (k : 0 .. NT - 1) {
+        if
+        :: k != t && inq[k] && lease[k] > 0 && (!inq[t] || arr[k] < arr[t]) -> ahead++
+        :: else -> skip
+        fi
+    }
+    k = 0
+}
+
+/* Ghost: the waiters entitled to a free permit, by the rule itself: live,
+ * and fewer live waiters ahead than there are free permits. */
+inline entitled_truth(e) {
+    count_live();
+    e = 0;
+    for (i : 0 .. NT - 1) {
+        if
+        :: inq[i] && lease[i] > 0 ->
+            count_ahead(i);
+            e = e | ((PERMITS - live > ahead) -> (1 << i) : 0)
+        :: else -> skip
+        fi
+    }
+    i = 0; ahead = 0
+}
+
+/* sem_release's entitled(): the waiters the free permits are kept for. */
+inline entitled(e) {
+    count_live();
+    e = 0;
+    if
+    :: queued && PERMITS > live ->
+#ifdef TELL_DEAD
+        live_waiters(PERMITS - live, false);
+#else
+        live_waiters(PERMITS - live, true);
+#endif
+        e = m; m = 0
+    :: else -> skip
+    fi
+}
+
+/* The release's message "next:TOKEN" on the channel of the token's
+ * process: the client reads it if it is for its current token (the
+ * others' and its old ones do not wake it). */
+inline tell(i) {
+    n = i / CALLS;
+    wmsg[n] = wmsg[n] || (ctok[n] == i && !dead[n]);
+    n = 0
+}
+
 /* sem_acquire: a live permit of ours keeps its slot (a retry of our own
  * call); else busy when N permits are live; else the lowest free slot. The
- * slot's token is max(stored + 1, the clock). */
+ * slot's token is max(stored + 1, the clock). With QUEUE the free permits
+ * are the first live waiters': granted when one of them is ours, or when
+ * there are more free permits than live waiters; else busy, with the wait
+ * until the soonest permit expires (none free) or the lease of a waiter a
+ * free permit is kept for ends (the script caps it at a third of the
+ * lease: that cap is the renewal, SAFETY_NET), and the waiter joins the
+ * queue at the tail (or keeps its place) and renews its lease. */
 inline acquire_script(t) {
     count_live();
+#if QUEUE
+    ours = (prem[t] > 0);
+    w = 0;
+    if
+    :: !ours && !FULL ->
+#ifdef NO_LEASE_END
+        live_waiters(PERMITS - live, false);
+#else
+        live_waiters(PERMITS - live, true);
+#endif
+        n = 0;
+        for (k : 0 .. NT - 1) {
+            n = n + ((m >> k) & 1);
+            if
+            :: (m >> k) & 1 && (w == 0 || lease[k] < w) -> w = lease[k]
+            :: else -> skip
+            fi
+        }
+        k = 0;
+        ours = (n < PERMITS - live || ((m >> t) & 1));
+#ifdef BARGE
+        ours = ours || !inq[t];
+#endif
+        m = 0; n = 0
+    :: !ours && FULL ->
+        for (k : 0 .. NT - 1) {
+            if
+            :: prem[k] > 0 && (w == 0 || prem[k] < w) -> w = prem[k]
+            :: else -> skip
+            fi
+        }
+        k = 0
+    :: else -> skip
+    fi;
+#if CHECK_RESERVE
+    /* A free permit is refused only for live waiters ahead (a dead one
+     * withholds it only until its lease ends), and granted only to a
+     * waiter no live waiter ahead is owed it before. */
+    if
+    :: prem[t] == 0 -> count_ahead(t); assert(ours == (!FULL && ahead < PERMITS - live)); ahead = 0
+    :: else -> skip
+    fi;
+#endif
+    if
+    :: !ours ->
+        if
+        :: !inq[t] ->
+            n = 0;
+            for (k : 0 .. NT - 1) { n = n + inq[k] }
+            k = 0;
+            inq[t] = true; arr[t] = n + 1; n = 0
+        :: else -> skip
+        fi;
+        lease[t] = LEASE; res = NO; f = FLOOR; slot = NONE
+    :: else ->
+        leave(t);
+        w = 0;
+#else
     if
     :: prem[t] == 0 && FULL -> res = NO
     :: else ->
+#endif
         if
         :: prem[t] > 0 -> slot = pslot[t]
         :: else ->
@@ -192,8 +431,69 @@ inline acquire_script(t) {
     fi
 }
 
-inline release_script(t) {
-    prem[t] = 0; pslot[t] = 0; res = YES; f = FLOOR; slot = NONE
+/* sem_release: with QUEUE, the waiters entitled before and after the
+ * release (a caller's release, not a cleanup, also takes the token out of
+ * the queue), and each one entitled after and not before is told. */
+inline release_script(t, leaving) {
+#if QUEUE
+    queued = false;
+    for (k : 0 .. NT - 1) { queued = queued || inq[k] }
+    k = 0;
+    entitled_truth(gb);
+#ifdef TELL_HEAD
+    hd = NONE;
+    for (k : 0 .. NT - 1) {
+        if
+        :: inq[k] && arr[k] == 1 -> hd = k
+        :: else -> skip
+        fi
+    }
+    k = 0;
+#endif
+#ifndef TELL_LATE
+    entitled(before);
+#endif
+    if
+    :: queued && leaving -> leave(t)
+    :: else -> skip
+    fi;
+#endif
+    prem[t] = 0; pslot[t] = 0; res = YES; f = FLOOR; slot = NONE;
+#if QUEUE
+#ifdef TELL_LATE
+    entitled(before);
+#endif
+    entitled(after);
+    if
+    :: queued && (after & ~before) != 0 ->
+#ifdef TELL_HEAD
+        tell(hd); hd = 0
+#else
+        for (i : 0 .. NT - 1) {
+            if
+            :: (after >> i) & 1 && !((before >> i) & 1) -> tell(i)
+            :: else -> skip
+            fi
+        }
+        i = 0
+#endif
+    :: else -> skip
+    fi;
+    entitled_truth(ga);
+    for (i : 0 .. NT - 1) {
+        if
+        :: (ga >> i) & 1 && !((gb >> i) & 1) && ctok[i / CALLS] == i && !dead[i / CALLS] ->
+            owed[i / CALLS] = true
+        :: else -> skip
+        fi
+    }
+    i = 0;
+#if CHECK_TOLD
+    for (i : 0 .. NC - 1) { assert(TOLD(i)) }
+    i = 0;
+#endif
+    before = 0; after = 0; gb = 0; ga = 0; queued = false; live = 0
+#endif
 }
 
 inline extend_script(t) {
@@ -211,14 +511,15 @@ inline extend_script(t) {
             pend[c] = false; \
             if \
             :: cop[c] == ACQ -> acquire_script(ctok[c]) \
-            :: cop[c] == REL -> release_script(ctok[c]) \
+            :: cop[c] == REL -> release_script(ctok[c], true) \
+            :: cop[c] == CLEAN -> release_script(ctok[c], false) \
             :: cop[c] == EXT -> extend_script(ctok[c]) \
             fi; \
             if \
-            :: open[c] -> answered[c] = true; cres[c] = res; cfence[c] = f; cslot[c] = slot \
+            :: open[c] -> answered[c] = true; cres[c] = res; cfence[c] = f; cslot[c] = slot; cwt[c] = w \
             :: else -> skip \
             fi; \
-            res = 0; f = 0; slot = 0; live = 0; taken = false \
+            res = 0; f = 0; slot = 0; live = 0; taken = false; w = 0 \
         }
 
 #define LOSE(c) :: losses > 0 && pend[c] -> d_step { pend[c] = false; losses-- }
@@ -239,7 +540,11 @@ inline lose_data() {
 }
 
 proctype server() {
-    byte k, res, slot, live;
+    byte k, res, slot, live, w;
+#if QUEUE
+    byte i, j, n, m, ahead, before, after, gb, ga, hd;
+    bool ours, queued;
+#endif
     bool taken;
     short f;
 end:
@@ -274,11 +579,79 @@ end:
 #define AGE(x) x = (x >= FLOOR + SUB -> x - SUB : (x > FLOOR -> FLOOR : x))
 #endif
 
+/* With QUEUE the clock stands still when a tick would change nothing
+ * (MOVES is false): such a tick is a step to the same state, so no
+ * execution is lost, and a waiter that sleeps for ever with nothing left
+ * to happen is an end state that is not valid (a permit is then free:
+ * none is live, as none is counting down). */
+#if QUEUE
+#define TM(i) (prem[i] > 0 || srem[i] > 0 || (inq[i] && dead[(i) / CALLS] && lease[i] > 0))
+#define CM(i) (cdl[i] > 0 || vu[i] > 0 || cvu[i] > 0 || wt[i] > 0 || cwt[i] > 0 || \
+               cF[i] > FLOOR || cfence[i] > FLOOR)
+#define SM(i) (sfence[i] > FLOOR || ssfence[i] > FLOOR || last_fence[i] > FLOOR)
+#if NT == 2
+#define TMS (TM(0) || TM(1))
+#elif NT == 3
+#define TMS (TM(0) || TM(1) || TM(2))
+#elif NT == 4
+#define TMS (TM(0) || TM(1) || TM(2) || TM(3))
+#elif NT == 6
+#define TMS (TM(0) || TM(1) || TM(2) || TM(3) || TM(4) || TM(5))
+#else
+#error "NT is 2, 3, 4 or 6"
+#endif
+#if NC == 2
+#define CMS (CM(0) || CM(1))
+#else
+#define CMS (CM(0) || CM(1) || CM(2))
+#endif
+#if NSLOT == 2
+#define SMS (SM(0) || SM(1))
+#else
+#define SMS (SM(0) || SM(1) || SM(2))
+#endif
+#define MOVES (us > 0 || down > 0 || TMS || CMS || SMS)
+/* A call this tick would leave unanswered by its deadline (SLOW). */
+#define DUE(i) (open[i] && !answered[i] && cdl[i] == 1 && up && (cop[i] != ACQ || us < SUB - 1))
+#if NC == 2
+#define DUES (DUE(0) || DUE(1))
+#else
+#define DUES (DUE(0) || DUE(1) || DUE(2))
+#endif
+#if defined(TELL_DEAD) || defined(NO_LEASE_END)
+#define KEEPS_ENDED 1   /* the mutant reads ended entries: they stay */
+#else
+#define KEEPS_ENDED 0
+#endif
+#else
+#define MOVES true
+#define DUES false
+#endif
+
 active proctype clock() {
-    byte i;
+    byte i, j;
 end:
     do
     :: d_step {
+            MOVES && (SLOW == 255 || slows > 0 || !DUES);
+#if QUEUE
+            if
+            :: SLOW != 255 && DUES -> slows--
+            :: else -> skip
+            fi;
+            for (i : 0 .. NT - 1) {
+                if
+                :: dead[i / CALLS] -> DEC(lease[i])
+                :: else -> skip
+                fi;
+                if
+                :: !KEEPS_ENDED && inq[i] && lease[i] == 0 -> leave(i)
+                :: else -> skip
+                fi;
+                assert(!inq[i] || ctok[i / CALLS] == i)   /* no entry outlives its wait */
+            }
+            for (i : 0 .. NC - 1) { DEC(wt[i]); DEC(cwt[i]) }
+#endif
             for (i : 0 .. NT - 1) {
                 DEC(prem[i]); DEC(srem[i]);
                 if
@@ -288,7 +661,7 @@ end:
             }
             for (i : 0 .. NSLOT - 1) { AGE(sfence[i]); AGE(ssfence[i]); AGE(last_fence[i]) }
             for (i : 0 .. NC - 1) { DEC(cdl[i]); DEC(vu[i]); DEC(cvu[i]); AGE(cF[i]); AGE(cfence[i]) }
-            DEC(down); us = 0; i = 0
+            DEC(down); us = 0; i = 0; j = 0
         }
     od
 }
@@ -314,10 +687,108 @@ inline send_release() {
     d_step { call(REL, tok, 0, 0); open[c] = false }
 }
 
+/* A request that nobody waits for (QUEUE): REL, the caller's release or a
+ * waiter that gives up (leaves the queue); CLEAN, the cleanup of a call
+ * with no answer or a late one (keeps the waiter's place). */
+inline send(o) {
+    d_step { !pend[c]; call(o, tok, 0, 0); open[c] = false }
+}
+
+/* The waiter wakes: what it slept on is read. */
+inline wake() {
+    asleep[c] = false; wmsg[c] = false; wt[c] = 0
+}
+
 inline forget() {
     held[c] = false; vu[c] = 0; cF[c] = FLOOR; cS[c] = NONE
 }
 
+#if QUEUE
+/* One connection serves a client's requests in order: a request waits
+ * until the one before it was served (none is lost here). */
+/* A waiter: refused, it sleeps until a release tells it ("next:TOKEN")
+ * or its timer rings (the wait the busy answer named), and tries again;
+ * with SAFETY_NET also at any moment. A call with no answer by its
+ * deadline, or a late grant, is cleaned up (CLEAN keeps its place) and
+ * tried again after a short backoff, not a sleep. It may give up (a
+ * deadline, a cancel: a release that leaves the queue), and die (DIES):
+ * it stops, renews its lease no more, and releases nothing it holds. A
+ * try starts a new attempt: what a release owed it, it now reads. */
+proctype client(byte c) {
+    byte tok, calls, extends;
+
+idle:
+    do
+    :: d_step { calls < CALLS; tok = c * CALLS + calls; calls++; wmsg[c] = false; owed[c] = false }
+try:    /* (a label on an if, as no jump may go into a d_step) */
+        if :: d_step { !pend[c]; call(ACQ, tok, NDL, TTL - DRIFT); owed[c] = false } fi;
+        settle();
+        if
+        :: d_step {
+                answered[c] && cres[c] == YES && cvu[c] > 0;
+                held[c] = true; vu[c] = cvu[c]; cF[c] = cfence[c]; cS[c] = cslot[c]; consumed();
+                wmsg[c] = false; cwt[c] = 0;
+                assert(BELIEVERS <= PERMITS);
+                assert(SLOTS_APART);
+#if CHECK_FENCE
+                assert(cF[c] > last_fence[cS[c]]);
+                last_fence[cS[c]] = cF[c]
+#else
+                skip
+#endif
+            }
+            goto holding
+        :: d_step {
+                answered[c] && cres[c] == NO;
+                wt[c] = cwt[c]; cwt[c] = 0; consumed(); asleep[c] = true;
+#if CHECK_TOLD
+                assert(TOLD(c))
+#else
+                skip
+#endif
+            }
+            goto sleep
+        :: else -> d_step { consumed(); cwt[c] = 0 }; send(CLEAN); goto try
+        fi
+    :: else -> break
+    od;
+    goto finish;
+
+sleep:
+    if
+#ifdef NO_TIMER
+    :: d_step { wmsg[c]; wake() }; goto try
+#else
+    :: d_step { wmsg[c] || wt[c] == 0; wake() }; goto try
+#endif
+#if SAFETY_NET
+    :: d_step { wake() }; goto try
+#endif
+    :: d_step { giveups > 0; giveups--; wake() }; send(REL); goto idle
+    :: d_step { deaths > 0; deaths--; wake(); dead[c] = true }; goto finish
+    fi;
+
+holding:
+    do
+    :: vu[c] == 0 -> forget(); send(REL); goto idle
+    :: d_step { extends < EXTENDS && vu[c] > 0 && !pend[c]; extends++; call(EXT, tok, NDL, TTL - DRIFT) }
+        settle();
+        if
+        :: d_step {
+                answered[c] && cres[c] == YES;
+                vu[c] = cvu[c]; consumed(); assert(BELIEVERS <= PERMITS); assert(SLOTS_APART)
+            }
+        :: d_step { answered[c] && cres[c] == NO; consumed(); forget() }; send(REL); goto idle
+        :: else -> d_step { consumed() }  /* no verdict: the old validity stands */
+        fi
+    :: true -> d_step { forget() }; send(REL); goto idle
+    :: d_step { deaths > 0; deaths--; forget(); dead[c] = true }; goto finish
+    od;
+
+finish:
+    skip
+}
+#else
 proctype client(byte c) {
     byte tok, calls, extends;
 
@@ -365,6 +836,7 @@ holding:
 finish:
     skip
 }
+#endif
 
 init {
     byte i;
