@@ -26,7 +26,7 @@
  * pin src/kinds/lua/sem_release.lua e55a2b0076bdd11d18b6da0d6be635327e0a85fb
  * pin src/kinds/lua/sem_status.lua c204b8179ca37380d7c02e2c4a917c83d88afdd2
  * pin src/kinds/semaphore.c cd9d127d2d347e8088c984c799565b3ae9de754f
- * pin src/engine/attempt.c 24cafd14529a849aa5a7d1fc6ffc7efc8ddea0ef
+ * pin src/engine/attempt.c d2b2012b0d0d2739fbbdbeefb331de7272b9ebd8
  * pin src/kinds/queue.c a64344932052220b16ac86f8fbb7048b78f80857
  * pin src/engine/wait.c 966756d83fdd20412186a668450bd6bb771184ae
  *

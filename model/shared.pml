@@ -25,7 +25,7 @@
  * pin src/kinds/lua/mutex_release.lua ffebee25012dff9bfb82108633e7f38537a03dbb
  * pin src/kinds/lua/mutex_extend.lua 8840a10719bea4dbda3451084c3d9b01672b822f
  * pin src/kinds/shared.c e720aec2963d8734ffa8b5c73d1d0ab83be700c3
- * pin src/engine/attempt.c 24cafd14529a849aa5a7d1fc6ffc7efc8ddea0ef
+ * pin src/engine/attempt.c d2b2012b0d0d2739fbbdbeefb331de7272b9ebd8
  *
  * Time is kept as in dlock.pml and fair.pml: relative to "now", moved one
  * tick at a time by the clock process. NAME, each reader's entry and each

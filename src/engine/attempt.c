@@ -376,7 +376,7 @@ static int encode_kind_call(struct kind_call *kc, const dlock__claim *cl, enum d
                             const char *const *keys, int nkeys, const char *const *args,
                             int nargs, const char *note)
 {
-    int k = 0, a = 0;
+    int k = 0, a = 0, rc;
     kind_words(cl, step, &kc->words);
     for (; k < nkeys; k++)
         kc->keys[k] = keys[k];
@@ -388,7 +388,10 @@ static int encode_kind_call(struct kind_call *kc, const dlock__claim *cl, enum d
         kc->args[a++] = kc->words.args[i];
     if (cl->audit_key)
         add_audit_trailer(kc, cl, note, &k, &a);
-    return dlock__script_encode(&kc->call, script_of(cl, step), k, kc->keys, a, kc->args);
+    rc = dlock__script_encode(&kc->call, script_of(cl, step), k, kc->keys, a, kc->args);
+    /* What takes a key away must reach every server it can (fanout.h). */
+    kc->call.call.deliver = step == DLOCK__STEP_RELEASE || step == DLOCK__STEP_CLEANUP;
+    return rc;
 }
 
 /* One node: its failure. Several: DLOCK_ENOQUORUM, unless every failing
@@ -434,7 +437,6 @@ static void clean_up_attempt(dlock__claim *cl, dlock__lane *lane,
     }
     if (!needed || encode_kind_call(&kc, cl, DLOCK__STEP_CLEANUP, keys, 2, args, 3, "cleanup") < 0)
         return;
-    kc.call.call.deliver = true;
     dlock__fanout(lane->conns, c->n, &kc.call.call,
                   dlock__node_deadline(c, ttl_ms, dlock__now_ns()), cleanup, decided, &d);
     dlock__results_clear(cleanup, c->n);
@@ -765,9 +767,8 @@ static int release_once(dlock__claim *cl, dlock__lane *lane, bool publish, bool 
     }
     /* Decided by a majority: the nodes that did not answer by then got the
      * command all the same (a paused one applies it when it resumes; one
-     * still reconnecting is waited for until it has it), and the key
-     * expires anyway. */
-    kc.call.call.deliver = true;
+     * it had to reconnect to is given a moment: fanout.h, `deliver`), and
+     * the key expires anyway. */
     dlock__fanout(lane->conns, c->n, &kc.call.call,
                   dlock__node_deadline(c, cl->ttl_ms, dlock__now_ns()), results, decided, &d);
     *queued = answered_queued(results, c->n);
