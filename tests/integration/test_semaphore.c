@@ -225,19 +225,23 @@ static void *wait_for_permit(void *arg)
     return NULL;
 }
 
-/* Starts a waiter and returns once it queued as the n-th. Its lease (60 s,
- * renewed every 20 s) makes no renewal fall in the test. */
+/* Starts a waiter and returns once it queued as the n-th and listens (its
+ * join and its second try ran: none of its tries falls in what a test
+ * counts afterwards). Its lease (60 s, renewed every 20 s) makes no
+ * renewal fall in the test. */
 static struct sem_waiter *queue_waiter(redisContext *redis, const char *name, unsigned permits,
                                        long long n)
 {
     struct sem_waiter w = {.c = client_on(server.url), .name = name, .rc = -1};
     struct sem_waiter *copy;
+    long long before = script_calls(redis);
     w.o = permits_options(permits);
     w.o.wait_ms = 30000;
     w.o.backoff_max_ms = 30000;
     w.o.lease_ms = 60000;
     copy = start_thread(wait_for_permit, &w, sizeof(w));
     wait_for_zcard(redis, aux_key(name, "waiters"), n);
+    wait_for_script_calls(redis, before, 2);
     return copy;
 }
 
