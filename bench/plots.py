@@ -14,7 +14,7 @@ import sys
 from xml.sax.saxutils import escape
 
 SERIES = {  # name, colour (distinguishable with the common colour blindnesses)
-    "dlock": "#0072b2", "dlock fair": "#0072b2", "dlock notify-all": "#56b4e9",
+    "dlock": "#0072b2", "dlock fair": "#0072b2", "dlock default": "#56b4e9",
     "redis-py": "#e69f00", "node-redlock": "#009e73",
 }
 
@@ -32,7 +32,7 @@ THROUGHPUT = [
 # (8 when absent). The peers poll; their fastest retry setting is shown.
 WAITERS = [
     ("dlock fair", "contended-fair"),
-    ("dlock notify-all", "contended"),
+    ("dlock default", "contended"),
     ("redis-py", "redis-py-contended-sleep-0.001"),
     ("node-redlock", "node-redlock-contended-retry-1"),
 ]
@@ -156,7 +156,7 @@ def waiters(by):
     names = used([g for groups, _, _ in panels for g in groups])
     notes = ["The peers poll: redis-py sleeps 1 ms, node-redlock retries every 1 ms.",
              "dlock's requests are its round trips to Redis; the peers' are the commands they send."]
-    notes = notes if set(names) - {"dlock fair", "dlock notify-all"} else []
+    notes = notes if set(names) - {"dlock fair", "dlock default"} else []
     parts += [text(90, 462 + 15 * i, n, 11, extra='fill="#555"') for i, n in enumerate(notes)]
     return document(max(x - 10, 640), 490, parts + legend(90, 435, names))
 

@@ -13,8 +13,8 @@ against one redis-server:
 - contended: 8 and 64 processes take turns on one name for a fixed window
   (each acquire waits at most to the window's end, so the run is bounded):
   handoffs per second and requests per grant (INFO commandstats) of the
-  binding (renewed, its default; notify-all and fair) and of redis-py's Lock (its default
-  polling, sleep=0.1, and sleep=0.001).
+  binding (renewed, its default; the default mutex and fair) and of
+  redis-py's Lock (its default polling, sleep=0.1, and sleep=0.001).
 
   /usr/bin/python3 bench/python.py [--build build] [--seconds 2] [--rounds 9] [--json FILE]
 """

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """bench/summarize.py draws both plots, as SVG a parser accepts, from the
-committed results, and leaves out what a run lacks.
+committed results, and leaves out what a run lacks; its table of targets
+says which were met.
 
 usage: plots.py SOURCE_DIR"""
 import json
@@ -42,9 +43,21 @@ def main():
                          short(medians["uncontended"]["cycles_per_s"])]:
             assert expected in words, (expected, words)
         words = texts(os.path.join(out, "waiters.svg"))
-        for expected in ["dlock notify-all", "handoffs/s", "requests/grant", "8",
+        for expected in ["dlock default", "handoffs/s", "requests/grant", "8",
                          short(medians["contended"]["handoffs_per_s"])]:
             assert expected in words, (expected, words)
+        # Each target is judged in its direction: a ratio must reach its
+        # value, a count of AT_MOST must not pass it.
+        table = open(os.path.join(out, "latest.md")).read()
+        got = json.load(open(os.path.join(out, "latest.json")))["ratios"]
+        for name, value, target in [("mutex_64_requests_per_grant", got["mutex_64_requests_per_grant"], 3),
+                                    ("uncontended_vs_floor_minimal",
+                                     got["uncontended_vs_floor_minimal"], 0.9)]:
+            at_most = name.endswith("per_grant")
+            met = value <= target if at_most else value >= target
+            row = next(l for l in table.splitlines() if l.startswith(f"| {name} |"))
+            assert row.endswith(f"| {'yes' if met else 'no'} |"), row
+            assert ("at most" if at_most else "at least") in row, row
     # A run without peers nor contended workloads: throughput only, dlock only.
     dlock_only = {l: medians[l] for l in ["uncontended", "redlock", "floor"]}
     with tempfile.TemporaryDirectory() as out:
