@@ -6,12 +6,14 @@
 #                          script tests
 # Every .lua file is a script but the helpers: helpers.lua, which comes
 # first in every script, and KIND_helpers.lua, which comes next in the
-# scripts whose name starts with KIND_. Comment lines and blank lines are
+# scripts whose name starts with KIND_; of their local functions, a script
+# gets those it calls (needed_helpers()). Comment lines and blank lines are
 # left out, so that comments cost nothing on the wire and do not change a
 # script's SHA1. Only whole-line comments are comments here: the files use
 # no Lua long comments or long strings.
 #   -DLUA_DIR=...  the folder of the .lua files
 #   -DOUT_DIR=...  where the output goes
+cmake_minimum_required(VERSION 3.18) # a script (-P) runs with the policies it sets
 foreach(var LUA_DIR OUT_DIR)
   if(NOT DEFINED ${var})
     message(FATAL_ERROR "embed_lua.cmake: -D${var}=... is missing")
@@ -23,6 +25,66 @@ function(lua_part path out)
   # Drop whole-line comments, then blank lines: both are lines of their own.
   string(REGEX REPLACE "\n[ \t]*--[^\n]*" "" text "\n${text}")
   string(REGEX REPLACE "\n([ \t]*\n)+" "\n" text "${text}")
+  string(REGEX REPLACE "^\n" "" text "${text}")
+  set(${out} "${text}" PARENT_SCOPE)
+endfunction()
+
+# The helpers a script needs, in their order: every helper line outside a
+# `local function` is kept, and a `local function NAME` (up to its `end`
+# at the start of a line) only when NAME occurs in the script, in those
+# lines or in a helper kept. Redis runs a script's whole text on every call,
+# so a helper it never calls would cost a closure each time. A name that
+# only looks like a call (in a string, say) keeps a helper for nothing,
+# which is harmless; no helper is dropped that the script names.
+function(needed_helpers helpers body out)
+  set(rest "\n${helpers}")
+  set(kept "${body}")
+  set(n 0)
+  while(TRUE)
+    string(FIND "${rest}" "\nlocal function " at)
+    if(at EQUAL -1)
+      set(piece_${n} "${rest}")
+      set(name_${n} "")
+      string(APPEND kept "${rest}")
+      math(EXPR n "${n} + 1")
+      break()
+    endif()
+    string(SUBSTRING "${rest}" 0 ${at} before)
+    set(piece_${n} "${before}")
+    set(name_${n} "")
+    string(APPEND kept "${before}")
+    math(EXPR n "${n} + 1")
+    string(SUBSTRING "${rest}" ${at} -1 rest)
+    string(FIND "${rest}" "\nend\n" stop)
+    if(stop EQUAL -1)
+      message(FATAL_ERROR "embed_lua.cmake: a helper has no `end` at the start of a line")
+    endif()
+    math(EXPR stop "${stop} + 4")
+    string(SUBSTRING "${rest}" 0 ${stop} piece_${n})
+    string(SUBSTRING "${rest}" ${stop} -1 rest)
+    string(REGEX MATCH "^\nlocal function ([A-Za-z_][A-Za-z0-9_]*)" _ "${piece_${n}}")
+    set(name_${n} "${CMAKE_MATCH_1}")
+    math(EXPR n "${n} + 1")
+  endwhile()
+  math(EXPR last "${n} - 1")
+  set(changed TRUE)
+  while(changed)
+    set(changed FALSE)
+    foreach(i RANGE ${last})
+      if(NOT "${name_${i}}" STREQUAL "" AND NOT use_${i} AND
+         "${kept}" MATCHES "(^|[^A-Za-z0-9_])${name_${i}}([^A-Za-z0-9_]|$)")
+        set(use_${i} TRUE)
+        string(APPEND kept "${piece_${i}}")
+        set(changed TRUE)
+      endif()
+    endforeach()
+  endwhile()
+  set(text "")
+  foreach(i RANGE ${last})
+    if("${name_${i}}" STREQUAL "" OR use_${i})
+      string(APPEND text "${piece_${i}}")
+    endif()
+  endforeach()
   string(REGEX REPLACE "^\n" "" text "${text}")
   set(${out} "${text}" PARENT_SCOPE)
 endfunction()
@@ -39,12 +101,13 @@ set(h_text "${generated}#ifndef DLOCK_LUA_SCRIPTS_H\n#define DLOCK_LUA_SCRIPTS_H
 foreach(file IN LISTS names)
   string(REGEX REPLACE "\\.lua$" "" name "${file}")
   string(REGEX REPLACE "_.*" "" kind "${name}")
-  set(script "${helpers}")
+  set(shared "${helpers}")
   if(EXISTS "${LUA_DIR}/${kind}_helpers.lua")
     lua_part("${LUA_DIR}/${kind}_helpers.lua" text)
-    string(APPEND script "${text}")
+    string(APPEND shared "${text}")
   endif()
   lua_part("${LUA_DIR}/${file}" text)
+  needed_helpers("${shared}" "${text}" script)
   string(APPEND script "${text}")
   file(WRITE "${OUT_DIR}/lua/${name}.lua" "${script}")
   string(HEX "${script}" hex)

@@ -15,7 +15,7 @@
  * (src/kinds/KIND.c) and the attempt layer; and
  * fence_max.lua, the write-back:
  * kind mutex
- * pin src/kinds/lua/helpers.lua 1f8f84035da57b1a6a89bd45ccfed07586796e63
+ * pin src/kinds/lua/helpers.lua b51b8b4a5821137f3cd222ecb1a5a60de5ad9526
  * pin src/kinds/lua/mutex_acquire.lua ff03cc8135a37092bcb5982e35a279d689613bcc
  * pin src/kinds/lua/mutex_extend.lua 8840a10719bea4dbda3451084c3d9b01672b822f
  * pin src/kinds/lua/mutex_release.lua ffebee25012dff9bfb82108633e7f38537a03dbb

@@ -17,7 +17,7 @@
  * mutex's acquire, release and extend, which it models too (a plain
  * acquire reads the queue's mark; the fair lock's extend is the mutex's):
  * kind fair
- * pin src/kinds/lua/helpers.lua 1f8f84035da57b1a6a89bd45ccfed07586796e63
+ * pin src/kinds/lua/helpers.lua b51b8b4a5821137f3cd222ecb1a5a60de5ad9526
  * pin src/kinds/lua/fair_acquire.lua f66077a1f98cbe5f22a1e7df40b3c63bf99d7ad2
  * pin src/kinds/lua/fair_helpers.lua 8ba3c1fd65232356ee61c934faefeed9769744f0
  * pin src/kinds/lua/fair_release.lua d5e7228f0027c1a95a333fe3e3684588bd94c489

@@ -19,7 +19,7 @@
  * and the waiter (src/kinds/queue.c, src/engine/wait.c), which QUEUE
  * models:
  * kind sem
- * pin src/kinds/lua/helpers.lua 1f8f84035da57b1a6a89bd45ccfed07586796e63
+ * pin src/kinds/lua/helpers.lua b51b8b4a5821137f3cd222ecb1a5a60de5ad9526
  * pin src/kinds/lua/sem_acquire.lua 6428bfd2c04901050716e73b66252b42ceeda5c9
  * pin src/kinds/lua/sem_extend.lua a19980fa3a8a5b050c32a7b1b3477b420157235c
  * pin src/kinds/lua/sem_helpers.lua 438a1dd78a3f7e2a1c2d59cc9ae487785428249a

@@ -15,7 +15,7 @@
  * mutex's acquire, release and extend, which it models too (a writer
  * waits, gives up and extends through them):
  * kind shared
- * pin src/kinds/lua/helpers.lua 1f8f84035da57b1a6a89bd45ccfed07586796e63
+ * pin src/kinds/lua/helpers.lua b51b8b4a5821137f3cd222ecb1a5a60de5ad9526
  * pin src/kinds/lua/shared_acquire.lua fa76b9c7ad5fb8748355605f6a69727f20b9fc79
  * pin src/kinds/lua/shared_extend.lua 4bd4c7c4f41d5898347d2c99acaf8182f18c86e6
  * pin src/kinds/lua/shared_helpers.lua bae0b9fc00e10a905975434e04d84d19fd304400

@@ -1,8 +1,9 @@
 -- What every script shares. The build puts this file first in every
 -- script, then the kind's KIND_helpers.lua if there is one (KIND: the
 -- script's name up to its first '_'), then the script's own file
--- (cmake/embed_lua.cmake); comment and blank lines are left out. Every
--- helper is a local: Redis allows a script no globals.
+-- (cmake/embed_lua.cmake); comment and blank lines are left out, and so
+-- is every local function the script does not call. Every helper is a
+-- local: Redis allows a script no globals.
 --
 -- Redis does not roll back a script's earlier writes when a later command
 -- fails, so each script does every read and check (types, TIME) before its
