@@ -855,7 +855,10 @@ typedef enum dlock_audit_kind {
     /* Hold b, granted after hold a, has a smaller fence by amount_us. */
     DLOCK_AUDIT_FENCE_BACK = 2,
     /* Hold a was released (or lost) amount_us after its validity ended:
-     * its holder worked past it. */
+     * its holder worked past it. A release that found the key gone is one
+     * unless it came before the validity's end (the key went early: who
+     * took the name then is an overlap); with no validity known (valid_us
+     * 0: its grant is older than the entries read), amount_us is 0. */
     DLOCK_AUDIT_PAST_VALIDITY = 3,
     /* Several servers: hold a was used (extended, released or lost) but
      * fewer than a majority recorded its grant. */

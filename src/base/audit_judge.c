@@ -90,6 +90,11 @@ struct tally {
     bool used;          /* extended, or ended otherwise than by a cleanup */
     bool cleaned;       /* a failed attempt's cleanup took it back */
     size_t released, expired;
+    /* Whether the hold is exclusive, by the entries that began or kept
+     * it (grants, extends, repairs), and else by its ends: an adopted
+     * handle's release tries one kind, then another, each writing an end,
+     * and an end of ours (not "expired") says the kind best. */
+    bool kept_seen, kept_exclusive, ours_seen, ours_exclusive, ends_exclusive;
     int64_t held_start; /* what an end's held time says the start was; 0: none */
     int64_t left_end;   /* what an end's left time says the validity's end was; 0: none */
     uint64_t client_fence; /* what an extend or an end says the client was given */
@@ -114,10 +119,18 @@ static void take_entry(dlock_audit_hold *h, struct tally *t, const dlock__audit_
          * to a waiter that did not take it, then taken by it) begins anew. */
         if (!t->granted[s] || (t->key_end[s] && e->time_us >= t->key_end[s]))
             t->granted[s] = e->time_us;
-        h->exclusive &= strcmp(e->event, "grant") == 0 || strcmp(e->event, "repair") == 0;
+        t->kept_seen = true;
+        t->kept_exclusive &= strcmp(e->event, "grant") == 0 || strcmp(e->event, "repair") == 0;
     }
-    if (e->kind[0])
-        h->exclusive &= strcmp(e->kind, "grant") == 0;
+    if (e->kind[0] && !ends) {
+        t->kept_seen = true;
+        t->kept_exclusive &= strcmp(e->kind, "grant") == 0;
+    } else if (e->kind[0] && strcmp(e->reason, "expired") != 0) {
+        t->ours_seen = true;
+        t->ours_exclusive &= strcmp(e->kind, "grant") == 0;
+    } else if (e->kind[0]) {
+        t->ends_exclusive &= strcmp(e->kind, "grant") == 0;
+    }
     if (e->ttl_ms > 0) {
         t->key_end[s] = e->time_us + e->ttl_ms * 1000;
         h->ttl_ms = (int)e->ttl_ms;
@@ -192,6 +205,8 @@ static void settle(struct judged *j, const struct tally *t, size_t servers)
             late[s] = t->granted[s] ? INT64_MAX - t->granted[s] : 0;
         h->start_us = INT64_MAX - kth_largest(late, quorum);
     }
+    h->exclusive = t->kept_seen ? t->kept_exclusive
+                   : t->ours_seen ? t->ours_exclusive : t->ends_exclusive;
     h->fence = t->client_fence ? t->client_fence : h->fence;
     h->valid_us = h->servers >= quorum ? kth_largest(t->key_end, quorum) : t->left_end;
     if (h->end != DLOCK_AUDIT_LOST && (t->released || t->expired))
@@ -267,6 +282,20 @@ static void keep_latest(const dlock__audit_verdict *v, size_t *latest, size_t j)
         *latest = j;
 }
 
+/* Did the hold end after its validity? A release that found the key gone
+ * says so unless it came before the validity's end (the key went early, a
+ * failover say: whoever took the name then overlaps it), and does with no
+ * validity known (its grant is not among the entries read); another end
+ * says so once past the validity and its drift allowance. */
+static bool past_validity(const dlock_audit_hold *h)
+{
+    if (h->end == DLOCK_AUDIT_OPEN)
+        return false;
+    if (h->end == DLOCK_AUDIT_EXPIRED)
+        return !h->valid_us || h->end_us > h->valid_us;
+    return h->valid_us && h->end_us > h->valid_us + dlock__audit_allowance_us(h->ttl_ms);
+}
+
 /* The holds in order of their start, each against the earlier ones: an
  * exclusive hold against every earlier hold, a shared one (or a permit)
  * against the exclusive ones only; its fence against the largest before. */
@@ -278,11 +307,9 @@ static void find(dlock__audit_verdict *v, const struct judged *js, size_t server
         size_t against = h->exclusive ? any : exclusive;
         if (servers > 1 && h->servers < servers / 2 + 1)
             add(v, DLOCK_AUDIT_NO_MAJORITY, j, j, h->start_us, 0);
-        if (h->end != DLOCK_AUDIT_OPEN && h->valid_us &&
-            (h->end == DLOCK_AUDIT_EXPIRED ||
-             h->end_us > h->valid_us + dlock__audit_allowance_us(h->ttl_ms)))
+        if (past_validity(h))
             add(v, DLOCK_AUDIT_PAST_VALIDITY, j, j, h->end_us,
-                h->end_us > h->valid_us ? h->end_us - h->valid_us : 0);
+                h->valid_us && h->end_us > h->valid_us ? h->end_us - h->valid_us : 0);
         if (against != SIZE_MAX && js[j].start_known)
             check_overlap(v, against, j);
         if (h->exclusive && h->fence && top != SIZE_MAX && h->fence < v->holds[top].fence)
@@ -319,7 +346,7 @@ static long group(struct judged **out, struct tally **tallies, const dlock__audi
         dlock_audit_hold *h = &js[holds].h;
         if (i == 0 || strcmp(order[i]->token, order[i - 1]->token) != 0) {
             copy(h->token, sizeof(h->token), order[i]->token);
-            h->exclusive = 1;
+            t[holds].kept_exclusive = t[holds].ours_exclusive = t[holds].ends_exclusive = true;
             holds++;
         }
         take_entry(&js[holds - 1].h, &t[holds - 1], order[i]);

@@ -218,6 +218,30 @@ static void test_audit_finds_a_paused_holder(void **state)
     assert_non_null(strstr(other.out, "after its validity"));
 }
 
+/* A mutex held by `dlock acquire` loses its key early (a failover without
+ * it); a shared holder takes the name meanwhile; `dlock release NAME TOKEN`
+ * then finds the key gone, once as a mutex and once as a shared holder
+ * (two ends). The hold stays exclusive: the shared holder overlaps it, and
+ * the release, before the validity's end, is no past-validity. */
+static void test_audit_an_adopted_release_of_a_lost_mutex(void **state)
+{
+    redisContext *redis = *state;
+    char token[DLOCK_TOKEN_LEN + 1];
+    cli_proc p;
+    char *out;
+    assert_int_equal(DLOCK(&p, 20000, "-q", "--audit", "acquire", "-t", "5s", "audit:lost"), 0);
+    assert_int_equal(sscanf(p.out, "%32s", token), 1);
+    kept_reply(run(redis, "DEL audit:lost"));
+    assert_int_equal(DLOCK(&p, 20000, "--audit", "run", "-s", "-t", "1s", "audit:lost", "--",
+                           "true"), 0);
+    usleep(300 * 1000); /* well past the drift allowance of A's TTL (5 s: 52 ms) */
+    assert_int_equal(DLOCK(&p, 20000, "--audit", "release", "audit:lost", token), 1);
+    assert_int_equal(count_events(redis, "audit:lost", "release"), 3);
+    out = audit_json("audit:lost", 1);
+    assert_non_null(strstr(out, "holds 2\noverlap 0 1 "));
+    assert_null(strstr(out, "past-validity"));
+}
+
 static void test_audit_finds_two_holders_at_once(void **state)
 {
     redisContext *redis = *state;
@@ -347,6 +371,7 @@ int main(void)
         T(test_audit_records_each_grant_extend_and_release),
         T(test_audit_off_changes_nothing_on_the_wire),
         T(test_audit_finds_a_paused_holder),
+        T(test_audit_an_adopted_release_of_a_lost_mutex),
         T(test_audit_finds_two_holders_at_once),
         T(test_audit_allows_the_drift),
         T(test_audit_finds_a_fence_that_went_back),

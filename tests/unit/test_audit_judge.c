@@ -1,7 +1,10 @@
 /* The audit's judge on several servers when some lost their streams (a
  * restart without persistence): no overlap is judged by the start of a
  * hold whose grant fewer than a majority kept (it is unknown: a no-majority
- * finding); a second holder on a majority is still found. */
+ * finding); a second holder on a majority is still found. On one server:
+ * the ends an adopted handle's release writes (one per kind it tries) do
+ * not make an exclusive hold a shared one, and a release that found the
+ * key gone is past its validity unless it came before it. */
 #include "audit_judge.h"
 
 #include <setjmp.h>
@@ -38,6 +41,12 @@ static void entry(struct stream *s, size_t server, const char *event, const char
     e->ttl_ms = ttl_ms;
     e->held_ms = held_ms;
     e->left_ms = -1;
+}
+
+/* The kind the last entry names (the scripts write one in each). */
+static void kind(struct stream *s, const char *k)
+{
+    snprintf(s->e[s->n - 1].kind, sizeof(s->e[s->n - 1].kind), "%s", k);
 }
 
 static size_t count(const dlock__audit_verdict *v, dlock_audit_kind kind)
@@ -137,6 +146,80 @@ static void test_a_minority_hold_whose_attempt_began_early_is_no_overlap(void **
     dlock__audit_verdict_clear(&v);
 }
 
+/* A mutex A whose key went early (a failover); a shared holder B got the
+ * name while A was valid; then `dlock release NAME TOKEN` of A found its key
+ * gone, as a mutex and then as a shared holder: two ends, kinds grant and
+ * shared. A stays exclusive: the overlap is found, and no past-validity
+ * (A's release came before its validity ended). */
+static void test_an_adopted_release_keeps_an_exclusive_hold_exclusive(void **state)
+{
+    struct stream s = {0};
+    dlock__audit_verdict v;
+    (void)state;
+    entry(&s, 0, "grant", TOKEN_A, 0, 3000, "", -1);
+    kind(&s, "grant");
+    entry(&s, 0, "shared", TOKEN_B, 300, 1000, "", -1);
+    kind(&s, "shared");
+    entry(&s, 0, "release", TOKEN_B, 500, -1, "release", 200);
+    kind(&s, "shared");
+    entry(&s, 0, "release", TOKEN_A, 800, -1, "expired", -1);
+    kind(&s, "grant");
+    entry(&s, 0, "release", TOKEN_A, 801, -1, "expired", -1);
+    kind(&s, "shared");
+    assert_int_equal(dlock__audit_judge(&v, s.e, s.n, 1), 0);
+    assert_int_equal(v.n_holds, 2);
+    assert_true(v.holds[0].exclusive);
+    assert_false(v.holds[1].exclusive);
+    assert_int_equal(count(&v, DLOCK_AUDIT_OVERLAP), 1);
+    assert_int_equal(overlap_amount(&v), 500 * MS);
+    assert_int_equal(count(&v, DLOCK_AUDIT_PAST_VALIDITY), 0);
+    dlock__audit_verdict_clear(&v);
+}
+
+/* Only ends were read (--since: the grants are older). A shared holder's
+ * adopted release: the mutex's try found it not ours, the shared one
+ * released it; the end of ours says the kind. An exclusive holder's
+ * release that found the key gone, with no validity known: past its
+ * validity by an unknown amount. */
+static void test_ends_alone_say_the_kind_and_a_late_release(void **state)
+{
+    struct stream s = {0};
+    dlock__audit_verdict v;
+    (void)state;
+    entry(&s, 0, "release", TOKEN_A, 100, -1, "expired", -1);
+    kind(&s, "grant");
+    entry(&s, 0, "release", TOKEN_A, 101, -1, "release", -1);
+    kind(&s, "shared");
+    entry(&s, 0, "release", TOKEN_B, 900, -1, "expired", -1);
+    kind(&s, "grant");
+    assert_int_equal(dlock__audit_judge(&v, s.e, s.n, 1), 0);
+    assert_int_equal(v.n_holds, 2);
+    assert_false(v.holds[0].exclusive);
+    assert_true(v.holds[1].exclusive);
+    assert_int_equal(count(&v, DLOCK_AUDIT_PAST_VALIDITY), 1);
+    assert_int_equal(v.findings[0].a, 1);
+    assert_int_equal(v.findings[0].amount_us, 0);
+    dlock__audit_verdict_clear(&v);
+}
+
+/* A release that found the key gone after the validity ended is past it
+ * by that much. */
+static void test_a_release_after_the_key_expired_is_past_validity(void **state)
+{
+    struct stream s = {0};
+    dlock__audit_verdict v;
+    (void)state;
+    entry(&s, 0, "grant", TOKEN_A, 0, 300, "", -1);
+    kind(&s, "grant");
+    entry(&s, 0, "release", TOKEN_A, 2500, -1, "expired", -1);
+    kind(&s, "grant");
+    assert_int_equal(dlock__audit_judge(&v, s.e, s.n, 1), 0);
+    assert_int_equal(v.n_holds, 1);
+    assert_int_equal(count(&v, DLOCK_AUDIT_PAST_VALIDITY), 1);
+    assert_int_equal(v.findings[0].amount_us, 2200 * MS);
+    dlock__audit_verdict_clear(&v);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -144,6 +227,9 @@ int main(void)
         cmocka_unit_test(test_a_minority_hold_without_its_clients_word_is_not_judged),
         cmocka_unit_test(test_a_second_holder_on_a_majority_is_found),
         cmocka_unit_test(test_a_minority_hold_whose_attempt_began_early_is_no_overlap),
+        cmocka_unit_test(test_an_adopted_release_keeps_an_exclusive_hold_exclusive),
+        cmocka_unit_test(test_ends_alone_say_the_kind_and_a_late_release),
+        cmocka_unit_test(test_a_release_after_the_key_expired_is_past_validity),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -43,8 +43,12 @@ static void print_finding(const dlock_audit_finding *f, const dlock_audit_hold *
                b, f->amount_us, a);
         break;
     case DLOCK_AUDIT_PAST_VALIDITY:
-        printf("%-13s %s  %s ended %.1f ms after its validity\n", kind_names[f->kind], at, a,
-               (double)f->amount_us / 1000);
+        if (holds[f->a].valid_us)
+            printf("%-13s %s  %s ended %.1f ms after its validity\n", kind_names[f->kind], at,
+                   a, (double)f->amount_us / 1000);
+        else /* its grant is older than the entries read */
+            printf("%-13s %s  %s was released after its key had expired\n",
+                   kind_names[f->kind], at, a);
         break;
     case DLOCK_AUDIT_NO_MAJORITY:
         printf("%-13s %s  %s was used, but only %u server(s) recorded its grant\n",
