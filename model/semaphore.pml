@@ -21,12 +21,12 @@
  * kind sem
  * pin src/kinds/lua/helpers.lua b51b8b4a5821137f3cd222ecb1a5a60de5ad9526
  * pin src/kinds/lua/sem_acquire.lua 6428bfd2c04901050716e73b66252b42ceeda5c9
- * pin src/kinds/lua/sem_extend.lua a19980fa3a8a5b050c32a7b1b3477b420157235c
+ * pin src/kinds/lua/sem_extend.lua caf4af26783a350dc0520097470913b6d0f6afa8
  * pin src/kinds/lua/sem_helpers.lua 438a1dd78a3f7e2a1c2d59cc9ae487785428249a
- * pin src/kinds/lua/sem_release.lua e55a2b0076bdd11d18b6da0d6be635327e0a85fb
+ * pin src/kinds/lua/sem_release.lua fc4db97a5711d1b77e5f7f413887b7232b4924be
  * pin src/kinds/lua/sem_status.lua c204b8179ca37380d7c02e2c4a917c83d88afdd2
- * pin src/kinds/semaphore.c cd9d127d2d347e8088c984c799565b3ae9de754f
- * pin src/engine/attempt.c d2b2012b0d0d2739fbbdbeefb331de7272b9ebd8
+ * pin src/kinds/semaphore.c 60fab16dbeac79aa52ec9fc38a235c747224ae35
+ * pin src/engine/attempt.c ec03685fd0a23be3eee9a798e0ae772b024cef67
  * pin src/kinds/queue.c a64344932052220b16ac86f8fbb7048b78f80857
  * pin src/engine/wait.c 966756d83fdd20412186a668450bd6bb771184ae
  *

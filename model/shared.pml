@@ -17,15 +17,15 @@
  * kind shared
  * pin src/kinds/lua/helpers.lua b51b8b4a5821137f3cd222ecb1a5a60de5ad9526
  * pin src/kinds/lua/shared_acquire.lua fa76b9c7ad5fb8748355605f6a69727f20b9fc79
- * pin src/kinds/lua/shared_extend.lua 4bd4c7c4f41d5898347d2c99acaf8182f18c86e6
+ * pin src/kinds/lua/shared_extend.lua 07bb2c930e6a5cb0e59d46b23ce15677e7fb73ae
  * pin src/kinds/lua/shared_helpers.lua bae0b9fc00e10a905975434e04d84d19fd304400
- * pin src/kinds/lua/shared_release.lua be053b5b70f7ff55f8ba4c120dcd13b0d85df9c2
+ * pin src/kinds/lua/shared_release.lua 3f4505a6cfde3e6b3f81232e5ca144791ee44a6f
  * pin src/kinds/lua/shared_status.lua fa7d14e2617942267379b4171ed8de84f4ea5669
  * pin src/kinds/lua/mutex_acquire.lua ff03cc8135a37092bcb5982e35a279d689613bcc
  * pin src/kinds/lua/mutex_release.lua ffebee25012dff9bfb82108633e7f38537a03dbb
  * pin src/kinds/lua/mutex_extend.lua 8840a10719bea4dbda3451084c3d9b01672b822f
- * pin src/kinds/shared.c e720aec2963d8734ffa8b5c73d1d0ab83be700c3
- * pin src/engine/attempt.c d2b2012b0d0d2739fbbdbeefb331de7272b9ebd8
+ * pin src/kinds/shared.c 8925b687632d81f61c7fe50632092f60af5412ac
+ * pin src/engine/attempt.c ec03685fd0a23be3eee9a798e0ae772b024cef67
  *
  * Time is kept as in dlock.pml and fair.pml: relative to "now", moved one
  * tick at a time by the clock process. NAME, each reader's entry and each

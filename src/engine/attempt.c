@@ -372,6 +372,17 @@ static void kind_words(const dlock__claim *cl, enum dlock__step step, dlock__wor
         cl->kind->words(cl, step, w);
 }
 
+/* The key a step of the claim's kind names for `key`, one of the mutex's:
+ * NAME in the place of one its release and extend do not read. */
+static const char *kind_key(const dlock__claim *cl, enum dlock__step step, const char *key)
+{
+    bool holds = step != DLOCK__STEP_ACQUIRE && step != DLOCK__STEP_FENCE;
+    if (holds && ((key == cl->keys.owner && cl->kind->no_owner_key) ||
+                  (key == cl->keys.fence && cl->kind->no_fence_key)))
+        return cl->keys.lock;
+    return key;
+}
+
 static int encode_kind_call(struct kind_call *kc, const dlock__claim *cl, enum dlock__step step,
                             const char *const *keys, int nkeys, const char *const *args,
                             int nargs, const char *note)
@@ -379,7 +390,7 @@ static int encode_kind_call(struct kind_call *kc, const dlock__claim *cl, enum d
     int k = 0, a = 0, rc;
     kind_words(cl, step, &kc->words);
     for (; k < nkeys; k++)
-        kc->keys[k] = keys[k];
+        kc->keys[k] = kind_key(cl, step, keys[k]);
     for (int i = 0; i < kc->words.nkeys; i++)
         kc->keys[k++] = kc->words.keys[i];
     for (; a < nargs; a++)

@@ -108,6 +108,7 @@ const dlock__kind dlock__kind_shared = {
     .words = words,
     .setup = setup,
     .adopted_on = DLOCK_ENOTOWNER,
+    .no_owner_key = true, /* the holders' records are in rowners */
     .found = found,
     .holders = holders,
     .reads = reads,

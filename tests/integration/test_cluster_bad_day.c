@@ -222,6 +222,45 @@ static void test_cluster_migration_busy_free_granted(void **state)
     assert_int_equal(dlock_lock_release(held), 0);
 }
 
+/* A shared hold and a semaphore's permit are extended while their slot
+ * migrates, before and after their keys moved, and the shared holder
+ * releases meanwhile: their release and extend name none of the mutex's
+ * keys they lack (a key that does not exist makes the cluster answer
+ * TRYAGAIN then). Both release on the target after. */
+static void test_cluster_migration_keeps_shared_and_permits(void **state)
+{
+    char tag[32], shared_name[64], sem_name[64];
+    int seed = test_cluster_node_with_role(&cluster, "slave", 0);
+    dlock_client *holder =
+        client_with_timeouts(cluster.nodes[seed].url, 0, 5000 * test_slowdown());
+    dlock_acquire_options shared = DLOCK_ACQUIRE_OPTIONS_INIT, sem = DLOCK_ACQUIRE_OPTIONS_INIT;
+    dlock_lock *reader, *again, *permit;
+    cluster_migration m;
+    (void)state;
+
+    fresh_tag(tag, sizeof(tag), "migk");
+    snprintf(shared_name, sizeof(shared_name), "{%s}shared", tag);
+    snprintf(sem_name, sizeof(sem_name), "{%s}sem", tag);
+    shared.shared = 1;
+    sem.permits = 2;
+    reader = take(holder, shared_name, 30000, &shared);
+    again = take(holder, shared_name, 30000, &shared);
+    permit = take(holder, sem_name, 30000, &sem);
+    migration_start(&cluster, &m, shared_name);
+    if (dlock_lock_extend(reader, 30000) != 0 || dlock_lock_extend(permit, 30000) != 0)
+        fail_msg("extend mid-migration: %s", dlock_client_errmsg(holder));
+    if (dlock_lock_release(again) != 0)
+        fail_msg("a shared release mid-migration: %s", dlock_client_errmsg(holder));
+    migrate_rest(&cluster, &m);
+    if (dlock_lock_extend(reader, 30000) != 0 || dlock_lock_extend(permit, 30000) != 0)
+        fail_msg("extend once the keys moved: %s", dlock_client_errmsg(holder));
+    migration_finish(&cluster, &m);
+    assert_int_equal(dlock_lock_release(reader), 0);
+    assert_int_equal(dlock_lock_release(permit), 0);
+    assert_false(exists_at(cluster.nodes[m.to].port, shared_name));
+    assert_false(exists_at(cluster.nodes[m.to].port, sem_name));
+}
+
 /* ---- The node the URL names dies ---- */
 
 /* Kills node `i` and starts it again with neither data nor nodes.conf: a
@@ -358,6 +397,7 @@ int main(void)
 #define T(name) cmocka_unit_test_teardown(name, cleanup_teardown)
     const struct CMUnitTest tests[] = {
         T(test_cluster_migration_busy_free_granted),
+        T(test_cluster_migration_keeps_shared_and_permits),
         T(test_cluster_renewal_outlives_the_seed),
         T(test_cluster_run_outlives_the_seed),
         T(test_cluster_waiter_rides_a_master_kill),

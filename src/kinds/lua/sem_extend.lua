@@ -1,5 +1,6 @@
--- KEYS as the mutex's extend, then limit, slots, owners, fences; ARGV as
--- the mutex's (no repair: a semaphore lives on one server). 1 or 0.
+-- KEYS NAME, NAME again twice (where the mutex's extend names its owner
+-- and fence keys, which a semaphore has not), then limit, slots, owners;
+-- ARGV as the mutex's (no repair: a semaphore lives on one server). 1 or 0.
 
 local name, limit, slots, owners = KEYS[1], KEYS[4], KEYS[5], KEYS[6]
 local now = clock()

@@ -1,5 +1,6 @@
--- KEYS as the mutex's release, then limit, slots, owners, fences, and the
--- waiters' queue, presence and wake; ARGV as the mutex's. Gives back the
+-- KEYS NAME, NAME again (where the mutex's names its owner key, which a
+-- semaphore has not), then limit, slots, owners, fences, and the waiters'
+-- queue, presence and wake; ARGV as the mutex's. Gives back the
 -- permit of the token if it holds one, and takes it out of the queue (a
 -- waiter that gives up leaves by it), but not in a cleanup (ARGV[3] "0"):
 -- a reply that came too late must not cost a waiter its place. Every

@@ -1,4 +1,5 @@
--- KEYS lock, owner, fence (as the mutex's extend), readers and rowners;
+-- KEYS NAME, NAME again (where the mutex's extend names its owner key),
+-- fence, readers and rowners;
 -- ARGV as the mutex's. Extends only an entry that is there (1). Repair
 -- (Redlock, ARGV[3] = "1"): a server whose fence is below ours (it lost
 -- our grant's writes) gets our entry and fence back unless an exclusive

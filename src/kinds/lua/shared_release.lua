@@ -1,5 +1,7 @@
--- KEYS lock, owner, readers and rowners; ARGV as the mutex's release. The last holder out publishes (an
--- exclusive acquirer waits for that). 1 (released) or 0.
+-- KEYS NAME, NAME again (where the mutex's names its owner key: the
+-- holders' records are in rowners), readers and rowners; ARGV as the
+-- mutex's release. The last holder out publishes (an exclusive acquirer
+-- waits for that). 1 (released) or 0.
 
 local name, readers, rowners = KEYS[1], KEYS[3], KEYS[4]
 local token = ARGV[1]
