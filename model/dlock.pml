@@ -22,7 +22,7 @@
  * pin src/kinds/lua/mutex_status.lua b421d7b779e83ac0a8d2eeec8352366b8c430810
  * pin src/kinds/lua/fence_max.lua 8d20c14c6ced0f063745bf277650f36999f05594
  * pin src/kinds/mutex.c d2987bc0535aa5c9f15aa1bffed0e7a90dff6249
- * pin src/engine/attempt.c ec03685fd0a23be3eee9a798e0ae772b024cef67
+ * pin src/engine/attempt.c 2bb679451af14c584b420307b197141232fb184e
  *
  * Time. There is no absolute clock: every time in the model is kept
  * relative to "now" and moved by the clock process, one tick at a time, so

@@ -26,9 +26,9 @@
  * pin src/kinds/lua/sem_release.lua fc4db97a5711d1b77e5f7f413887b7232b4924be
  * pin src/kinds/lua/sem_status.lua c204b8179ca37380d7c02e2c4a917c83d88afdd2
  * pin src/kinds/semaphore.c 60fab16dbeac79aa52ec9fc38a235c747224ae35
- * pin src/engine/attempt.c ec03685fd0a23be3eee9a798e0ae772b024cef67
+ * pin src/engine/attempt.c 2bb679451af14c584b420307b197141232fb184e
  * pin src/kinds/queue.c a64344932052220b16ac86f8fbb7048b78f80857
- * pin src/engine/wait.c 966756d83fdd20412186a668450bd6bb771184ae
+ * pin src/engine/wait.c dda6c9e5a5f827dc874ea68f49fb3f12af3bd53f
  *
  * Time is kept as in dlock.pml: relative to "now", moved one tick at a time
  * by the clock process; a permit keeps the ticks left until its score (its

@@ -25,7 +25,7 @@
  * pin src/kinds/lua/mutex_release.lua ffebee25012dff9bfb82108633e7f38537a03dbb
  * pin src/kinds/lua/mutex_extend.lua 8840a10719bea4dbda3451084c3d9b01672b822f
  * pin src/kinds/shared.c 8925b687632d81f61c7fe50632092f60af5412ac
- * pin src/engine/attempt.c ec03685fd0a23be3eee9a798e0ae772b024cef67
+ * pin src/engine/attempt.c 2bb679451af14c584b420307b197141232fb184e
  *
  * Time is kept as in dlock.pml and fair.pml: relative to "now", moved one
  * tick at a time by the clock process. NAME, each reader's entry and each

@@ -26,6 +26,7 @@ static void use_tls(const dlock_client *c, dlock__conn *conn)
 
 int dlock__lane_init(dlock_client *c, dlock__lane *lane)
 {
+    lane->wait_end_ns = 0;
     for (size_t i = 0; i < c->n; i++) {
         if (dlock__conn_init(&lane->conns[i], &c->endpoints[i], c->addrs[i],
                              c->connect_timeout_ms) < 0)

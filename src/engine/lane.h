@@ -28,6 +28,7 @@ struct dlock__book;
 typedef struct dlock__lane {
     dlock__conn conns[DLOCK__NODES_MAX];
     char errmsg[DLOCK__ERRMSG_MAX];
+    int64_t wait_end_ns; /* a wait's end, which its acquires keep to (0: none) */
 } dlock__lane;
 
 struct dlock_client {

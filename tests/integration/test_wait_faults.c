@@ -109,6 +109,33 @@ static void test_wait_cli_gives_up_at_its_deadline(void **state)
     assert_int_equal(retries_told(p.err), 0);
 }
 
+/* A server that never answers (the network to it silent): a wait of
+ * 300 ms ends about then, with a try begun at its end cut short, not a
+ * command timeout or two (the try, and the cleanup of an acquire that may
+ * have landed) after it; the library's wait alike. */
+static void test_wait_against_a_silent_server_keeps_its_deadline(void **state)
+{
+    test_redis *server = *state;
+    char url[64];
+    fault_proxy *proxy = start_proxy(server->port, url, sizeof(url));
+    const char *acquire[] = {"-v", "acquire", "-w", "300ms", "-t", "5s", "faults:silent", NULL};
+    dlock_client *c = client_on(url);
+    dlock_acquire_options o = wait_options(300);
+    dlock_lock *lock = NULL;
+    long long start;
+    cli_proc p;
+
+    fault_proxy_set(proxy, FAULT_BLACKHOLE, 0);
+    assert_int_equal(cli_run(&p, url, acquire, CLI_WAIT_MS), 69);
+    if (p.took_ms < 300 || p.took_ms > 1500)
+        fail_msg("-w 300ms took %lld ms: %s", p.took_ms, p.err);
+    start = test_now_ms();
+    assert_int_equal(dlock_lock_acquire(&lock, c, "faults:silent", 5000, &o), DLOCK_ETIMEDOUT);
+    if (test_now_ms() - start > 1500)
+        fail_msg("a wait of 300 ms took %lld ms", test_now_ms() - start);
+    assert_true(fault_proxy_hits(proxy) > 0);
+}
+
 /* A wrong password and a reply that is no Redis reply will be the same on
  * the next try: a wait of an hour ends at once (77, 76; DLOCK_EAUTH,
  * DLOCK_EPROTO from the library). */
@@ -306,6 +333,7 @@ int main(void)
         U(test_wait_cli_gives_up_at_its_deadline),
         U(test_wait_lasting_failures_end_it_at_once),
         T(test_wait_cli_fair_waiter_keeps_its_place),
+        T(test_wait_against_a_silent_server_keeps_its_deadline),
         U(test_wait_follows_a_sentinel_failover),
     };
 #undef T
