@@ -18,6 +18,9 @@ def ms(value, what, low_ms, high_ms):
         raise TypeError(f"{what} must be a number of seconds, not {type(value).__name__}")
     if math.isnan(value) or math.isinf(value):
         raise ValueError(f"{what} must be a finite number of seconds, not {value}")
+    # Compared before the product: 1e306 s in ms is no finite float.
+    if value < 0 or value > high_ms / 1000 + 1:
+        raise ValueError(f"{what} must be {low_ms / 1000:g} to {high_ms / 1000:g} seconds, not {value}")
     result = math.ceil(round(value * 1000, 6))
     if result < low_ms or result > high_ms:
         raise ValueError(f"{what} must be {low_ms / 1000:g} to {high_ms / 1000:g} seconds, not {value}")

@@ -8,8 +8,10 @@ and a waiting acquire never holds up another thread's release. A Lock may
 be used from several threads; its calls are serialised.
 """
 
+import atexit
 import ctypes
 import logging
+import os
 import threading
 import weakref
 
@@ -21,6 +23,26 @@ log = logging.getLogger("dlock")
 # Idle C clients a Client keeps for the next lock (more are opened while
 # more locks are in flight, and closed when they come back).
 DEFAULT_POOL_SIZE = 8
+
+
+# A fork's child inherits the parent's Clients and Locks, but not the
+# library's threads: a release there would end the parent's lock, and a
+# close would wait for a renewal thread that is not there. Each Client
+# knows the generation it was made in; the child's is one more.
+_generation = [0]
+
+
+def _after_fork_in_child():
+    _generation[0] += 1
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _parents(what):
+    return errors.make(errors.code_of("DLOCK_EINVAL"),
+                       message=f"{what} of the parent process: after os.fork(), open a new "
+                               "Client in the child")
 
 
 class _Conn:
@@ -56,6 +78,7 @@ class Client:
                  tls_insecure=False, replicas=0, restart_delay=None, inspect=False,
                  audit=False, audit_maxlen=None, pool_size=DEFAULT_POOL_SIZE):
         self._lib = _lib.get()
+        self._generation = _generation[0]
         self._guard = threading.Lock()
         self._idle = []
         self._open = set()  # every C client not yet closed
@@ -134,9 +157,11 @@ class Client:
         _lib.count_handle("client", -1)
 
     def _checkout(self):
+        if self._generation != _generation[0]:
+            raise _parents("a Client")
         with self._guard:
             if self._closed:
-                raise errors.Error(errors.code_of("DLOCK_EINVAL"), message="the client is closed")
+                raise errors.make(errors.code_of("DLOCK_EINVAL"), message="the client is closed")
             if self._idle:
                 return self._idle.pop()
         return self._open_conn()
@@ -163,9 +188,14 @@ class Client:
     def close(self):
         """Closes the idle connections. Locks still held keep theirs until
         they are released (or garbage collected); no new lock can be taken.
-        Calling it again does nothing."""
+        Calling it again does nothing. In a fork's child, a Client of the
+        parent only forgets its C clients (they are the parent's)."""
         with self._guard:
             self._closed = True
+            if self._generation != _generation[0]:
+                self._idle.clear()
+                self._open.clear()
+                return
             while self._idle:
                 self._close_conn(self._idle.pop())
 
@@ -202,7 +232,7 @@ class Client:
                     c_name = _args.names.get(name) or _args.name(name)
                 except TypeError:  # unhashable: name() says what is wrong with it
                     c_name = _args.name(name)
-                if self._closed:
+                if self._closed or self._generation != _generation[0]:
                     conn = self._checkout()  # raises
                 else:
                     try:
@@ -598,6 +628,8 @@ class Lock:
         self._not_in_callback("extend")
         ttl_ms = self._spec.ttl_ms if ttl is None else \
             _args.ms(ttl, "ttl", _lib.TTL_MIN_MS, _lib.TTL_MAX_MS)
+        if self._client._generation != _generation[0]:
+            raise _parents("a lock")
         with self._conn.mutex:
             if self._handle is None:
                 raise errors.NotOwner(errors.code_of("DLOCK_ENOTOWNER"), "it was released")
@@ -614,6 +646,8 @@ class Lock:
         that was lost), or the I/O error."""
         if self._watch is not None:
             self._not_in_callback("release")
+        if self._client._generation != _generation[0]:
+            raise _parents("a lock")
         conn = self._conn
         conn.mutex.acquire()  # acquire() and release(): half the cost of `with`
         try:
@@ -647,6 +681,8 @@ class Lock:
     def __exit__(self, exc_type, exc, tb):
         if self._handle is None:
             return False
+        if self._client._generation != _generation[0]:
+            return False  # a fork's child leaving the block: the lock is the parent's
         try:
             self.release()
         except (errors.NotOwner, errors.Lost) as e:
@@ -663,11 +699,36 @@ class Lock:
     def __del__(self):
         if self._handle is None:
             return
+        if self._client._generation != _generation[0]:
+            self._handle = None  # the parent's: its memory is the child's copy
+            return
         try:
             with self._conn.mutex:
                 self._free()
         except Exception:  # interpreter shutdown: the lock expires by its TTL
             pass
+
+
+@atexit.register
+def _free_watched_locks():
+    """At exit, before the interpreter stops running Python code, frees the
+    locks that have an on_lost callback: their renewal stops, so no loss is
+    told to a callback the shutdown would end halfway (which would leave
+    the C lock's free waiting for it for ever). They expire by their TTL,
+    as every lock still held at exit does."""
+    if _generation[0]:
+        return  # a fork's child: the locks are the parent's
+    with _lost_guard:
+        locks = [w.ref() for w in _lost_table.values() if w.ref is not None]
+    for lock in locks:
+        if lock is None or lock._handle is None:
+            continue
+        mutex = lock._conn.mutex
+        if mutex.acquire(timeout=1):  # a release in progress on a daemon thread
+            try:
+                lock._free()
+            finally:
+                mutex.release()
 
 
 def _note(exc, text):

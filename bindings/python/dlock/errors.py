@@ -11,10 +11,16 @@ class Error(Exception):
     def __init__(self, code, detail="", message=None):
         self.code = code
         self.detail = detail
+        self.message = message
         lib = _lib.get()
         self.name = lib.dlock_err_name(code).decode()
         text = message or lib.dlock_strerror(code).decode()
         super().__init__(f"{text}: {detail}" if detail else text)
+
+    def __reduce__(self):
+        # copy and pickle (a ProcessPoolExecutor's worker that raises)
+        # rebuild it from what __init__ took, not from str().
+        return (type(self), (self.code, self.detail, self.message))
 
 
 class InvalidArgument(Error, ValueError):

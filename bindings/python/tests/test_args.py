@@ -30,6 +30,9 @@ BAD_LOCKS = [
     (ValueError, dict(ttl=-1)),
     (ValueError, dict(ttl=math.nan)),
     (ValueError, dict(ttl=1e10)),
+    (ValueError, dict(ttl=1e306)),  # no finite number of milliseconds
+    (ValueError, dict(wait=1e306)),
+    (ValueError, dict(max_hold=1e306)),
     (ValueError, dict(wait=-1)),
     (TypeError, dict(wait="forever")),
     (TypeError, dict(permits=2.0)),
@@ -114,3 +117,12 @@ def test_bad_arguments_of_the_other_calls(offline):
     with pytest.raises(TypeError):
         offline.alock("n", bogus=1)
     assert offline.stats().nodes[0].errors == 0
+
+
+def test_a_closed_client_refuses_as_an_invalid_argument():
+    c = dlock.Client(NOWHERE)
+    c.close()
+    for call in (lambda: c.lock("n", wait=0), lambda: c.lock("n", wait=5),
+                 lambda: c.status("n"), lambda: c.list()):
+        with pytest.raises(dlock.InvalidArgument, match="the client is closed"):
+            call()
