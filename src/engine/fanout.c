@@ -159,6 +159,28 @@ static size_t poll_pending(const struct batch *b, struct pollfd *fds, size_t *in
     return k;
 }
 
+/* The first end of a setup among the nodes that still owe replies
+ * (a connection's connect timeout), or `deadline` if sooner. */
+static int64_t first_setup_end(const struct batch *b, int64_t deadline)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        int64_t end = dlock__conn_setup_deadline(&b->conns[i]);
+        if (b->owed[i].head != b->owed[i].tail && end < deadline)
+            deadline = end;
+    }
+    return deadline;
+}
+
+/* A node whose connection's setup ran past the connect timeout: its calls
+ * fail (the connection says why), whatever the call's deadline. */
+static void give_up_on_slow_setups(struct batch *b, int64_t now)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        if (b->owed[i].head != b->owed[i].tail && dlock__conn_setup_expired(&b->conns[i], now))
+            settle_owed(b, i, DLOCK_ETIMEDOUT);
+    }
+}
+
 static void give_up_on_late_nodes(struct batch *b, bool timed_out, int64_t waited_ms)
 {
     for (size_t i = 0; i < b->n; i++) {
@@ -256,7 +278,7 @@ static void fanout_direct(dlock__conn *conns, size_t n, dlock__call *const *call
         timeout = dlock__ms_until(deadline_ns, now);
         if ((decided && !undelivered(&b, start)) || timeout == 0)
             break;
-        ready = poll(fds, pending, timeout);
+        ready = poll(fds, pending, dlock__ms_until(first_setup_end(&b, deadline_ns), now));
         now = dlock__now_ns();
         if (ready < 0 && errno != EINTR)
             break; /* only with invalid descriptors: the pending nodes time out */
@@ -264,6 +286,7 @@ static void fanout_direct(dlock__conn *conns, size_t n, dlock__call *const *call
             if (fds[f].revents)
                 take_replies(&b, index[f], fds[f].revents);
         }
+        give_up_on_slow_setups(&b, now);
     }
     give_up_on_late_nodes(&b, !decided, (now - start) / DLOCK__NS_PER_MS);
     for (size_t r = 0; r < n * k; r++)

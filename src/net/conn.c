@@ -612,6 +612,26 @@ bool dlock__conn_delivered(const dlock__conn *c, int64_t since_ns)
             !c->identity_owed && !c->preload_owed);
 }
 
+int64_t dlock__conn_setup_deadline(const dlock__conn *c)
+{
+    bool setting_up = c->state == DLOCK__CONN_CONNECTING ||
+                      c->state == DLOCK__CONN_TLS_HANDSHAKE ||
+                      (c->state == DLOCK__CONN_READY && c->handshake_owed > 0);
+    return setting_up ? c->connect_deadline_ns : INT64_MAX;
+}
+
+bool dlock__conn_setup_expired(dlock__conn *c, int64_t now_ns)
+{
+    if (now_ns < dlock__conn_setup_deadline(c))
+        return false;
+    snprintf(c->err, sizeof(c->err), "%s: %s: no answer within %lld ms", c->ep->label,
+             c->state == DLOCK__CONN_READY ? "AUTH/SELECT" : "connect",
+             (long long)c->connect_timeout_ms);
+    dlock__conn_close(c);
+    back_off(c, now_ns);
+    return true;
+}
+
 bool dlock__conn_identity_pending(const dlock__conn *c)
 {
     return c->state != DLOCK__CONN_CLOSED && c->identity_owed > 0;

@@ -115,6 +115,14 @@ bool dlock__conn_delivered(const dlock__conn *c, int64_t since_ns);
  * still to come. */
 bool dlock__conn_identity_pending(const dlock__conn *c);
 
+/* The end of the connection's setup (TCP connect, TLS, AUTH/SELECT: the
+ * connect timeout from its opening) while it is not over, else INT64_MAX. */
+int64_t dlock__conn_setup_deadline(const dlock__conn *c);
+
+/* A setup not over by its deadline (at `now_ns`): closes the connection,
+ * which says why, and returns true. */
+bool dlock__conn_setup_expired(dlock__conn *c, int64_t now_ns);
+
 /* The current call's deadline passed with `owed` of its replies still to
  * come: they are discarded when they arrive. A connection that owes too
  * many (or could not take the whole call) is closed; with

@@ -116,6 +116,28 @@ static void test_conn_full_accept_queue_times_out(void **state)
     assert_non_null(strstr(dlock_client_errmsg(c), "no reply within"));
 }
 
+/* A server that takes the connection but never answers its AUTH (the
+ * connection is in the accept queue, never read): the connect timeout,
+ * which covers AUTH/SELECT, ends the call, not the command timeout. */
+static void test_conn_silent_auth_ends_at_the_connect_timeout(void **state)
+{
+    int port;
+    char url[96];
+    dlock_client *c;
+    long long start, took;
+    (void)state;
+    full_listener(&port, NULL, 0);
+    snprintf(url, sizeof(url), "redis://:s3cret-z@127.0.0.1:%d", port);
+    c = client_with_timeouts(url, 300, 5000);
+    start = test_now_ms();
+    assert_int_equal(try_lock(c, "conn:mute"), DLOCK_ETIMEDOUT);
+    took = test_now_ms() - start;
+    if (took < 300 || took > 2500)
+        fail_msg("took %lld ms: %s", took, dlock_client_errmsg(c));
+    assert_non_null(strstr(dlock_client_errmsg(c), "AUTH/SELECT: no answer within 300 ms"));
+    assert_null(strstr(dlock_client_errmsg(c), "s3cret-z"));
+}
+
 static void test_conn_paused_server_times_out_then_recovers(void **state)
 {
     test_redis *server = *state;
@@ -442,6 +464,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_conn_refused_is_econn),
         T(test_conn_full_accept_queue_times_out),
+        T(test_conn_silent_auth_ends_at_the_connect_timeout),
         S(test_conn_paused_server_times_out_then_recovers, setup_server),
         S(test_conn_late_reply_never_answers_a_newer_call, setup_server),
         S(test_conn_password, setup_password_server),
