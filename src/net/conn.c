@@ -337,13 +337,8 @@ int dlock__conn_begin(dlock__conn *c, const char *cmd, size_t len, int64_t now_n
     c->err[0] = '\0';
     if (c->state == DLOCK__CONN_READY)
         refresh_idle(c);
-    if (c->state == DLOCK__CONN_CONNECTING && now_ns > c->connect_deadline_ns) {
-        snprintf(c->err, sizeof(c->err), "%s: connect: no answer within %lld ms", c->ep->label,
-                 (long long)c->connect_timeout_ms);
-        dlock__conn_close(c);
-        back_off(c, now_ns);
+    if (dlock__conn_setup_expired(c, now_ns))
         return DLOCK_ECONN;
-    }
     if (c->state == DLOCK__CONN_CLOSED) {
         int rc = open_connection(c, now_ns);
         if (rc < 0)
