@@ -90,15 +90,27 @@ struct tally {
     bool used;          /* extended, or ended otherwise than by a cleanup */
     bool cleaned;       /* a failed attempt's cleanup took it back */
     size_t released, expired;
-    /* Whether the hold is exclusive, by the entries that began or kept
-     * it (grants, extends, repairs), and else by its ends: an adopted
-     * handle's release tries one kind, then another, each writing an end,
-     * and an end of ours (not "expired") says the kind best. */
-    bool kept_seen, kept_exclusive, ours_seen, ours_exclusive, ends_exclusive;
+    /* Whether the hold is exclusive, by the best evidence seen (every
+     * entry of that rank agreeing): the entries that began or kept it
+     * (grants, extends, repairs), else an end of ours (not "expired"),
+     * else any end. An adopted handle's release tries one kind, then
+     * another, each writing an end. */
+    enum { KIND_UNSAID, KIND_BY_AN_END, KIND_BY_OUR_END, KIND_BY_A_GRANT } kind_rank;
+    bool exclusive;
     int64_t held_start; /* what an end's held time says the start was; 0: none */
     int64_t left_end;   /* what an end's left time says the validity's end was; 0: none */
     uint64_t client_fence; /* what an extend or an end says the client was given */
 };
+
+static void note_kind(struct tally *t, int rank, bool exclusive)
+{
+    if (rank > (int)t->kind_rank) {
+        t->kind_rank = rank;
+        t->exclusive = exclusive;
+    } else if (rank == (int)t->kind_rank) {
+        t->exclusive &= exclusive;
+    }
+}
 
 static void take_entry(dlock_audit_hold *h, struct tally *t, const dlock__audit_entry *e)
 {
@@ -119,18 +131,14 @@ static void take_entry(dlock_audit_hold *h, struct tally *t, const dlock__audit_
          * to a waiter that did not take it, then taken by it) begins anew. */
         if (!t->granted[s] || (t->key_end[s] && e->time_us >= t->key_end[s]))
             t->granted[s] = e->time_us;
-        t->kept_seen = true;
-        t->kept_exclusive &= strcmp(e->event, "grant") == 0 || strcmp(e->event, "repair") == 0;
+        note_kind(t, KIND_BY_A_GRANT,
+                  strcmp(e->event, "grant") == 0 || strcmp(e->event, "repair") == 0);
     }
-    if (e->kind[0] && !ends) {
-        t->kept_seen = true;
-        t->kept_exclusive &= strcmp(e->kind, "grant") == 0;
-    } else if (e->kind[0] && strcmp(e->reason, "expired") != 0) {
-        t->ours_seen = true;
-        t->ours_exclusive &= strcmp(e->kind, "grant") == 0;
-    } else if (e->kind[0]) {
-        t->ends_exclusive &= strcmp(e->kind, "grant") == 0;
-    }
+    if (e->kind[0])
+        note_kind(t, !ends                                ? KIND_BY_A_GRANT
+                     : strcmp(e->reason, "expired") != 0 ? KIND_BY_OUR_END
+                                                          : KIND_BY_AN_END,
+                  strcmp(e->kind, "grant") == 0);
     if (e->ttl_ms > 0) {
         t->key_end[s] = e->time_us + e->ttl_ms * 1000;
         h->ttl_ms = (int)e->ttl_ms;
@@ -205,8 +213,7 @@ static void settle(struct judged *j, const struct tally *t, size_t servers)
             late[s] = t->granted[s] ? INT64_MAX - t->granted[s] : 0;
         h->start_us = INT64_MAX - kth_largest(late, quorum);
     }
-    h->exclusive = t->kept_seen ? t->kept_exclusive
-                   : t->ours_seen ? t->ours_exclusive : t->ends_exclusive;
+    h->exclusive = t->kind_rank == KIND_UNSAID || t->exclusive;
     h->fence = t->client_fence ? t->client_fence : h->fence;
     h->valid_us = h->servers >= quorum ? kth_largest(t->key_end, quorum) : t->left_end;
     if (h->end != DLOCK_AUDIT_LOST && (t->released || t->expired))
@@ -346,7 +353,6 @@ static long group(struct judged **out, struct tally **tallies, const dlock__audi
         dlock_audit_hold *h = &js[holds].h;
         if (i == 0 || strcmp(order[i]->token, order[i - 1]->token) != 0) {
             copy(h->token, sizeof(h->token), order[i]->token);
-            t[holds].kept_exclusive = t[holds].ours_exclusive = t[holds].ends_exclusive = true;
             holds++;
         }
         take_entry(&js[holds - 1].h, &t[holds - 1], order[i]);
