@@ -17,7 +17,7 @@
  * mutex's acquire, release and extend, which it models too (a plain
  * acquire reads the queue's mark; the fair lock's extend is the mutex's):
  * kind fair
- * pin src/kinds/lua/helpers.lua b51b8b4a5821137f3cd222ecb1a5a60de5ad9526
+ * pin src/kinds/lua/helpers.lua 70a419ad745f77497f22bf4e1d43b1993a851b41
  * pin src/kinds/lua/fair_acquire.lua f66077a1f98cbe5f22a1e7df40b3c63bf99d7ad2
  * pin src/kinds/lua/fair_helpers.lua 8ba3c1fd65232356ee61c934faefeed9769744f0
  * pin src/kinds/lua/fair_release.lua d5e7228f0027c1a95a333fe3e3684588bd94c489
@@ -25,7 +25,7 @@
  * pin src/kinds/lua/mutex_release.lua ffebee25012dff9bfb82108633e7f38537a03dbb
  * pin src/kinds/lua/mutex_extend.lua 8840a10719bea4dbda3451084c3d9b01672b822f
  * pin src/kinds/fair.c 67f906346fcfb8cebbf6dc8616589825585c9e85
- * pin src/engine/attempt.c 2bb679451af14c584b420307b197141232fb184e
+ * pin src/engine/attempt.c 302a83de94cf0c14cbc5e6d4b8f61d8c59c2abf1
  *
  * Time is kept as in dlock.pml: relative to "now", moved one tick at a time
  * by the clock process. The lock key, each presence lease and the queue's

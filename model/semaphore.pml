@@ -19,14 +19,14 @@
  * and the waiter (src/kinds/queue.c, src/engine/wait.c), which QUEUE
  * models:
  * kind sem
- * pin src/kinds/lua/helpers.lua b51b8b4a5821137f3cd222ecb1a5a60de5ad9526
+ * pin src/kinds/lua/helpers.lua 70a419ad745f77497f22bf4e1d43b1993a851b41
  * pin src/kinds/lua/sem_acquire.lua 6428bfd2c04901050716e73b66252b42ceeda5c9
  * pin src/kinds/lua/sem_extend.lua caf4af26783a350dc0520097470913b6d0f6afa8
- * pin src/kinds/lua/sem_helpers.lua 438a1dd78a3f7e2a1c2d59cc9ae487785428249a
- * pin src/kinds/lua/sem_release.lua fc4db97a5711d1b77e5f7f413887b7232b4924be
- * pin src/kinds/lua/sem_status.lua c204b8179ca37380d7c02e2c4a917c83d88afdd2
+ * pin src/kinds/lua/sem_helpers.lua dd3f27c169555d789aa62d52e37d336b1ebb474a
+ * pin src/kinds/lua/sem_release.lua 6518fad941523399f7f8342ea1e1132e9e79b33c
+ * pin src/kinds/lua/sem_status.lua dbbd592f11049a184e31108de40b970e3ede2095
  * pin src/kinds/semaphore.c 60fab16dbeac79aa52ec9fc38a235c747224ae35
- * pin src/engine/attempt.c 2bb679451af14c584b420307b197141232fb184e
+ * pin src/engine/attempt.c 302a83de94cf0c14cbc5e6d4b8f61d8c59c2abf1
  * pin src/kinds/queue.c a64344932052220b16ac86f8fbb7048b78f80857
  * pin src/engine/wait.c dda6c9e5a5f827dc874ea68f49fb3f12af3bd53f
  *

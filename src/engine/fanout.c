@@ -334,32 +334,95 @@ static void settle_unserved(dlock__conn *conn, const dlock__call *call, dlock__n
     *res = (dlock__node_result){NULL, DLOCK_ESERVER, false, true};
 }
 
-/* Follows the redirects of each node's replies as long as the deadline
- * lets it: TRYAGAIN pauses first, and so does a run of HOPS_MAX redirects
- * in a row (nodes that disagree for a moment: the end of a migration told
- * to the source before the target sends MOVED back and forth). */
+static bool is_tryagain(const dlock__node_result *res)
+{
+    return res->status == DLOCK__REPLIED && res->reply->type == DLOCK__REPLY_ERROR &&
+           starts_with(res->reply->str, "TRYAGAIN");
+}
+
+/* Follows the redirects of one node's reply as long as the deadline lets
+ * it: TRYAGAIN pauses first, and so does a run of HOPS_MAX redirects in a
+ * row (nodes that disagree for a moment: the end of a migration told to
+ * the source before the target sends MOVED back and forth). With
+ * `to_tryagain`, it stops at a TRYAGAIN instead, and says so. */
+static bool follow_hops(dlock__conn *conn, dlock__call *call, int64_t deadline_ns,
+                        dlock__node_result *res, bool to_tryagain)
+{
+    for (int hops = 0;;) {
+        const dlock__reply *reply = res->status == DLOCK__REPLIED ? res->reply : NULL;
+        if (to_tryagain && is_tryagain(res))
+            return true;
+        enum dlock__reroute how = dlock__route_after(conn, reply, res->status < 0 ? res->status : 0,
+                                                     res->sent, call->slot, deadline_ns);
+        if (how == DLOCK__ROUTE_DONE)
+            return false;
+        hops = how == DLOCK__ROUTE_LATER ? 0 : hops + 1;
+        if (hops == HOPS_MAX) {
+            if (!dlock__route_pause(deadline_ns))
+                return false;
+            hops = 0;
+        }
+        resend(conn, call, how == DLOCK__ROUTE_ASKING, deadline_ns, res);
+    }
+}
+
+#define PROBED_KEYS_MAX 16
+
+/* Asks `conn` for each of the call's first `renamable` keys on its own
+ * (EXISTS goes where the key is), and names those that exist nowhere as
+ * the first key, if it exists (fanout.h). Returns whether it did. */
+static bool name_absent_keys(dlock__conn *conn, dlock__call *call, int64_t deadline_ns)
+{
+    dlock__call probes[PROBED_KEYS_MAX] = {0}, *each[PROBED_KEYS_MAX] = {NULL};
+    dlock__node_result found[PROBED_KEYS_MAX] = {0};
+    bool absent[PROBED_KEYS_MAX] = {false}, some = false, known = true;
+    size_t k = call->renamable;
+    int routed;
+    if (k > PROBED_KEYS_MAX)
+        return false;
+    for (size_t i = 0; i < k && known; i++) {
+        const char *argv[] = {"EXISTS", call->keys[i]};
+        size_t lens[] = {6, strlen(call->keys[i])};
+        long long len = dlock__command_format(&probes[i].cmd, 2, argv, lens);
+        probes[i].len = len > 0 ? (size_t)len : 0;
+        probes[i].slot = call->slot;
+        each[i] = &probes[i];
+        known = len > 0;
+    }
+    routed = known ? dlock__route_prepare(conn, call->slot, deadline_ns) : 0;
+    if (known && routed == 0) {
+        fanout_direct(conn, 1, each, k, deadline_ns, found, &routed, NULL, NULL);
+        for (size_t i = 0; i < k; i++)
+            follow_hops(conn, each[i], deadline_ns, &found[i], false);
+    }
+    for (size_t i = 0; i < k; i++) {
+        const dlock__reply *r = found[i].status == DLOCK__REPLIED ? found[i].reply : NULL;
+        known = known && routed == 0 && r && r->type == DLOCK__REPLY_INTEGER;
+        absent[i] = known && r->integer == 0;
+        some = some || (i > 0 && absent[i]);
+        dlock__command_free(probes[i].cmd);
+    }
+    dlock__results_clear(found, k);
+    return known && some && !absent[0] && call->name_absent(call, absent) == 0;
+}
+
+/* Follows the redirects of each node's replies (follow_hops()); a call
+ * whose script reads keys named as its first as absent goes again, after
+ * a TRYAGAIN, naming those that exist nowhere so, for that node. */
 static void follow_redirects(dlock__conn *conns, size_t n, dlock__call *const *calls, size_t k,
                              int64_t deadline_ns, dlock__node_result *results)
 {
     for (size_t j = 0; j < k; j++) {
         for (size_t i = 0; i < n; i++) {
             dlock__node_result *res = &results[j * n + i];
-            for (int hops = 0;;) {
-                const dlock__reply *reply = res->status == DLOCK__REPLIED ? res->reply : NULL;
-                enum dlock__reroute how = dlock__route_after(
-                    &conns[i], reply, res->status < 0 ? res->status : 0, res->sent,
-                    calls[j]->slot, deadline_ns);
-                if (how == DLOCK__ROUTE_DONE)
-                    break;
-                hops = how == DLOCK__ROUTE_LATER ? 0 : hops + 1;
-                if (hops == HOPS_MAX) {
-                    if (!dlock__route_pause(deadline_ns))
-                        break;
-                    hops = 0;
-                }
-                resend(&conns[i], calls[j], how == DLOCK__ROUTE_ASKING, deadline_ns, res);
+            dlock__call *call = calls[j];
+            if (follow_hops(&conns[i], call, deadline_ns, res, call->name_absent != NULL)) {
+                bool renamed = name_absent_keys(&conns[i], call, deadline_ns);
+                follow_hops(&conns[i], call, deadline_ns, res, false);
+                if (renamed)
+                    call->name_absent(call, NULL);
             }
-            settle_unserved(&conns[i], calls[j], res);
+            settle_unserved(&conns[i], call, res);
         }
     }
 }

@@ -36,6 +36,17 @@ typedef struct dlock__call {
      * node it had to reconnect to has the call (dlock__conn_delivered), so
      * that no server keeps a key because its connection was new. */
     bool deliver;
+    /* A call whose script reads a key named as its first key as absent
+     * (scripts.h): a node of a migrating slot answers TRYAGAIN while it
+     * lacks some of the keys a call names, even keys that exist nowhere.
+     * Then each of its first `renamable` keys is asked for on its own
+     * (EXISTS, which an ASK takes to where the key is) and, if the first
+     * is there, the call goes again with name_absent() naming the absent
+     * ones as the first, for that node, and is named as given after
+     * (name_absent(call, NULL)). NULL: the call goes as it is. */
+    const char *const *keys;
+    size_t renamable;
+    int (*name_absent)(struct dlock__call *call, const bool *absent);
 } dlock__call;
 
 enum { DLOCK__PENDING = 0, DLOCK__REPLIED = 1 };

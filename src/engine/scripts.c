@@ -38,6 +38,12 @@ static const char *const sources[DLOCK__SCRIPT_COUNT + 1] = {
     [DLOCK__SCRIPT_SHARED_STATUS] = dlock__lua_shared_status,
     [DLOCK__SCRIPT_COUNT] = NULL};
 
+/* The scripts that read a key named as KEYS[1] as absent (helpers.lua,
+ * present_key()). */
+static const bool names_absent[DLOCK__SCRIPT_COUNT] = {
+    [DLOCK__SCRIPT_STATUS] = true,      [DLOCK__SCRIPT_SEM_STATUS] = true,
+    [DLOCK__SCRIPT_SHARED_STATUS] = true, [DLOCK__SCRIPT_SEM_RELEASE] = true};
+
 const char *const *dlock__script_sources(void)
 {
     return sources;
@@ -94,7 +100,7 @@ static long long encode(char **out, const char *verb, const char *body, int nkey
 static int encode_eval(dlock__call *call)
 {
     dlock__script_call *sc = (dlock__script_call *)call;
-    long long len = encode(&call->fallback, "EVAL", sources[sc->id], sc->nkeys, sc->keys,
+    long long len = encode(&call->fallback, "EVAL", sources[sc->id], sc->nkeys, sc->named,
                            sc->nargs, sc->args);
     if (len < 0)
         return (int)len;
@@ -102,24 +108,63 @@ static int encode_eval(dlock__call *call)
     return 0;
 }
 
-int dlock__script_encode(dlock__script_call *sc, enum dlock__script_id id, int nkeys,
-                       const char *const *keys, int nargs, const char *const *args)
+static int encode_evalsha(dlock__script_call *sc)
 {
-    long long len;
-    memset(sc, 0, sizeof(*sc));
-    len = encode(&sc->call.cmd, "EVALSHA", dlock__script_sha(id), nkeys, keys, nargs, args);
+    long long len = encode(&sc->call.cmd, "EVALSHA", dlock__script_sha(sc->id), sc->nkeys,
+                           sc->named, sc->nargs, sc->args);
     if (len < 0)
         return (int)len;
     sc->call.len = (size_t)len;
-    /* All keys of a name share its slot: the first one tells. */
-    sc->call.slot = nkeys > 0 ? (int)dlock__key_slot(keys[0], strlen(keys[0])) : -1;
-    /* The EVAL form, script text and all, is only encoded after a NOSCRIPT. */
-    sc->call.encode_fallback = encode_eval;
+    return 0;
+}
+
+/* Names the keys marked in absent[0..renamable) as the first (none: every
+ * key as given) and encodes the call again. */
+static int name_absent(dlock__call *call, const bool *absent)
+{
+    dlock__script_call *sc = (dlock__script_call *)call;
+    char *was = call->cmd;
+    int rc;
+    for (size_t i = 0; i < (size_t)sc->nkeys; i++)
+        sc->named[i] = absent && i < call->renamable && absent[i] ? sc->keys[0] : sc->keys[i];
+    rc = encode_evalsha(sc);
+    if (rc < 0) {
+        call->cmd = was; /* the call goes on as it was */
+        return rc;
+    }
+    dlock__command_free(was);
+    dlock__command_free(call->fallback);
+    call->fallback = NULL;
+    call->fallback_len = 0;
+    return 0;
+}
+
+int dlock__script_encode(dlock__script_call *sc, enum dlock__script_id id, int nkeys,
+                       const char *const *keys, int nargs, const char *const *args)
+{
+    bool audited = nargs > 0 && strcmp(args[nargs - 1], DLOCK__AUDIT_MARKER) == 0;
+    int rc;
+    memset(sc, 0, sizeof(*sc));
+    if (nkeys < 0 || nkeys > DLOCK__SCRIPT_KEYS_MAX)
+        return DLOCK_EINVAL;
+    for (int i = 0; i < nkeys; i++)
+        sc->named[i] = keys[i];
     sc->id = id;
     sc->nkeys = nkeys;
     sc->keys = keys;
     sc->nargs = nargs;
     sc->args = args;
+    if ((rc = encode_evalsha(sc)) < 0)
+        return rc;
+    /* All keys of a name share its slot: the first one tells. */
+    sc->call.slot = nkeys > 0 ? (int)dlock__key_slot(keys[0], strlen(keys[0])) : -1;
+    /* The EVAL form, script text and all, is only encoded after a NOSCRIPT. */
+    sc->call.encode_fallback = encode_eval;
+    if (names_absent[id] && nkeys > 1) {
+        sc->call.keys = keys;
+        sc->call.renamable = (size_t)nkeys - audited;
+        sc->call.name_absent = name_absent;
+    }
     return 0;
 }
 

@@ -58,6 +58,12 @@ enum dlock__script_id {
     DLOCK__SCRIPT_COUNT
 };
 
+/* The last ARGV of a call that carries the audit's trailer (the last KEYS
+ * its stream): docs/operations.md#the-audit. */
+#define DLOCK__AUDIT_MARKER "dlock:audit"
+
+#define DLOCK__SCRIPT_KEYS_MAX 16
+
 /* A script call: the fan-out's call (EVALSHA, with EVAL as its fallback)
  * and what the fallback is encoded from. */
 typedef struct dlock__script_call {
@@ -65,12 +71,16 @@ typedef struct dlock__script_call {
     enum dlock__script_id id;
     int nkeys, nargs;
     const char *const *keys, *const *args; /* borrowed until freed */
+    const char *named[DLOCK__SCRIPT_KEYS_MAX]; /* the KEYS sent: keys, or NAME for absent ones */
 } dlock__script_call;
 
 /* Encodes script `id` with its keys and arguments into *sc as EVALSHA; the
  * EVAL fallback is encoded only if a node answers NOSCRIPT. `keys` and
- * `args` are borrowed until the call is freed. Returns 0, DLOCK_ENOMEM or
- * DLOCK_EINVAL. */
+ * `args` are borrowed until the call is freed. The status scripts and the
+ * semaphore's release read a key named as their first key (NAME) as one
+ * that does not exist: their calls can go again naming so the keys a
+ * migrating slot's node lacks (fanout.h), all but an audit stream, which
+ * their write would create. Returns 0, DLOCK_ENOMEM or DLOCK_EINVAL. */
 int dlock__script_encode(dlock__script_call *sc, enum dlock__script_id id, int nkeys,
                        const char *const *keys, int nargs, const char *const *args);
 void dlock__script_call_free(dlock__script_call *sc);

@@ -222,11 +222,41 @@ static void test_cluster_migration_busy_free_granted(void **state)
     assert_int_equal(dlock_lock_release(held), 0);
 }
 
-/* A shared hold and a semaphore's permit are extended while their slot
- * migrates, before and after their keys moved, and the shared holder
- * releases meanwhile: their release and extend name none of the mutex's
- * keys they lack (a key that does not exist makes the cluster answer
- * TRYAGAIN then). Both release on the target after. */
+/* The status of `name` shows `holders` holders, and `dlock status` says
+ * it is held, without the server's redirect text. */
+static void check_holders(const char *url, dlock_client *c, const char *name, size_t holders)
+{
+    const char *args[] = {"-r", url, "status", name, NULL};
+    dlock_status *st = NULL;
+    cli_proc p;
+    if (dlock_status_query(&st, c, name) != 0)
+        fail_msg("status of %s: %s", name, dlock_client_errmsg(c));
+    assert_true(dlock_status_held(st));
+    assert_int_equal(dlock_status_holders(st), holders);
+    dlock_status_free(st);
+    if (cli_run(&p, NULL, args, 20000 * test_slowdown()) != 0 || !strstr(p.out, "held"))
+        fail_msg("dlock status %s: exit %d: %s%s", name, p.status, p.out, p.err);
+    no_redirect_text(p.err);
+}
+
+/* `dlock list` shows both names held. */
+static void check_listed(const char *url, const char *one, const char *other)
+{
+    const char *args[] = {"-r", url, "list", NULL};
+    cli_proc p;
+    if (cli_run(&p, NULL, args, 20000 * test_slowdown()) != 0 || !strstr(p.out, one) ||
+        !strstr(p.out, other))
+        fail_msg("dlock list: exit %d: %s%s", p.status, p.out, p.err);
+    no_redirect_text(p.err);
+}
+
+/* A shared hold and a semaphore's permits are extended while their slot
+ * migrates, before and after their keys moved, and a shared holder and a
+ * permit release meanwhile: their release and extend name none of the
+ * mutex's keys they lack (a key that does not exist makes the cluster
+ * answer TRYAGAIN then), and the status and the semaphore's release go
+ * again naming the keys that exist nowhere (its waiters' queue) as NAME.
+ * The rest release on the target after. */
 static void test_cluster_migration_keeps_shared_and_permits(void **state)
 {
     char tag[32], shared_name[64], sem_name[64];
@@ -234,7 +264,7 @@ static void test_cluster_migration_keeps_shared_and_permits(void **state)
     dlock_client *holder =
         client_with_timeouts(cluster.nodes[seed].url, 0, 5000 * test_slowdown());
     dlock_acquire_options shared = DLOCK_ACQUIRE_OPTIONS_INIT, sem = DLOCK_ACQUIRE_OPTIONS_INIT;
-    dlock_lock *reader, *again, *permit;
+    dlock_lock *reader, *again, *permit, *other;
     cluster_migration m;
     (void)state;
 
@@ -246,12 +276,19 @@ static void test_cluster_migration_keeps_shared_and_permits(void **state)
     reader = take(holder, shared_name, 30000, &shared);
     again = take(holder, shared_name, 30000, &shared);
     permit = take(holder, sem_name, 30000, &sem);
+    other = take(holder, sem_name, 30000, &sem);
     migration_start(&cluster, &m, shared_name);
+    check_holders(cluster.nodes[seed].url, holder, shared_name, 2);
+    check_holders(cluster.nodes[seed].url, holder, sem_name, 2);
+    check_listed(cluster.nodes[seed].url, shared_name, sem_name);
     if (dlock_lock_extend(reader, 30000) != 0 || dlock_lock_extend(permit, 30000) != 0)
         fail_msg("extend mid-migration: %s", dlock_client_errmsg(holder));
-    if (dlock_lock_release(again) != 0)
-        fail_msg("a shared release mid-migration: %s", dlock_client_errmsg(holder));
+    if (dlock_lock_release(again) != 0 || dlock_lock_release(other) != 0)
+        fail_msg("a release mid-migration: %s", dlock_client_errmsg(holder));
+    check_holders(cluster.nodes[seed].url, holder, sem_name, 1);
     migrate_rest(&cluster, &m);
+    check_holders(cluster.nodes[seed].url, holder, shared_name, 1);
+    check_holders(cluster.nodes[seed].url, holder, sem_name, 1);
     if (dlock_lock_extend(reader, 30000) != 0 || dlock_lock_extend(permit, 30000) != 0)
         fail_msg("extend once the keys moved: %s", dlock_client_errmsg(holder));
     migration_finish(&cluster, &m);

@@ -14,6 +14,15 @@
 -- know it as well as the shared holders' scripts.
 local SHARED_MARKER = 'dlock:shared'
 
+-- KEYS[i], or nil where the call names KEYS[1] instead: a key the client
+-- found absent while the name's slot migrates (a node of a migrating slot
+-- serves no call that names a key it lacks, even one that exists nowhere,
+-- and lets no script touch one). Only the scripts that take such calls
+-- (engine/scripts.h) ask.
+local function present_key(i)
+  return KEYS[i] ~= KEYS[1] and KEYS[i] or nil
+end
+
 -- The server's clock, in ms and in µs: the one reading of TIME.
 local function clock()
   local t = redis.call('TIME')
