@@ -508,6 +508,7 @@ static void try_commands(dlock_client *c, size_t i, const dlock__keys *k, const 
         {NEED_OPTIONAL, 2, {"SUBSCRIBE", k->channel}},
         {NEED_REPLICAS, 3, {"WAIT", "0", "1"}},
         {NEED_OPTIONAL, 3, {"CLUSTER", "KEYSLOT", k->channel}},
+        {NEED_OPTIONAL, 2, {"EXISTS", k->lock}},
         {NEED_REDLOCK, 3, {"SCRIPT", "LOAD", "return 1"}},
         {NEED_LOCK, 6, {"DEL", k->lock, k->owner, k->fence, zset, hash}},
     };
@@ -535,7 +536,8 @@ static void try_commands(dlock_client *c, size_t i, const dlock__keys *k, const 
             "shared): %s", kinds.text);
     if (optional.used)
         add(r, "ACL_OPTIONAL", DLOCK_SEVERITY_INFO, c->endpoints[i].label, 0, fix_acl_optional,
-            "refused, optional (CLUSTER KEYSLOT: where a waiter listens on a cluster; PUBLISH, "
+            "refused, optional (CLUSTER KEYSLOT: where a waiter listens on a cluster; EXISTS: "
+            "a status or a semaphore's release while a cluster slot migrates; PUBLISH, "
             "SUBSCRIBE: the release channel before Redis 7; SCRIPT LOAD: Redlock's scripts ready "
             "on a fresh connection): %s", optional.text);
 }

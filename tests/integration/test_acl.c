@@ -22,7 +22,7 @@
              "+type", "+get", "+set", "+del", "+pttl", "+pexpire", "+time", "+publish", \
              "+zadd", "+zrem", "+zscore", "+zrange", "+zrangebyscore", "+zremrangebyscore", \
              "+hget", "+hset", "+hdel", \
-             "+cluster|keyslot", "+spublish", "+ssubscribe", "+sunsubscribe", "+wait"
+             "+cluster|keyslot", "+exists", "+spublish", "+ssubscribe", "+sunsubscribe", "+wait"
 #define KEYS "~lock:*", "~{lock:*", "&{lock:*", "~dlock:restart-marker*"
 
 static test_redis server;
