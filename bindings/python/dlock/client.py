@@ -45,6 +45,14 @@ def _parents(what):
                                "Client in the child")
 
 
+def _not_copied(self, *_):
+    """A Client or Lock stands for handles of the C library: a copy would
+    share them, and its release or close would free another's."""
+    raise TypeError(f"a dlock {type(self).__name__} cannot be copied or pickled: "
+                    + ("open a Client in each process" if isinstance(self, Client) else
+                       "pass its name, token and fence instead"))
+
+
 class _Conn:
     """One C client, lent to one caller at a time, with what each lock it
     is lent to reuses: the out-parameter of the acquire (the lock's handle
@@ -70,6 +78,8 @@ class Client:
     Opening checks the options and URLs (InvalidArgument); connections are
     made on first use. Use it as a context manager, or call close().
     """
+
+    __copy__ = __deepcopy__ = __reduce__ = __reduce_ex__ = _not_copied
 
     def __init__(self, urls="redis://127.0.0.1:6379", *, user=None, password=None,
                  connect_timeout=None, command_timeout=None, node_timeout=None,
@@ -564,6 +574,8 @@ class Lock:
 
     __slots__ = ("_client", "_conn", "_handle", "_watch", "_spec", "_token", "name", "fence",
                  "slot", "attempts", "__weakref__")
+
+    __copy__ = __deepcopy__ = __reduce__ = __reduce_ex__ = _not_copied
 
     def __init__(self, client, conn, name, spec, watch):
         lib = client._lib

@@ -84,3 +84,17 @@ def test_an_error_goes_through_pickle(client, server, name):
         with concurrent.futures.ProcessPoolExecutor(1) as pool:
             with pytest.raises(dlock.Busy):
                 pool.submit(fails_busy, server.url, name).result(timeout=generous(20))
+
+
+def test_a_lock_or_client_is_neither_copied_nor_pickled(client, name):
+    """A copy would share the C handles: its release freed the handle the
+    pool lent to the next lock, which it released (and crashed after)."""
+    lock = client.lock(name, ttl=30)
+    for thing in (lock, client):
+        for copier in (copy.copy, copy.deepcopy, pickle.dumps):
+            with pytest.raises(TypeError, match="cannot be copied or pickled"):
+                copier(thing)
+    lock.release()
+    other = client.lock(name + ":other", ttl=30)
+    assert other.held()
+    other.release()
