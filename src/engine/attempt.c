@@ -468,13 +468,24 @@ static void clean_up_attempt(dlock__claim *cl, dlock__lane *lane,
     dlock__script_call_free(&kc.call);
 }
 
-static void busy_message(dlock__lane *lane, int64_t pttl_ms)
+/* A busy verdict in words. Only a plain answer's time is the key's PTTL:
+ * a queued waiter's, a waiting writer's and a semaphore's is when to try
+ * again. */
+static void busy_message(dlock__lane *lane, const dlock__claim *cl, const dlock__tally *t)
 {
-    if (pttl_ms < 0)
+    if (strcmp(cl->kind->type, "zset") == 0)
+        dlock__set_error(lane, "no permit is free: each is held, or kept for a waiter queued "
+                               "ahead");
+    else if (t->writer)
+        dlock__set_error(lane, "the lock is held shared by other holders");
+    else if (t->lease_end_ms)
+        dlock__set_error(lane, "the lock is held by another owner, or kept for a waiter queued "
+                               "ahead");
+    else if (t->pttl < 0)
         dlock__set_error(lane, "the lock is held by another owner (its key never expires: no TTL)");
     else
         dlock__set_error(lane, "the lock is held by another owner (its key expires in %.1f s)",
-                         (double)pttl_ms / 1000);
+                         (double)t->pttl / 1000);
 }
 
 /* One server counted twice is no majority, for a grant or a busy verdict:
@@ -505,7 +516,7 @@ static int acquire_failed(dlock__claim *cl, dlock__lane *lane, const dlock__tall
                 dlock__set_error(lane, "no majority may grant: the lock may be held by an owner "
                                  "that a restarted server forgot");
             else
-                busy_message(lane, t->pttl);
+                busy_message(lane, cl, t);
         }
     } else {
         rc = common_failure(results, c->n, GRANT, g, 0);
