@@ -481,7 +481,8 @@ DLOCK_EXTERN int64_t dlock_lock_validity_ms(const dlock_lock *lock);
  */
 DLOCK_EXTERN int dlock_lock_held(const dlock_lock *lock);
 
-/* How many attempts the acquisition took (1 when the lock was free). Set
+/* How many attempts the acquisition took (1 when the lock was free; a
+ * lock handed over by a release counts as one more attempt). Set
  * by dlock_lock_acquire() and never changed after it: safe from any thread
  * once the handle exists. */
 DLOCK_EXTERN unsigned dlock_lock_attempts(const dlock_lock *lock);

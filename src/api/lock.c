@@ -184,8 +184,8 @@ int dlock_lock_acquire(dlock_lock **out, dlock_client *c, const char *name, int6
         atomic_store(&lock->claim.held_since_ns, dlock__now_ns());
     if (rc == 0 && o->auto_renew)
         rc = start_renewal(lock, o);
-    dlock__stats_acquired(&c->stats, rc, lock->claim.attempts, dlock__now_ns() - start);
-    dlock__metrics_acquired(lock->claim.metrics, rc, lock->claim.attempts, dlock__now_ns() - start);
+    dlock__stats_acquired(&c->stats, rc, lock->claim.waited, dlock__now_ns() - start);
+    dlock__metrics_acquired(lock->claim.metrics, rc, lock->claim.waited, dlock__now_ns() - start);
     if (rc < 0) {
         dlock_lock_free(lock);
         return rc;

@@ -722,6 +722,7 @@ int dlock__attempt_handed(dlock__claim *cl, const dlock__handover *h, int64_t tt
     if (h->fence == 0 || h->lease_end_ms == 0 || h->lease_end_ms != cl->lease_end_ms ||
         valid_until <= dlock__now_ns())
         return DLOCK_EBUSY;
+    cl->attempts++;
     cl->fence = h->fence;
     cl->slot = 0;
     cl->ttl_ms = ttl_ms;

@@ -37,7 +37,8 @@ typedef struct dlock__claim {
     _Atomic int64_t started_ns;     /* start of the call that set the validity */
     _Atomic int64_t valid_until_ns; /* 0: not held */
     atomic_bool lost;               /* the owner was told it is lost */
-    unsigned attempts;              /* acquire attempts made */
+    unsigned attempts;              /* acquire attempts made, a hand-over taken counted */
+    bool waited;                    /* a wait found it busy and kept waiting */
     bool repaired;                  /* a refused extend put our key back somewhere */
     int64_t last_pttl_ms;           /* busy: how long the holder's key lives (-1: no TTL) */
     /* Busy: the start of that attempt and the end of the presence lease

@@ -152,7 +152,7 @@ void dlock__histogram_observe(dlock__histogram *h, int64_t ns)
     atomic_fetch_add(&h->sum_ns, ns);
 }
 
-void dlock__metrics_acquired(dlock__name_metrics *e, int rc, unsigned attempts, int64_t took_ns)
+void dlock__metrics_acquired(dlock__name_metrics *e, int rc, bool waited, int64_t took_ns)
 {
     if (!e)
         return;
@@ -160,7 +160,7 @@ void dlock__metrics_acquired(dlock__name_metrics *e, int rc, unsigned attempts, 
         atomic_fetch_add(&e->acquisitions, 1);
     else if (rc == DLOCK_EBUSY)
         atomic_fetch_add(&e->busy, 1);
-    if (attempts > 1)
+    if (waited)
         atomic_fetch_add(&e->waits, 1);
     if (rc == 0 || rc == DLOCK_EBUSY)
         dlock__histogram_observe(&e->wait, took_ns);

@@ -60,7 +60,7 @@ const dlock__name_metrics *dlock__metrics_at(const dlock__metrics *m, size_t i);
 /* What happened to a name; a NULL entry (a claim not counted) is ignored. */
 /* An acquire call as dlock__stats_acquired() counts it; the wait time is
  * observed for calls that got the lock or ended busy. */
-void dlock__metrics_acquired(dlock__name_metrics *e, int rc, unsigned attempts, int64_t took_ns);
+void dlock__metrics_acquired(dlock__name_metrics *e, int rc, bool waited, int64_t took_ns);
 /* A renewal that returned rc; margin_ms: what was left of the validity. */
 void dlock__metrics_renewed(dlock__name_metrics *e, int rc, int64_t margin_ms);
 void dlock__metrics_lost(dlock__name_metrics *e);

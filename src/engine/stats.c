@@ -14,13 +14,13 @@ void dlock__stats_init(dlock__stats *s)
     atomic_init(&s->min_margin_ms, INT64_MAX);
 }
 
-void dlock__stats_acquired(dlock__stats *s, int rc, unsigned attempts, int64_t took_ns)
+void dlock__stats_acquired(dlock__stats *s, int rc, bool waited, int64_t took_ns)
 {
     if (rc == 0)
         atomic_fetch_add(&s->acquisitions, 1);
     else if (rc == DLOCK_EBUSY)
         atomic_fetch_add(&s->busy, 1);
-    if (attempts > 1) {
+    if (waited) {
         atomic_fetch_add(&s->waits, 1);
         atomic_fetch_add(&s->wait_ns, took_ns);
     }

@@ -4,6 +4,7 @@
 #define DLOCK_STATS_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 /* One server's failures, as the fan-out saw them on any lane. */
@@ -19,9 +20,9 @@ typedef struct dlock__stats {
 
 void dlock__stats_init(dlock__stats *s);
 
-/* An acquire call that returned `rc` after `attempts` attempts (more than
- * one: it waited) and `took_ns`. */
-void dlock__stats_acquired(dlock__stats *s, int rc, unsigned attempts, int64_t took_ns);
+/* An acquire call that returned `rc` after `took_ns`; `waited`: it found
+ * the lock busy and waited (not a retry after a server that failed). */
+void dlock__stats_acquired(dlock__stats *s, int rc, bool waited, int64_t took_ns);
 
 /* A renewal succeeded with `margin_ms` of the old validity left. */
 void dlock__stats_renewed(dlock__stats *s, int64_t margin_ms);

@@ -428,6 +428,7 @@ int dlock__wait_acquire(dlock__claim *cl, int64_t ttl_ms, const dlock_acquire_op
             break;
         if (rc == DLOCK_EBUSY) {
             int again = listen_after_busy(&w, ttl_ms, deadline);
+            cl->waited = true;
             if (again < 0) {
                 rc = again;
                 break;

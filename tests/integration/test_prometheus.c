@@ -145,6 +145,40 @@ static void test_prometheus_counts_acquisitions_busy_and_a_wait(void **state)
     assert_int_equal(count(p, "dlock_renewal_margin_min_seconds", "name=\"m-a\""), -1);
 }
 
+/* One client waits three times behind another's holds: three waits, each
+ * of at least two attempts (a waiter already listening is handed the lock
+ * without trying again). A wait for a server that is not there found
+ * nothing busy: no wait. */
+static void test_prometheus_counts_every_wait_of_a_client(void **state)
+{
+    dlock_client *c = open_metered(group_server.url, 0);
+    dlock_client *other = open_metered(group_server.url, 0);
+    dlock_acquire_options waiting = wait_options(10000LL * test_slowdown());
+    dlock_acquire_options short_wait = wait_options(300);
+    char url[64], *p;
+    (void)state;
+    for (int i = 0; i < 3; i++) {
+        struct later_release *later;
+        dlock_lock *lock = take(other, "m-waits", 10000, NULL);
+        later = start_thread(release_later, &(struct later_release){lock, 200, -1},
+                             sizeof(struct later_release));
+        lock = take(c, "m-waits", 10000, &waiting);
+        join_thread(later);
+        assert_int_equal(later->rc, 0);
+        assert_true(dlock_lock_attempts(lock) >= 2);
+        assert_int_equal(dlock_lock_release(lock), 0);
+    }
+    p = parsed_metrics(c);
+    assert_int_equal(count(p, "dlock_waits_total", "name=\"m-waits\""), 3);
+    assert_int_equal(count(p, "dlock_acquisitions_total", "name=\"m-waits\""), 3);
+
+    snprintf(url, sizeof(url), "redis://127.0.0.1:%d", test_free_port());
+    c = open_metered(url, 0);
+    expect_acquire(DLOCK_ECONN, c, "m-nowhere", 10000, &short_wait);
+    p = parsed_metrics(c);
+    assert_int_equal(count(p, "dlock_waits_total", "name=\"m-nowhere\""), 0);
+}
+
 /* An auto-renewed lock renewed, then deleted: one loss (the handle is no
  * longer held), the renewal that found it gone failed, the smallest
  * margin is within the TTL, and the hold ended once (at the loss, not
@@ -463,6 +497,7 @@ int main(void)
 #define U(name) cmocka_unit_test_teardown(name, cleanup_teardown)
     const struct CMUnitTest tests[] = {
         T(test_prometheus_counts_acquisitions_busy_and_a_wait),
+        T(test_prometheus_counts_every_wait_of_a_client),
         T(test_prometheus_counts_a_loss),
         T(test_prometheus_counts_a_fair_hand_over),
         T(test_prometheus_caps_the_names),
