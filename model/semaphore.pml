@@ -26,9 +26,9 @@
  * pin src/kinds/lua/sem_release.lua 6518fad941523399f7f8342ea1e1132e9e79b33c
  * pin src/kinds/lua/sem_status.lua dbbd592f11049a184e31108de40b970e3ede2095
  * pin src/kinds/semaphore.c 60fab16dbeac79aa52ec9fc38a235c747224ae35
- * pin src/engine/attempt.c 302a83de94cf0c14cbc5e6d4b8f61d8c59c2abf1
+ * pin src/engine/attempt.c 577b18e74ea0efe607c0de64f00cfed69191e98c
  * pin src/kinds/queue.c a64344932052220b16ac86f8fbb7048b78f80857
- * pin src/engine/wait.c dda6c9e5a5f827dc874ea68f49fb3f12af3bd53f
+ * pin src/engine/wait.c 27f06d0934aae7e358605541ed1f49028c080d5d
  *
  * Time is kept as in dlock.pml: relative to "now", moved one tick at a time
  * by the clock process; a permit keeps the ticks left until its score (its

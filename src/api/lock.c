@@ -4,6 +4,7 @@
 
 #include "clock.h"
 #include "kinds.h"
+#include "route.h"
 #include "token.h"
 #include "wait.h"
 
@@ -135,6 +136,17 @@ static void explain_kind(dlock_lock *lock, int rc)
     dlock_status_free(st);
 }
 
+/* A holder's connections ask once what they talk to: a cluster's node
+ * that granted without a redirect taught the client no other node, and
+ * its death then cut renewals and the release off through a failover
+ * (route.h). */
+static void learn_topology(dlock_client *c, const char *key)
+{
+    int64_t deadline = dlock__node_deadline(c, 0, dlock__now_ns());
+    for (size_t i = 0; i < c->n; i++)
+        dlock__route_learn(&c->main.conns[i], key, deadline);
+}
+
 static int start_renewal(dlock_lock *lock, const dlock_acquire_options *o)
 {
     struct dlock__renew_params p = {o->max_hold_ms, o->on_lost, o->on_lost_arg, lock};
@@ -180,8 +192,10 @@ int dlock_lock_acquire(dlock_lock **out, dlock_client *c, const char *name, int6
     explain_kind(lock, rc);
     if (rc < 0 && rc != DLOCK_EINVAL)
         leave_queue(lock, rc);
-    if (rc == 0) /* before the renewal thread may find it lost */
+    if (rc == 0) { /* before the renewal thread may find it lost */
         atomic_store(&lock->claim.held_since_ns, dlock__now_ns());
+        learn_topology(c, lock->claim.keys.lock);
+    }
     if (rc == 0 && o->auto_renew)
         rc = start_renewal(lock, o);
     dlock__stats_acquired(&c->stats, rc, lock->claim.waited, dlock__now_ns() - start);

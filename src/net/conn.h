@@ -60,6 +60,7 @@ typedef struct dlock__conn {
     int64_t opened_ns;          /* when the current connection was begun */
     struct dlock__node_counters *counters; /* the client's, for its stats; may be NULL */
     struct dlock__router *router; /* route.h: a cluster's or a sentinel-named primary's */
+    bool learnt;                  /* route.h: dlock__route_learn() asked what it talks to */
     struct dlock__book *book;     /* book.h: the client's, for this endpoint; may be NULL */
 } dlock__conn;
 

@@ -630,6 +630,12 @@ int dlock__route_probe_cluster(dlock__conn *conn, const char *key, int64_t deadl
     return 1;
 }
 
+void dlock__route_learn(dlock__conn *conn, const char *key, int64_t deadline_ns)
+{
+    if (!conn->learnt && !conn->router)
+        conn->learnt = dlock__route_probe_cluster(conn, key, deadline_ns) >= 0;
+}
+
 bool dlock__route_is_cluster(const dlock__conn *conn)
 {
     return conn->router && conn->router->cluster;

@@ -46,11 +46,18 @@ int dlock__route_attach_sentinel(dlock__conn *conn);
 int dlock__route_prepare(dlock__conn *conn, int slot, int64_t deadline_ns);
 
 /* Is the server behind *conn a cluster node? Asks CLUSTER KEYSLOT of
- * `key` once (what the release script asks too): a server without cluster
- * support, or a user not allowed to ask, answers an error. On a cluster a
- * router is attached and the slot map loaded. Returns 1, 0 or the failure
- * to ask (then ask again later). */
+ * `key` once: a server without cluster support, or a user not allowed to
+ * ask, answers an error. On a cluster a router is attached and the slot
+ * map loaded, its nodes noted in the book. Returns 1, 0 or the failure to
+ * ask (then ask again later). */
 int dlock__route_probe_cluster(dlock__conn *conn, const char *key, int64_t deadline_ns);
+
+/* dlock__route_probe_cluster() once per connection that has no router:
+ * for a holder's, whose calls the node it talks to may have answered
+ * without a redirect, so that the client knew no other node when that
+ * node died, and renewals and the release failed through a failover the
+ * cluster rode out. */
+void dlock__route_learn(dlock__conn *conn, const char *key, int64_t deadline_ns);
 
 /* Does *conn stand for a cluster (as far as it learnt)? */
 bool dlock__route_is_cluster(const dlock__conn *conn);

@@ -377,16 +377,42 @@ static int promoted(void *port)
     return is_master(*(int *)port);
 }
 
+struct key_at {
+    int port;
+    const char *key;
+};
+
+/* Does the replica at k->port hold k->key (READONLY: a replica answers
+ * for its slots then, not MOVED)? */
+static int replica_has(void *arg)
+{
+    const struct key_at *k = arg;
+    struct timeval tv = {5, 0};
+    redisContext *c = redisConnectWithTimeout("127.0.0.1", k->port, tv);
+    redisReply *r = NULL;
+    int yes = 0;
+    if (c && !c->err) {
+        freeReplyObject(redisCommand(c, "READONLY"));
+        r = redisCommand(c, "EXISTS %s", k->key);
+        yes = r && r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+    }
+    freeReplyObject(r);
+    redisFree(c);
+    return yes;
+}
+
 /* Two waiters, the library's and `dlock run -w 30s`, wait for a held name
  * through the URL of the master of its slot; that master is killed and its
  * replica takes over: both follow the new map and get the lock once the
- * holder lets it go through the new master. */
+ * holder lets it go through the new master. A `dlock run -t 12s` through
+ * that URL, which its master granted without a redirect, renews through
+ * the new master and exits 0, though its command outlives the TTL. */
 static void test_cluster_waiter_rides_a_master_kill(void **state)
 {
-    char name[64], token[33];
+    char name[64], renewed[64], token[33];
     int master, replica, port;
     struct acquirer *waiter;
-    cli_proc p, *cli_waiter;
+    cli_proc p, *cli_waiter, *runner;
     redisReply *w;
     (void)state;
 
@@ -401,6 +427,14 @@ static void test_cluster_waiter_rides_a_master_kill(void **state)
     replica = replica_of(master);
     port = cluster.nodes[replica].port;
     name_on(name, sizeof(name), master, "killed");
+    name_on(renewed, sizeof(renewed), master, "renewed");
+    {
+        const char *hold[] = {"-r", cluster.nodes[master].url, "run", "-t", "12s", renewed,
+                              "--", "sleep", "14", NULL};
+        runner = start_cli(NULL, hold, NULL);
+        await_condition(replica_has, &(struct key_at){cluster.nodes[replica].port, renewed},
+                        "the run's key on the replica");
+    }
     {
         const char *hold[] = {"-r", cluster.nodes[master].url, "acquire", "-t", "60s", name,
                               NULL};
@@ -427,6 +461,9 @@ static void test_cluster_waiter_rides_a_master_kill(void **state)
     if (cli_wait(cli_waiter, 30000 * test_slowdown()) != 0)
         fail_msg("run -w: exit %d: %s", cli_waiter->status, cli_waiter->err);
     assert_int_equal(test_cluster_owner(&cluster, name), replica);
+    if (cli_wait(runner, 40000 * test_slowdown()) != 0)
+        fail_msg("run -t 12s: exit %d: %s", runner->status, runner->err);
+    assert_false(exists_at(port, renewed));
 }
 
 int main(void)
