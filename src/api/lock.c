@@ -192,6 +192,7 @@ int dlock_lock_acquire(dlock_lock **out, dlock_client *c, const char *name, int6
     explain_kind(lock, rc);
     if (rc < 0 && rc != DLOCK_EINVAL)
         leave_queue(lock, rc);
+    c->main.wait_end_ns = 0; /* the wait's (wait.c), which the leave keeps to */
     if (rc == 0) { /* before the renewal thread may find it lost */
         atomic_store(&lock->claim.held_since_ns, dlock__now_ns());
         learn_topology(c, lock->claim.keys.lock);

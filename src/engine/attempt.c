@@ -427,12 +427,13 @@ static int common_failure(const dlock__node_result *results, size_t n, enum repl
     return code ? code : DLOCK_ENOQUORUM;
 }
 
-/* The deadline of a call of an acquire: the node deadline, or the end of
- * the wait the acquire is part of if sooner, but a try begun at that end
- * still gets LAST_TRY_MS (a wait of 300 ms against a server that does not
- * answer ends about then, not a command timeout or two later). */
+/* The deadline of a call of an acquire, and of the release that leaves a
+ * wait's queue: the node deadline, or the end of the wait it is part of if
+ * sooner, but a try begun at that end still gets LAST_TRY_MS (a wait of
+ * 300 ms against a server that does not answer ends about then, not a
+ * command timeout or two later). */
 #define LAST_TRY_MS 50
-static int64_t acquire_deadline(const dlock__claim *cl, const dlock__lane *lane, int64_t ttl_ms)
+static int64_t call_deadline(const dlock__claim *cl, const dlock__lane *lane, int64_t ttl_ms)
 {
     int64_t now = dlock__now_ns(), deadline = dlock__node_deadline(cl->client, ttl_ms, now);
     int64_t end = lane->wait_end_ns, floor = now + LAST_TRY_MS * DLOCK__NS_PER_MS;
@@ -462,7 +463,7 @@ static void clean_up_attempt(dlock__claim *cl, dlock__lane *lane,
     }
     if (!needed || encode_kind_call(&kc, cl, DLOCK__STEP_CLEANUP, keys, 2, args, 3, "cleanup") < 0)
         return;
-    dlock__fanout(lane->conns, c->n, &kc.call.call, acquire_deadline(cl, lane, ttl_ms), cleanup,
+    dlock__fanout(lane->conns, c->n, &kc.call.call, call_deadline(cl, lane, ttl_ms), cleanup,
                   decided, &d);
     dlock__results_clear(cleanup, c->n);
     dlock__script_call_free(&kc.call);
@@ -543,7 +544,7 @@ static int write_back_fence(dlock__claim *cl, dlock__lane *lane, int64_t ttl_ms,
     const char *keys[1 + DLOCK__KIND_AUX_MAX + 1] = {cl->keys.fence};
     const char *const args[] = {value, fence_ttl};
     struct decision d = {.tally.quorum = dlock__quorum(c), .kind = COUNT};
-    int64_t deadline = acquire_deadline(cl, lane, ttl_ms);
+    int64_t deadline = call_deadline(cl, lane, ttl_ms);
     dlock__script_call call;
     dlock__words w;
     int rc;
@@ -617,7 +618,7 @@ static bool read_held_where_unserved(dlock__claim *cl, dlock__lane *lane,
         if (!results[i].unserved)
             continue;
         memcpy(why, conn->err, sizeof(why)); /* the message's: why the script was not served */
-        dlock__fanout(conn, 1, &call, acquire_deadline(cl, lane, 0), &r, NULL, NULL);
+        dlock__fanout(conn, 1, &call, call_deadline(cl, lane, 0), &r, NULL, NULL);
         if (r.status == DLOCK__REPLIED && r.reply->type == DLOCK__REPLY_INTEGER &&
             r.reply->integer >= -1) {
             t->pttl = t->no++ == 0 || r.reply->integer < t->pttl ? r.reply->integer : t->pttl;
@@ -657,7 +658,7 @@ static int acquire_once(dlock__claim *cl, dlock__lane *lane, int64_t ttl_ms, boo
         return rc;
     }
     start = dlock__now_ns();
-    deadline = acquire_deadline(cl, lane, ttl_ms);
+    deadline = call_deadline(cl, lane, ttl_ms);
     rc = dlock__guard_init(&g, c, lane->conns, c->n, DLOCK__GUARD_CHECK | DLOCK__GUARD_WAIT,
                            &script, 1, deadline);
     if (rc < 0) {
@@ -669,7 +670,7 @@ static int acquire_once(dlock__claim *cl, dlock__lane *lane, int64_t ttl_ms, boo
     dlock__fanout_batch(lane->conns, c->n, g.calls, g.n_calls, deadline, results, decided, &d);
     *rerouted = dlock__guard_rerouted(&g, lane->conns, c->n);
     dlock__guard_drop_blocked(&g, lane, results, c->n);
-    dlock__guard_mark(&g, lane, results, c->n, acquire_deadline(cl, lane, ttl_ms));
+    dlock__guard_mark(&g, lane, results, c->n, call_deadline(cl, lane, ttl_ms));
     rc = judge(&d.tally, results, c->n, &g, ttl_ms, c->drift_factor, start, dlock__now_ns(),
                &valid_until);
     if (rc < 0 && read_held_where_unserved(cl, lane, &results[g.before * c->n], &d.tally))
@@ -805,8 +806,8 @@ static int release_once(dlock__claim *cl, dlock__lane *lane, bool publish, bool 
      * command all the same (a paused one applies it when it resumes; one
      * it had to reconnect to is given a moment: fanout.h, `deliver`), and
      * the key expires anyway. */
-    dlock__fanout(lane->conns, c->n, &kc.call.call,
-                  dlock__node_deadline(c, cl->ttl_ms, dlock__now_ns()), results, decided, &d);
+    dlock__fanout(lane->conns, c->n, &kc.call.call, call_deadline(cl, lane, cl->ttl_ms), results,
+                  decided, &d);
     *queued = answered_queued(results, c->n);
     rc = verdict(c, lane, results, NULL, 0);
     /* A release that reached a node may have run there, whatever came

@@ -28,7 +28,8 @@ struct dlock__book;
 typedef struct dlock__lane {
     dlock__conn conns[DLOCK__NODES_MAX];
     char errmsg[DLOCK__ERRMSG_MAX];
-    int64_t wait_end_ns; /* a wait's end, which its acquires keep to (0: none) */
+    int64_t wait_end_ns; /* a wait's end, which its acquires and its queue's leave keep to
+                            (0: none; set by wait.c, ended by the acquire after the leave) */
 } dlock__lane;
 
 struct dlock_client {

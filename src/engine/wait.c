@@ -458,7 +458,6 @@ int dlock__wait_acquire(dlock__claim *cl, int64_t ttl_ms, const dlock_acquire_op
                 sleep_ms((int64_t)dlock__random_below(c, WAKE_JITTER_MS + 1));
         }
     }
-    c->main.wait_end_ns = 0;
     if (rc == DLOCK_ECANCELED)
         dlock__set_error(&c->main, "the wait was canceled");
     end_wait(&w, rc);

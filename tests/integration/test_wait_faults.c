@@ -136,6 +136,59 @@ static void test_wait_against_a_silent_server_keeps_its_deadline(void **state)
     assert_true(fault_proxy_hits(proxy) > 0);
 }
 
+struct queued_waiter {
+    dlock_client *client;
+    const char *name;
+    unsigned permits;
+    int rc;
+    long long took_ms;
+};
+
+static void *wait_queued(void *arg)
+{
+    struct queued_waiter *w = arg;
+    dlock_acquire_options o = wait_options(1000);
+    dlock_lock *lock = NULL;
+    long long start = test_now_ms();
+    o.fair = w->permits == 0;
+    o.permits = w->permits;
+    w->rc = dlock_lock_acquire(&lock, w->client, w->name, 5000, &o);
+    w->took_ms = test_now_ms() - start;
+    kept_lock(lock);
+    return NULL;
+}
+
+/* A fair waiter and a semaphore's, queued behind holders, whose server
+ * goes silent: each wait of a second ends about then, its leave of the
+ * queue included (not a command timeout of 5 s later). */
+static void test_wait_queued_against_a_silent_server_keeps_its_deadline(void **state)
+{
+    test_redis *server = *state;
+    dlock_client *holder = client_on(server->url);
+    dlock_acquire_options fair = DLOCK_ACQUIRE_OPTIONS_INIT, sem = DLOCK_ACQUIRE_OPTIONS_INIT;
+    char url[64];
+    fault_proxy *proxy = start_proxy(server->port, url, sizeof(url));
+    (void)state;
+    fair.fair = 1;
+    sem.permits = 2;
+    take(holder, "faults:fair-silent", 30000, &fair);
+    for (int i = 0; i < 2; i++)
+        take(holder, "faults:sem-silent", 30000, &sem);
+    for (unsigned permits = 0; permits <= 2; permits += 2) {
+        struct queued_waiter *w, one = {
+            .client = client_with_timeouts(url, 0, 5000 * test_slowdown()),
+            .name = permits ? "faults:sem-silent" : "faults:fair-silent", .permits = permits};
+        fault_proxy_set(proxy, FAULT_PASS, 0);
+        w = start_thread(wait_queued, &one, sizeof(one));
+        usleep(300 * 1000); /* it queued, and waits to be told */
+        fault_proxy_set(proxy, FAULT_BLACKHOLE, 0);
+        join_thread(w);
+        assert_true(w->rc == DLOCK_EBUSY || w->rc == DLOCK_ETIMEDOUT);
+        if (w->took_ms > 1000 + 1000LL * test_slowdown())
+            fail_msg("%s: a wait of 1 s took %lld ms", one.name, w->took_ms);
+    }
+}
+
 /* A wrong password and a reply that is no Redis reply will be the same on
  * the next try: a wait of an hour ends at once (77, 76; DLOCK_EAUTH,
  * DLOCK_EPROTO from the library). */
@@ -334,6 +387,7 @@ int main(void)
         U(test_wait_lasting_failures_end_it_at_once),
         T(test_wait_cli_fair_waiter_keeps_its_place),
         T(test_wait_against_a_silent_server_keeps_its_deadline),
+        T(test_wait_queued_against_a_silent_server_keeps_its_deadline),
         U(test_wait_follows_a_sentinel_failover),
     };
 #undef T
