@@ -86,13 +86,16 @@ static int cli_try(const char *url, const char *name, cli_proc *p)
 }
 
 /* What a held name and a name never used show at one step of a migration:
- * the held one is busy (75); the free one cannot be taken (its keys cannot
- * be written while the slot migrates) and says so without the server's
- * redirect. */
+ * the held one is busy (75), and not said to be released since (its
+ * status cannot run while its keys are split); the free one cannot be
+ * taken (its keys cannot be written while the slot migrates) and says so
+ * without the server's redirect. */
 static void check_mid_migration(const char *url, dlock_lock *held, const char *free_name)
 {
     cli_proc p;
     assert_int_equal(cli_try(url, dlock_lock_name(held), &p), 75);
+    if (strstr(p.err, "released since"))
+        fail_msg("a held name mid-migration: %s", p.err);
     if (cli_try(url, free_name, &p) != 69 || !strstr(p.err, "being migrated"))
         fail_msg("a free name mid-migration: exit %d: %s", p.status, p.err);
 }

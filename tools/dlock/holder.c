@@ -7,26 +7,37 @@
 #include <stdio.h>
 #include <string.h>
 
-bool cli_query_holder(dlock_client *client, const char *name, char *out, size_t len)
+/* 1: held, its holder in out; 0: nobody holds it; or the failure to ask. */
+static int ask_holder(dlock_client *client, const char *name, char *out, size_t len)
 {
     dlock_status *st = NULL;
-    bool held = dlock_status_query(&st, client, name) == 0 && dlock_status_held(st);
-    if (held)
+    int rc = dlock_status_query(&st, client, name);
+    if (rc == 0 && (rc = dlock_status_held(st)))
         dlock_status_describe(st, out, len);
     dlock_status_free(st);
-    return held;
+    return rc;
+}
+
+bool cli_query_holder(dlock_client *client, const char *name, char *out, size_t len)
+{
+    return ask_holder(client, name, out, len) == 1;
 }
 
 int cli_busy(const struct cli *cli, dlock_client *client, const char *name, int busy_code)
 {
     char holder[400];
+    int held;
     /* A server in its restart delay (--restart-delay) answers busy: that
      * is the news, not who holds the lock elsewhere. */
-    if (strstr(dlock_client_errmsg(client), "(restart delay)"))
+    if (strstr(dlock_client_errmsg(client), "(restart delay)")) {
         cli_info(cli, "%s is busy: %s", name, dlock_client_errmsg(client));
-    else if (cli_query_holder(client, name, holder, sizeof(holder)))
+    } else if ((held = ask_holder(client, name, holder, sizeof(holder))) == 1) {
         cli_info(cli, "%s is busy: %s", name, holder);
-    else
+    } else if (held == 0) {
         cli_info(cli, "%s is busy (released since)", name);
+    } else {
+        snprintf(holder, sizeof(holder), "%s", dlock_client_errmsg(client));
+        cli_info(cli, "%s is busy (its holder could not be read: %s)", name, holder);
+    }
     return busy_code;
 }
