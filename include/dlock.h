@@ -877,14 +877,14 @@ typedef struct dlock_audit_finding {
  * dlock_audit_free(). */
 typedef struct dlock_audit dlock_audit;
 
-/* Entries read from one server's stream at most. */
+/* Entries read from one server's stream at most: the newest. */
 #define DLOCK_AUDIT_READ_MAX 100000
 
 /*
  * Reads the audit stream of `name` ({T}:dlock:audit:NAME, written by
- * clients with the `audit` option) on every server, with XRANGE in pages,
- * the entries of the last `since_ms` (0: all the stream keeps; at most
- * DLOCK_AUDIT_READ_MAX per server), and judges them: the holds, one per
+ * clients with the `audit` option) on every server, with XREVRANGE in
+ * pages, the entries of the last `since_ms` (0: all the stream keeps; the
+ * newest DLOCK_AUDIT_READ_MAX per server), and judges them: the holds, one per
  * token, and the findings, each a reason to look (docs/operations.md).
  * A hold whose grant is older than `since_ms` but whose end is not is
  * judged from its end alone. On success *out is the caller's, to free with

@@ -1,5 +1,5 @@
 /* dlock_audit_read: every server's audit stream of a name, read in pages
- * with XRANGE, judged by base/audit_judge.c. */
+ * with XREVRANGE (the newest first), judged by base/audit_judge.c. */
 #include "audit_judge.h"
 #include "clock.h"
 #include "lane.h"
@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-/* Entries per XRANGE: one reply stays below the reader's array limit
+/* Entries per XREVRANGE: one reply stays below the reader's array limit
  * (DLOCK__REPLY_ARRAY_MAX). */
 #define PAGE 50
 #define PAGE_TEXT "50"
@@ -43,7 +43,7 @@ static int push(struct entries *list, const dlock__audit_entry *e)
     return 0;
 }
 
-/* One XRANGE reply: its entries into `list`, the last ID into `last`.
+/* One XREVRANGE reply: its entries into `list`, the last ID into `last`.
  * Returns how many entries the page had, or a negative code. */
 static int take_page(dlock_client *c, const dlock__reply *r, size_t server, struct entries *list,
                      char *last, size_t last_len)
@@ -76,20 +76,27 @@ static int take_page(dlock_client *c, const dlock__reply *r, size_t server, stru
     return (int)r->elements;
 }
 
+/* The newest DLOCK_AUDIT_READ_MAX entries of the last since_ms (0: all)
+ * of one server's stream, page by page back in time: a stream longer than
+ * that loses its oldest, never the holds that matter now. */
 static int read_server(dlock_client *c, size_t server, const char *key, int64_t since_ms,
                        struct entries *list)
 {
-    char start[64], why[256]; /* "(" and an entry ID (last) */
+    char start[32], end[64] = "+", why[256]; /* end: "(" and an entry ID (last) */
     size_t read = 0;
     snprintf(start, sizeof(start), "%" PRId64, since_ms);
     while (read < DLOCK_AUDIT_READ_MAX) {
-        const char *argv[] = {"XRANGE", key, start, "+", "COUNT", PAGE_TEXT};
+        const char *argv[] = {"XREVRANGE", key, end, start, "COUNT", PAGE_TEXT};
         dlock__reply *r = NULL;
         char last[48] = "";
         int rc = dlock__probe_slot(c, server, (int)dlock__key_slot(key, strlen(key)), 6, argv,
                                    &r, why, sizeof(why));
         if (rc < 0) {
-            dlock__set_error(&c->main, "%s: %s", dlock__probe_label(c, server), why);
+            const char *label = dlock__probe_label(c, server);
+            if (strncmp(why, label, strlen(label)) == 0) /* a connection's words name it */
+                dlock__set_error(&c->main, "%s", why);
+            else
+                dlock__set_error(&c->main, "%s: %s", label, why);
             return rc;
         }
         rc = take_page(c, r, server, list, last, sizeof(last));
@@ -99,7 +106,7 @@ static int read_server(dlock_client *c, size_t server, const char *key, int64_t 
         read += (size_t)rc;
         if (rc < PAGE)
             break;
-        snprintf(start, sizeof(start), "(%s", last); /* after the last one */
+        snprintf(end, sizeof(end), "(%s", last); /* before the last one */
     }
     return 0;
 }

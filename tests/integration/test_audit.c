@@ -252,6 +252,27 @@ static void test_audit_finds_two_holders_at_once(void **state)
     assert_audit("audit:two", 1, "holds 2\noverlap 0 1 3000000\n");
 }
 
+/* A stream longer than what is read (DLOCK_AUDIT_READ_MAX) loses its
+ * oldest entries, not the newest: two holders at once after 100,100
+ * entries of holds apart are found. */
+static void test_audit_reads_the_newest_of_a_long_stream(void **state)
+{
+    static const char pad[] =
+        "for i = 1, tonumber(ARGV[1]) do redis.call('XADD', KEYS[1], '*', 'event', 'grant', "
+        "'token', string.format('%032x', i), 'fence', tostring(i), 'host', 'h', 'pid', '7', "
+        "'time', string.format('%d', ARGV[2] + i * 10000), 'ttl', '1', 'reason', '', 'held', '', "
+        "'left', '') end return 1";
+    redisContext *redis = *state;
+    cli_proc p;
+    freeReplyObject(run(redis, "EVAL %s 1 %s 100100 %lld", pad, aux_key("audit:long", "audit"),
+                        T0));
+    xadd(redis, "audit:long", "grant", TOKEN_A, "200000", T0 + 2000000000LL, "10000", "");
+    xadd(redis, "audit:long", "grant", TOKEN_B, "200001", T0 + 2001000000LL, "10000", "");
+    assert_int_equal(DLOCK(&p, 60000, "audit", "audit:long"), 1);
+    if (!strstr(p.out, "overlap") && !strstr(p.err, "overlap"))
+        fail_msg("no overlap found: %s%s", p.out, p.err);
+}
+
 /* Within the drift allowance (TTL x 1 % + 2 ms), a grant right at the end
  * of the last validity is no overlap. */
 static void test_audit_allows_the_drift(void **state)
@@ -373,6 +394,7 @@ int main(void)
         T(test_audit_finds_a_paused_holder),
         T(test_audit_an_adopted_release_of_a_lost_mutex),
         T(test_audit_finds_two_holders_at_once),
+        T(test_audit_reads_the_newest_of_a_long_stream),
         T(test_audit_allows_the_drift),
         T(test_audit_finds_a_fence_that_went_back),
         T(test_audit_skips_attempts_and_foreign_entries),
