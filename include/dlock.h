@@ -858,8 +858,11 @@ typedef enum dlock_audit_kind {
     /* Hold a was released (or lost) amount_us after its validity ended:
      * its holder worked past it. A release that found the key gone is one
      * unless it came before the validity's end (the key went early: who
-     * took the name then is an overlap); with no validity known (valid_us
-     * 0: its grant is older than the entries read), amount_us is 0. */
+     * took the name then is an overlap), but for a permit or a shared
+     * holder, among which no overlap is judged, it is one then too (a
+     * permit gone early lets more holders in than the limit); before the
+     * validity's end, or with no validity known (valid_us 0: its grant is
+     * older than the entries read), amount_us is 0. */
     DLOCK_AUDIT_PAST_VALIDITY = 3,
     /* Several servers: hold a was used (extended, released or lost) but
      * fewer than a majority recorded its grant. */

@@ -298,8 +298,10 @@ static bool past_validity(const dlock_audit_hold *h)
 {
     if (h->end == DLOCK_AUDIT_OPEN)
         return false;
+    /* An exclusive key gone early is found as the overlap of whoever took
+     * the name; among permits and shared holders no overlap is judged. */
     if (h->end == DLOCK_AUDIT_EXPIRED)
-        return !h->valid_us || h->end_us > h->valid_us;
+        return !h->exclusive || !h->valid_us || h->end_us > h->valid_us;
     return h->valid_us && h->end_us > h->valid_us + dlock__audit_allowance_us(h->ttl_ms);
 }
 

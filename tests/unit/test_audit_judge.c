@@ -4,7 +4,8 @@
  * finding); a second holder on a majority is still found. On one server:
  * the ends an adopted handle's release writes (one per kind it tries) do
  * not make an exclusive hold a shared one, and a release that found the
- * key gone is past its validity unless it came before it. */
+ * key gone is past its validity unless it came before it (but a permit's
+ * is, then too). */
 #include "audit_judge.h"
 
 #include <setjmp.h>
@@ -220,6 +221,33 @@ static void test_a_release_after_the_key_expired_is_past_validity(void **state)
     dlock__audit_verdict_clear(&v);
 }
 
+/* Two permits: A's release found its key gone half a second into a
+ * validity of 10 s (deleted: more holders than the limit could get in,
+ * and no overlap is judged among permits), B's released it. A is past
+ * its validity, by no amount; B is not. */
+static void test_a_permit_gone_early_is_past_validity(void **state)
+{
+    struct stream s = {0};
+    dlock__audit_verdict v;
+    (void)state;
+    entry(&s, 0, "grant", TOKEN_A, 0, 10000, "", -1);
+    kind(&s, "permit");
+    entry(&s, 0, "grant", TOKEN_B, 10, 10000, "", -1);
+    kind(&s, "permit");
+    entry(&s, 0, "release", TOKEN_A, 500, -1, "expired", -1);
+    kind(&s, "permit");
+    entry(&s, 0, "release", TOKEN_B, 600, -1, "release", -1);
+    kind(&s, "permit");
+    assert_int_equal(dlock__audit_judge(&v, s.e, s.n, 1), 0);
+    assert_int_equal(v.n_holds, 2);
+    assert_false(v.holds[0].exclusive);
+    assert_int_equal(v.n_findings, 1);
+    assert_int_equal(v.findings[0].kind, DLOCK_AUDIT_PAST_VALIDITY);
+    assert_int_equal(v.findings[0].a, 0);
+    assert_int_equal(v.findings[0].amount_us, 0);
+    dlock__audit_verdict_clear(&v);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -230,6 +258,7 @@ int main(void)
         cmocka_unit_test(test_an_adopted_release_keeps_an_exclusive_hold_exclusive),
         cmocka_unit_test(test_ends_alone_say_the_kind_and_a_late_release),
         cmocka_unit_test(test_a_release_after_the_key_expired_is_past_validity),
+        cmocka_unit_test(test_a_permit_gone_early_is_past_validity),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

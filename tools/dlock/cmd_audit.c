@@ -43,7 +43,11 @@ static void print_finding(const dlock_audit_finding *f, const dlock_audit_hold *
                b, f->amount_us, a);
         break;
     case DLOCK_AUDIT_PAST_VALIDITY:
-        if (holds[f->a].valid_us)
+        if (holds[f->a].valid_us && holds[f->a].end_us <= holds[f->a].valid_us)
+            printf("%-13s %s  %s was released after its key had gone, %.1f ms before its "
+                   "validity's end\n", kind_names[f->kind], at, a,
+                   (double)(holds[f->a].valid_us - holds[f->a].end_us) / 1000);
+        else if (holds[f->a].valid_us)
             printf("%-13s %s  %s ended %.1f ms after its validity\n", kind_names[f->kind], at,
                    a, (double)f->amount_us / 1000);
         else /* its grant is older than the entries read */
