@@ -835,15 +835,16 @@ typedef struct dlock_audit_hold {
     char host[256];       /* of the holder; "" if no entry named it */
     long pid;             /* of the holder; 0 if no entry named it */
     int exclusive;        /* 0: a semaphore's permit or a shared holder */
-    int64_t start_us;     /* the grant; with no grant left on a majority, what its release
-                           * or loss says (its client's held time, from its attempt),
-                           * else its earliest grant left: a guess no overlap is
-                           * judged by */
+    int64_t start_us;     /* the grant; with no grant read, its first extends; with
+                           * neither on a majority, what its release or loss says (its
+                           * client's held time, from its attempt), else its earliest
+                           * grant left: a guess no overlap is judged by */
     int64_t valid_us;     /* the end of its validity: the last grant or extend + TTL on
                            * a majority (or what a release said was left); 0: unknown */
     int64_t end_us;       /* the release or loss; 0 for an open hold */
     dlock_audit_end end;
-    unsigned servers;     /* servers that recorded its grant (or a repair) */
+    unsigned servers;     /* servers that recorded its grant (or a repair); with no
+                           * grant read (older than since_ms), its extend */
     int ttl_ms;           /* the TTL of its last grant or extend; 0: unknown */
 } dlock_audit_hold;
 

@@ -86,6 +86,7 @@ static bool is_grant(const char *event)
  * comes before the grant that counted. */
 struct tally {
     int64_t granted[SERVERS_MAX]; /* per server: its standing grant's time; 0: none */
+    int64_t extended[SERVERS_MAX]; /* per server: its first extend's time; 0: none */
     int64_t key_end[SERVERS_MAX]; /* per server: last grant/extend + TTL; 0: none */
     bool used;          /* extended, or ended otherwise than by a cleanup */
     bool cleaned;       /* a failed attempt's cleanup took it back */
@@ -143,6 +144,8 @@ static void take_entry(dlock_audit_hold *h, struct tally *t, const dlock__audit_
         t->key_end[s] = e->time_us + e->ttl_ms * 1000;
         h->ttl_ms = (int)e->ttl_ms;
     }
+    if (strcmp(e->event, "extend") == 0 && !t->extended[s])
+        t->extended[s] = e->time_us;
     t->used |= strcmp(e->event, "extend") == 0;
     if (!ends)
         return;
@@ -200,17 +203,25 @@ static void settle(struct judged *j, const struct tally *t, size_t servers)
 {
     dlock_audit_hold *h = &j->h;
     size_t quorum = servers / 2 + 1;
+    const int64_t *began = t->granted;
+    bool granted = false;
+    for (size_t s = 0; s < SERVERS_MAX; s++)
+        granted |= t->granted[s] != 0;
+    /* A hold whose grant is older than the entries read (--since) began,
+     * as far as they tell, at its first extends. */
+    if (!granted)
+        began = t->extended;
     for (size_t s = 0; s < SERVERS_MAX; s++) {
-        h->servers += t->granted[s] != 0;
-        if (t->granted[s] && (!h->start_us || t->granted[s] < h->start_us))
-            h->start_us = t->granted[s];
+        h->servers += began[s] != 0;
+        if (began[s] && (!h->start_us || began[s] < h->start_us))
+            h->start_us = began[s];
     }
     /* A majority's: the hold began when the last of them granted, and its
      * validity ended when the key left the first of them. */
     if (h->servers >= quorum) {
         int64_t late[SERVERS_MAX];
         for (size_t s = 0; s < SERVERS_MAX; s++)
-            late[s] = t->granted[s] ? INT64_MAX - t->granted[s] : 0;
+            late[s] = began[s] ? INT64_MAX - began[s] : 0;
         h->start_us = INT64_MAX - kth_largest(late, quorum);
     }
     h->exclusive = t->kind_rank == KIND_UNSAID || t->exclusive;

@@ -248,6 +248,35 @@ static void test_a_permit_gone_early_is_past_validity(void **state)
     dlock__audit_verdict_clear(&v);
 }
 
+/* Only the window of --since was read: A's grant is older, its extends
+ * (every second, TTL 3 s) are in it, and B was granted in between. A
+ * held from its first extend, valid to its last + TTL: B overlaps it. On
+ * three servers, A's extends on all of them are no minority. */
+static void test_a_renewed_hold_whose_grant_is_older_is_judged(void **state)
+{
+    (void)state;
+    for (size_t servers = 1; servers <= 3; servers += 2) {
+        struct stream s = {0};
+        dlock__audit_verdict v;
+        for (size_t n = 0; n < servers; n++) {
+            for (int64_t at = 0; at <= 2000; at += 1000) {
+                entry(&s, n, "extend", TOKEN_A, at, 3000, "", -1);
+                kind(&s, "grant");
+            }
+            entry(&s, n, "grant", TOKEN_B, 2100, 5000, "", -1);
+            kind(&s, "grant");
+        }
+        assert_int_equal(dlock__audit_judge(&v, s.e, s.n, servers), 0);
+        assert_int_equal(v.n_holds, 2);
+        assert_int_equal(v.holds[0].start_us, T0);
+        assert_int_equal(v.holds[0].valid_us, T0 + 5000 * MS);
+        assert_int_equal(v.holds[0].servers, servers);
+        assert_int_equal(v.n_findings, 1);
+        assert_int_equal(overlap_amount(&v), 2900 * MS);
+        dlock__audit_verdict_clear(&v);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -259,6 +288,7 @@ int main(void)
         cmocka_unit_test(test_ends_alone_say_the_kind_and_a_late_release),
         cmocka_unit_test(test_a_release_after_the_key_expired_is_past_validity),
         cmocka_unit_test(test_a_permit_gone_early_is_past_validity),
+        cmocka_unit_test(test_a_renewed_hold_whose_grant_is_older_is_judged),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
