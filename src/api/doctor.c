@@ -163,7 +163,10 @@ static void measure_clock(dlock_client *c, size_t i, struct node *nd)
 }
 
 static const char fix_unreachable[] =
-    "start the server, or correct its address; check firewalls and credentials";
+    "start the server, or correct its address; check firewalls";
+static const char fix_auth[] =
+    "correct the user and password (the URL, or the library's user and password options), or "
+    "the TLS certificates; the evidence says which";
 static const char fix_not_checked[] =
     "run doctor as a user allowed INFO and CONFIG GET (e.g. the default user) to check this";
 
@@ -194,6 +197,10 @@ static bool look_at(dlock_client *c, size_t i, struct node *nd, dlock_report *r)
     const char *argv[] = {"INFO"};
     int rc = ask_at(c, i, nd->slot, 1, argv, nd->info, sizeof(nd->info));
     name_node(c, nd);
+    if (rc == DLOCK_EAUTH || rc == DLOCK_ETLS) {
+        add(r, "AUTH_FAILED", DLOCK_SEVERITY_ERROR, nd->label, 0, fix_auth, "%s", nd->info);
+        return false;
+    }
     if (rc < 0) {
         add(r, "UNREACHABLE", DLOCK_SEVERITY_ERROR, nd->label, 0, fix_unreachable, "%s",
             nd->info);

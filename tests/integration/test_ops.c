@@ -207,6 +207,24 @@ static void test_doctor_unreachable(void **state)
     assert_non_null(strstr(p.out, "        fix: "));
 }
 
+/* A wrong password: AUTH_FAILED, exit 77 (as every other command), not
+ * UNREACHABLE; the password is not shown. */
+static void test_doctor_wrong_password(void **state)
+{
+    static const char *const auth[] = {"--requirepass", "right-pw", NULL};
+    const char *args[] = {"doctor", NULL};
+    test_redis *locked = start_server(auth);
+    char url[96];
+    cli_proc p;
+    (void)state;
+    snprintf(url, sizeof(url), "redis://:wr0ng-pw@127.0.0.1:%d", locked->port);
+    assert_int_equal(cli_run(&p, url, args, 10000), 77);
+    assert_non_null(strstr(p.out, "error   AUTH_FAILED (127.0.0.1:"));
+    assert_null(strstr(p.out, "UNREACHABLE"));
+    assert_null(strstr(p.out, "wr0ng-pw"));
+    assert_null(strstr(p.err, "wr0ng-pw"));
+}
+
 /* ---- list ---- */
 
 static void test_list_finds_locks_among_many_keys_without_keys(void **state)
@@ -462,6 +480,7 @@ int main(void)
         T(test_doctor_same_node_two_spellings),
         T(test_doctor_clock_skew),
         T(test_doctor_unreachable),
+        T(test_doctor_wrong_password),
     };
     const struct CMUnitTest server_tests[] = {
         S(test_list_finds_locks_among_many_keys_without_keys),

@@ -29,13 +29,19 @@ static void print_json(const dlock_finding *f, size_t i)
     putchar('}');
 }
 
-/* 69 when a server could not be reached, 78 for any other error, else 0. */
+/* 69 when a server could not be reached, 77 when one refused the
+ * credentials, 78 for any other error, else 0. */
 static int exit_code_of(const dlock_report *report)
 {
-    for (size_t i = 0; i < dlock_report_count(report); i++)
-        if (strcmp(dlock_report_finding(report, i)->id, "UNREACHABLE") == 0)
+    int rc = dlock_report_worst(report) == DLOCK_SEVERITY_ERROR ? EXIT_FINDINGS : EXIT_DONE;
+    for (size_t i = 0; i < dlock_report_count(report); i++) {
+        const char *id = dlock_report_finding(report, i)->id;
+        if (strcmp(id, "UNREACHABLE") == 0)
             return EXIT_UNAVAILABLE;
-    return dlock_report_worst(report) == DLOCK_SEVERITY_ERROR ? EXIT_FINDINGS : EXIT_DONE;
+        if (strcmp(id, "AUTH_FAILED") == 0)
+            rc = EXIT_AUTH;
+    }
+    return rc;
 }
 
 int cmd_doctor(struct cli *cli, int argc, char **argv)
