@@ -113,11 +113,13 @@ static bool retried(const struct wait_view *v, int rc)
     return rc < 0 && rc > -32 && (v->seen & (1u << -rc));
 }
 
-/* A wait that ends on a failure it was retrying gave up on the servers:
- * say for how long it tried, and what it saw last. */
-static void report_failure(dlock_client *client, int rc, const struct wait_view *v)
+/* A wait that ends on a failure it was retrying, or on the servers'
+ * silence at its end, gave up on the servers: say for how long it tried,
+ * and what it saw last. */
+static void report_failure(dlock_client *client, int rc, const struct wait_view *v, bool waited)
 {
-    if (retried(v, rc))
+    bool unanswered = rc == DLOCK_ETIMEDOUT || rc == DLOCK_ECONN || rc == DLOCK_ENOQUORUM;
+    if (retried(v, rc) || (waited && unanswered))
         cli_error("%s: gave up after %.1f s: %s", v->name,
                   (double)(cli_now_ms() - v->start) / 1000, dlock_client_errmsg(client));
     else
@@ -158,6 +160,6 @@ int cli_acquire(const struct cli *cli, dlock_client *client, const char *name,
     else if (rc == DLOCK_EBUSY && how->wait_ms != 0)
         cli_debug(cli, "gave up waiting for %s after %.1f s", name, took);
     if (rc < 0 && rc != DLOCK_EBUSY && rc != DLOCK_ECANCELED)
-        report_failure(client, rc, &v);
+        report_failure(client, rc, &v, how->wait_ms != 0);
     return rc;
 }
