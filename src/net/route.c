@@ -687,13 +687,24 @@ static enum dlock__reroute after_unreachable(dlock__conn *conn, struct dlock__ro
 {
     size_t gone = r->active;
     int64_t now = dlock__now_ns();
+    char why[sizeof(conn->err)];
+    int loaded;
     if (r->refreshed_ns && now - r->refreshed_ns < REFRESH_MIN_NS)
         return DLOCK__ROUTE_DONE; /* the map is as fresh as can be */
     r->refreshed_ns = now;
-    if (load_map_anywhere(conn, r, gone, deadline_ns) < 0)
+    memcpy(why, conn->err, sizeof(why));
+    loaded = load_map_anywhere(conn, r, gone, deadline_ns);
+    if (loaded < 0 || (slot >= 0 && r->owner[slot] == gone + 1)) {
+        /* No other master serves the slot (yet): the failure is the gone
+         * node's, not that of the node that answered the map. */
+        switch_to(conn, r, gone);
+        if (loaded == 0)
+            snprintf(conn->err, sizeof(conn->err), "%.150s (the master of hash slot %d; no "
+                     "other node serves it yet)", why, slot);
+        else
+            memcpy(conn->err, why, sizeof(why));
         return DLOCK__ROUTE_DONE;
-    if (slot >= 0 && r->owner[slot] == gone + 1)
-        return DLOCK__ROUTE_DONE;
+    }
     if (slot >= 0 && r->owner[slot])
         switch_to(conn, r, r->owner[slot] - 1u);
     return DLOCK__ROUTE_AGAIN;

@@ -404,6 +404,21 @@ static int replica_has(void *arg)
     return yes;
 }
 
+/* Before a replica takes over from dead master `dead`: a try through the
+ * URL of master `alive` fails (69), and the message names the dead master
+ * and not the live one. */
+static void check_blames_the_dead(int alive, int dead, const char *name)
+{
+    const char *args[] = {"-r", cluster.nodes[alive].url, "acquire", "-n", name, NULL};
+    char dead_label[32], alive_label[32];
+    cli_proc p;
+    snprintf(dead_label, sizeof(dead_label), "127.0.0.1:%d", cluster.nodes[dead].port);
+    snprintf(alive_label, sizeof(alive_label), "127.0.0.1:%d", cluster.nodes[alive].port);
+    assert_int_equal(cli_run(&p, NULL, args, 20000 * test_slowdown()), 69);
+    if (!strstr(p.err, dead_label) || strstr(p.err, alive_label))
+        fail_msg("a try while %s is dead: %s", dead_label, p.err);
+}
+
 /* Two waiters, the library's and `dlock run -w 30s`, wait for a held name
  * through the URL of the master of its slot; that master is killed and its
  * replica takes over: both follow the new map and get the lock once the
@@ -455,6 +470,7 @@ static void test_cluster_waiter_rides_a_master_kill(void **state)
     }
     usleep(300000);
     test_redis_kill(&cluster.nodes[master]);
+    check_blames_the_dead(other_master(&cluster, master), master, name);
     await_condition(promoted, &port, "the replica's promotion");
     {
         const char *release[] = {"-r", cluster.nodes[replica].url, "release", name, token, NULL};
