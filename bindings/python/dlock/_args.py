@@ -12,6 +12,11 @@ def is_number(value):
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def _seconds(ms_value):
+    """A bound in ms as seconds, in full: 2147483.647, not 2.14748e+06."""
+    return f"{ms_value / 1000:.3f}".rstrip("0").rstrip(".")
+
+
 def ms(value, what, low_ms, high_ms):
     """Seconds -> milliseconds, low_ms <= result <= high_ms."""
     if not is_number(value):
@@ -19,11 +24,11 @@ def ms(value, what, low_ms, high_ms):
     if math.isnan(value) or math.isinf(value):
         raise ValueError(f"{what} must be a finite number of seconds, not {value}")
     # Compared before the product: 1e306 s in ms is no finite float.
-    if value < 0 or value > high_ms / 1000 + 1:
-        raise ValueError(f"{what} must be {low_ms / 1000:g} to {high_ms / 1000:g} seconds, not {value}")
-    result = math.ceil(round(value * 1000, 6))
-    if result < low_ms or result > high_ms:
-        raise ValueError(f"{what} must be {low_ms / 1000:g} to {high_ms / 1000:g} seconds, not {value}")
+    in_reach = 0 <= value <= high_ms / 1000 + 1
+    result = math.ceil(round(value * 1000, 6)) if in_reach else None
+    if result is None or result < low_ms or result > high_ms:
+        raise ValueError(f"{what} must be {_seconds(low_ms)} to {_seconds(high_ms)} seconds, "
+                         f"not {value}")
     return result
 
 

@@ -15,7 +15,9 @@ class Error(Exception):
         lib = _lib.get()
         self.name = lib.dlock_err_name(code).decode()
         text = message or lib.dlock_strerror(code).decode()
-        super().__init__(f"{text}: {detail}" if detail else text)
+        # The detail often says the code's words itself: not twice.
+        super().__init__(detail if detail and text in detail else
+                         f"{text}: {detail}" if detail else text)
 
     def __reduce__(self):
         # copy and pickle (a ProcessPoolExecutor's worker that raises)

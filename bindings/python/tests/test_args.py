@@ -7,6 +7,7 @@ import math
 import pytest
 
 import dlock
+from dlock import _args
 
 NOWHERE = "redis://127.0.0.1:9"
 
@@ -126,3 +127,15 @@ def test_a_closed_client_refuses_as_an_invalid_argument():
                  lambda: c.status("n"), lambda: c.list()):
         with pytest.raises(dlock.InvalidArgument, match="the client is closed"):
             call()
+
+
+def test_a_range_error_says_its_bounds_in_full():
+    with pytest.raises(ValueError, match=r"ttl must be 0\.001 to 2147483\.647 seconds, not 3000000.0"):
+        _args.ms(3e6, "ttl", 1, 2147483647)
+
+
+def test_an_error_says_the_code_s_words_once(client, name):
+    with client.lock(name, ttl=30):
+        with pytest.raises(dlock.Busy) as e:
+            client.lock(name, wait=0)
+    assert str(e.value).count("held by another owner") == 1
