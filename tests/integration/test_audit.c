@@ -368,8 +368,12 @@ static void test_audit_draws_a_timeline(void **state)
     assert_non_null(strstr(out, "text h:7 aaaaaaaa\n"));
     assert_non_null(strstr(out, "text h:7 bbbbbbbb\n"));
     assert_non_null(strstr(out, "text overlapping another holder\n"));
+    /* A file that cannot be written: said; the findings keep their 1, and
+     * without findings it is a usage error. */
     assert_int_equal(DLOCK(&p, 20000, "audit", "--svg", "/nonexistent/x.svg", "audit:svg<&>"),
-                     64);
+                     1);
+    assert_non_null(strstr(p.err, "/nonexistent/x.svg"));
+    assert_int_equal(DLOCK(&p, 20000, "audit", "--svg", "/nonexistent/x.svg", "audit:none"), 64);
     assert_non_null(strstr(p.err, "/nonexistent/x.svg"));
 }
 

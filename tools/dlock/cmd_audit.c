@@ -119,7 +119,8 @@ int cmd_audit(struct cli *cli, int argc, char **argv)
     else
         print_text(o.name, audit);
     rc = dlock_audit_findings(audit, &f) ? EXIT_REFUSED : EXIT_DONE;
-    if (o.svg && cli_write_audit_svg(audit, o.name, o.svg) < 0)
+    /* A timeline that cannot be written is said; findings keep their 1. */
+    if (o.svg && cli_write_audit_svg(audit, o.name, o.svg) < 0 && rc == EXIT_DONE)
         rc = EXIT_USAGE;
     dlock_audit_free(audit);
     dlock_client_close(client);
