@@ -139,12 +139,16 @@ static void explain_kind(dlock_lock *lock, int rc)
 /* A holder's connections ask once what they talk to: a cluster's node
  * that granted without a redirect taught the client no other node, and
  * its death then cut renewals and the release off through a failover
- * (route.h). */
-static void learn_topology(dlock_client *c, const char *key)
+ * (route.h). Only those that answered the acquire, each within a node's
+ * share of the TTL: a slow or paused server (a Redlock minority) must not
+ * hold the grant up, nor eat its validity. */
+static void learn_topology(dlock_client *c, const char *key, int64_t ttl_ms)
 {
-    int64_t deadline = dlock__node_deadline(c, 0, dlock__now_ns());
-    for (size_t i = 0; i < c->n; i++)
-        dlock__route_learn(&c->main.conns[i], key, deadline);
+    for (size_t i = 0; i < c->n; i++) {
+        dlock__conn *conn = &c->main.conns[i];
+        if (conn->state == DLOCK__CONN_READY && conn->answered && !conn->stale_owed)
+            dlock__route_learn(conn, key, dlock__node_deadline(c, ttl_ms, dlock__now_ns()));
+    }
 }
 
 static int start_renewal(dlock_lock *lock, const dlock_acquire_options *o)
@@ -195,7 +199,7 @@ int dlock_lock_acquire(dlock_lock **out, dlock_client *c, const char *name, int6
     c->main.wait_end_ns = 0; /* the wait's (wait.c), which the leave keeps to */
     if (rc == 0) { /* before the renewal thread may find it lost */
         atomic_store(&lock->claim.held_since_ns, dlock__now_ns());
-        learn_topology(c, lock->claim.keys.lock);
+        learn_topology(c, lock->claim.keys.lock, ttl_ms);
     }
     if (rc == 0 && o->auto_renew)
         rc = start_renewal(lock, o);
