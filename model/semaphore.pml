@@ -22,8 +22,8 @@
  * pin src/kinds/lua/helpers.lua 70a419ad745f77497f22bf4e1d43b1993a851b41
  * pin src/kinds/lua/sem_acquire.lua 6428bfd2c04901050716e73b66252b42ceeda5c9
  * pin src/kinds/lua/sem_extend.lua caf4af26783a350dc0520097470913b6d0f6afa8
- * pin src/kinds/lua/sem_helpers.lua dd3f27c169555d789aa62d52e37d336b1ebb474a
- * pin src/kinds/lua/sem_release.lua 6518fad941523399f7f8342ea1e1132e9e79b33c
+ * pin src/kinds/lua/sem_helpers.lua 438a1dd78a3f7e2a1c2d59cc9ae487785428249a
+ * pin src/kinds/lua/sem_release.lua fc4db97a5711d1b77e5f7f413887b7232b4924be
  * pin src/kinds/lua/sem_status.lua dbbd592f11049a184e31108de40b970e3ede2095
  * pin src/kinds/semaphore.c 60fab16dbeac79aa52ec9fc38a235c747224ae35
  * pin src/engine/attempt.c 5e5d88e304d7506d4f893fdc7fb9dc84c9f9fb23

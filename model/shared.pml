@@ -19,7 +19,7 @@
  * pin src/kinds/lua/shared_acquire.lua fa76b9c7ad5fb8748355605f6a69727f20b9fc79
  * pin src/kinds/lua/shared_extend.lua 07bb2c930e6a5cb0e59d46b23ce15677e7fb73ae
  * pin src/kinds/lua/shared_helpers.lua bae0b9fc00e10a905975434e04d84d19fd304400
- * pin src/kinds/lua/shared_release.lua 3f4505a6cfde3e6b3f81232e5ca144791ee44a6f
+ * pin src/kinds/lua/shared_release.lua 8d538f6dfae7ac9aa0721df90177ca89c1a6967c
  * pin src/kinds/lua/shared_status.lua cd1000d86a93579cc2d6e7a123205b373dad2d53
  * pin src/kinds/lua/mutex_acquire.lua ff03cc8135a37092bcb5982e35a279d689613bcc
  * pin src/kinds/lua/mutex_release.lua ffebee25012dff9bfb82108633e7f38537a03dbb

@@ -544,7 +544,7 @@ static void try_commands(dlock_client *c, size_t i, const dlock__keys *k, const 
     if (optional.used)
         add(r, "ACL_OPTIONAL", DLOCK_SEVERITY_INFO, c->endpoints[i].label, 0, fix_acl_optional,
             "refused, optional (CLUSTER KEYSLOT: where a waiter listens on a cluster; EXISTS: "
-            "a status or a semaphore's release while a cluster slot migrates; PUBLISH, "
+            "a status while a cluster slot migrates; PUBLISH, "
             "SUBSCRIBE: the release channel before Redis 7; SCRIPT LOAD: Redlock's scripts ready "
             "on a fresh connection): %s", optional.text);
 }

@@ -39,10 +39,10 @@ static const char *const sources[DLOCK__SCRIPT_COUNT + 1] = {
     [DLOCK__SCRIPT_COUNT] = NULL};
 
 /* The scripts that read a key named as KEYS[1] as absent (helpers.lua,
- * present_key()). */
-static const bool names_absent[DLOCK__SCRIPT_COUNT] = {
-    [DLOCK__SCRIPT_STATUS] = true,      [DLOCK__SCRIPT_SEM_STATUS] = true,
-    [DLOCK__SCRIPT_SHARED_STATUS] = true, [DLOCK__SCRIPT_SEM_RELEASE] = true};
+ * present_key()): the status scripts, which write nothing. */
+static const bool names_absent[DLOCK__SCRIPT_COUNT] = {[DLOCK__SCRIPT_STATUS] = true,
+                                                       [DLOCK__SCRIPT_SEM_STATUS] = true,
+                                                       [DLOCK__SCRIPT_SHARED_STATUS] = true};
 
 const char *const *dlock__script_sources(void)
 {
@@ -129,7 +129,9 @@ static int name_absent(dlock__call *call, const bool *absent)
         sc->named[i] = absent && i < call->renamable && absent[i] ? sc->keys[0] : sc->keys[i];
     rc = encode_evalsha(sc);
     if (rc < 0) {
-        call->cmd = was; /* the call goes on as it was */
+        for (size_t i = 0; i < (size_t)sc->nkeys; i++)
+            sc->named[i] = sc->keys[i];
+        call->cmd = was; /* the call goes on as given */
         return rc;
     }
     dlock__command_free(was);
@@ -142,7 +144,6 @@ static int name_absent(dlock__call *call, const bool *absent)
 int dlock__script_encode(dlock__script_call *sc, enum dlock__script_id id, int nkeys,
                        const char *const *keys, int nargs, const char *const *args)
 {
-    bool audited = nargs > 0 && strcmp(args[nargs - 1], DLOCK__AUDIT_MARKER) == 0;
     int rc;
     memset(sc, 0, sizeof(*sc));
     if (nkeys < 0 || nkeys > DLOCK__SCRIPT_KEYS_MAX)
@@ -162,7 +163,7 @@ int dlock__script_encode(dlock__script_call *sc, enum dlock__script_id id, int n
     sc->call.encode_fallback = encode_eval;
     if (names_absent[id] && nkeys > 1) {
         sc->call.keys = keys;
-        sc->call.renamable = (size_t)nkeys - audited;
+        sc->call.renamable = (size_t)nkeys;
         sc->call.name_absent = name_absent;
     }
     return 0;

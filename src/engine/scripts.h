@@ -76,11 +76,13 @@ typedef struct dlock__script_call {
 
 /* Encodes script `id` with its keys and arguments into *sc as EVALSHA; the
  * EVAL fallback is encoded only if a node answers NOSCRIPT. `keys` and
- * `args` are borrowed until the call is freed. The status scripts and the
- * semaphore's release read a key named as their first key (NAME) as one
- * that does not exist: their calls can go again naming so the keys a
- * migrating slot's node lacks (fanout.h), all but an audit stream, which
- * their write would create. Returns 0, DLOCK_ENOMEM or DLOCK_EINVAL. */
+ * `args` are borrowed until the call is freed. The status scripts read a
+ * key named as their first key (NAME) as one that does not exist: their
+ * calls can go again naming so the keys a migrating slot's node lacks
+ * (fanout.h). A script that writes may not: a
+ * migrating slot's node refuses a script's access to a key it deleted, so
+ * a write there can fail halfway. Returns 0, DLOCK_ENOMEM or
+ * DLOCK_EINVAL. */
 int dlock__script_encode(dlock__script_call *sc, enum dlock__script_id id, int nkeys,
                        const char *const *keys, int nargs, const char *const *args);
 void dlock__script_call_free(dlock__script_call *sc);

@@ -18,26 +18,13 @@ do
       'a mutex or another kind of lock (a string)' or 'a ' .. t) .. ', not a semaphore')
   end
 end
--- The keys given that are not nil (a release may find some absent:
--- present_key()).
-local function present(...)
-  local keys = {}
-  for i = 1, select('#', ...) do
-    keys[#keys + 1] = select(i, ...)
-  end
-  return keys
-end
 local function reap(name, limit, slots, owners, now)
-  local left = drop_expired(name, present(slots, owners), now)
-  local keys = present(limit, slots, owners)
+  local left = drop_expired(name, {slots, owners}, now)
   if not left then
-    if #keys > 0 then
-      redis.call('DEL', unpack(keys))
-    end
+    redis.call('DEL', limit, slots, owners)
     return
   end
-  redis.call('PEXPIRE', name, left)
-  for _, key in ipairs(keys) do
+  for _, key in ipairs({name, limit, slots, owners}) do
     redis.call('PEXPIRE', key, left)
   end
 end

@@ -8,16 +8,15 @@
 -- the next when an entitled waiter leaves) is told "next:TOKEN" on its
 -- process's channel, and no other; with no queue, the release publishes
 -- its token on the name's channel, as the mutex's does. 1 (released) or 0
--- (not a live permit of that token). Keys named as NAME are absent
--- (present_key()): the queue's keys are absent without waiters.
+-- (not a live permit of that token).
 
-local name, limit, slots, owners = KEYS[1], present_key(3), present_key(4), present_key(5)
-local queue, presence, wake = present_key(7), present_key(8), present_key(9)
+local name, limit, slots, owners = KEYS[1], KEYS[3], KEYS[4], KEYS[5]
+local queue, presence, wake = KEYS[7], KEYS[8], KEYS[9]
 local token = ARGV[1]
 local now = clock()
 local mine = live_score(name, token, now)
-local permits = tonumber(limit and redis.call('GET', limit) or 0)
-local queued = queue and presence and wake and redis.call('ZRANGE', queue, 0, 0)[1] ~= nil
+local permits = tonumber(redis.call('GET', limit) or 0)
+local queued = redis.call('ZRANGE', queue, 0, 0)[1] ~= nil
 -- The waiters the free permits are kept for.
 local function entitled()
   local free = permits - #redis.call('ZRANGEBYSCORE', name, '(' .. now, '+inf')
@@ -32,9 +31,8 @@ if queued and ARGV[3] == '1' then
 end
 if mine then
   redis.call('ZREM', name, token)
-  for _, hash in ipairs(present(slots, owners)) do
-    redis.call('HDEL', hash, token)
-  end
+  redis.call('HDEL', slots, token)
+  redis.call('HDEL', owners, token)
 end
 local after = entitled()
 reap(name, limit, slots, owners, now)
