@@ -203,14 +203,14 @@ static void settle(struct judged *j, const struct tally *t, size_t servers)
 {
     dlock_audit_hold *h = &j->h;
     size_t quorum = servers / 2 + 1;
-    const int64_t *began = t->granted;
+    int64_t began[SERVERS_MAX];
     bool granted = false;
-    for (size_t s = 0; s < SERVERS_MAX; s++)
+    /* Where a hold's grant is older than the entries read (--since), it
+     * began, as far as they tell, at its first extend there. */
+    for (size_t s = 0; s < SERVERS_MAX; s++) {
         granted |= t->granted[s] != 0;
-    /* A hold whose grant is older than the entries read (--since) began,
-     * as far as they tell, at its first extends. */
-    if (!granted)
-        began = t->extended;
+        began[s] = t->granted[s] ? t->granted[s] : t->extended[s];
+    }
     for (size_t s = 0; s < SERVERS_MAX; s++) {
         h->servers += began[s] != 0;
         if (began[s] && (!h->start_us || began[s] < h->start_us))
@@ -230,7 +230,8 @@ static void settle(struct judged *j, const struct tally *t, size_t servers)
     if (h->end != DLOCK_AUDIT_LOST && (t->released || t->expired))
         h->end = t->released >= quorum || !t->expired ? DLOCK_AUDIT_RELEASED : DLOCK_AUDIT_EXPIRED;
     j->start_known = servers == 1 || h->servers >= quorum;
-    if (h->servers < quorum && t->held_start)
+    /* Its client's word is better than a first extend or a minority's. */
+    if ((h->servers < quorum || !granted) && t->held_start)
         h->start_us = t->held_start;
     if (!h->start_us)
         h->start_us = h->end_us;

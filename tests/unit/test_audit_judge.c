@@ -277,6 +277,27 @@ static void test_a_renewed_hold_whose_grant_is_older_is_judged(void **state)
     }
 }
 
+/* The window cut A's grant on two of three servers and kept it on the
+ * third: the extends stand in for the grants cut, server by server, and
+ * A is a majority's hold, no minority. */
+static void test_extends_stand_in_for_grants_cut_server_by_server(void **state)
+{
+    struct stream s = {0};
+    dlock__audit_verdict v;
+    (void)state;
+    entry(&s, 0, "grant", TOKEN_A, 10, 3000, "", -1);
+    kind(&s, "grant");
+    for (size_t n = 0; n < 3; n++) {
+        entry(&s, n, "extend", TOKEN_A, 1000, 3000, "", -1);
+        kind(&s, "grant");
+    }
+    assert_int_equal(dlock__audit_judge(&v, s.e, s.n, 3), 0);
+    assert_int_equal(v.n_holds, 1);
+    assert_int_equal(v.holds[0].servers, 3);
+    assert_int_equal(v.n_findings, 0);
+    dlock__audit_verdict_clear(&v);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -289,6 +310,7 @@ int main(void)
         cmocka_unit_test(test_a_release_after_the_key_expired_is_past_validity),
         cmocka_unit_test(test_a_permit_gone_early_is_past_validity),
         cmocka_unit_test(test_a_renewed_hold_whose_grant_is_older_is_judged),
+        cmocka_unit_test(test_extends_stand_in_for_grants_cut_server_by_server),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
