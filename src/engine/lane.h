@@ -55,7 +55,6 @@ struct dlock_client {
 
     dlock__lane main;                     /* the caller's thread */
     dlock__conn subs[DLOCK__NODES_MAX];   /* subscribers, for waiting */
-    bool subs_probed[DLOCK__NODES_MAX];   /* subs[i] asked whether it is a cluster */
     bool subs_plain[DLOCK__NODES_MAX];    /* subs[i] refused SSUBSCRIBE: SUBSCRIBE there */
     char *kept_channel; /* a queued waiter's channel, still subscribed where kept[i] */
     bool kept[DLOCK__NODES_MAX];

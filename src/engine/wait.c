@@ -208,9 +208,8 @@ static void subscribe_node(struct waiter *w, size_t i, int64_t now)
 {
     dlock__conn *sub = &w->c->subs[i];
     int64_t until = now + w->c->command_timeout_ms * DLOCK__NS_PER_MS;
-    if (!w->c->subs_probed[i])
-        w->c->subs_probed[i] = dlock__route_probe_cluster(sub, w->channel, until) >= 0;
-    if (!w->c->subs_probed[i] || dlock__route_prepare(sub, w->slot, until) < 0)
+    if (!dlock__route_learn(sub, w->channel, until) ||
+        dlock__route_prepare(sub, w->slot, until) < 0)
         return;
     if (send_command(sub, w->c->subs_plain[i] ? "SUBSCRIBE" : "SSUBSCRIBE", w->channel, now) == 0)
         w->pending[i] = true;

@@ -630,10 +630,11 @@ int dlock__route_probe_cluster(dlock__conn *conn, const char *key, int64_t deadl
     return 1;
 }
 
-void dlock__route_learn(dlock__conn *conn, const char *key, int64_t deadline_ns)
+bool dlock__route_learn(dlock__conn *conn, const char *key, int64_t deadline_ns)
 {
-    if (!conn->learnt && !conn->router)
+    if (!conn->learnt)
         conn->learnt = dlock__route_probe_cluster(conn, key, deadline_ns) >= 0;
+    return conn->learnt;
 }
 
 bool dlock__route_is_cluster(const dlock__conn *conn)

@@ -52,12 +52,12 @@ int dlock__route_prepare(dlock__conn *conn, int slot, int64_t deadline_ns);
  * ask (then ask again later). */
 int dlock__route_probe_cluster(dlock__conn *conn, const char *key, int64_t deadline_ns);
 
-/* dlock__route_probe_cluster() once per connection that has no router:
- * for a holder's, whose calls the node it talks to may have answered
- * without a redirect, so that the client knew no other node when that
- * node died, and renewals and the release failed through a failover the
- * cluster rode out. */
-void dlock__route_learn(dlock__conn *conn, const char *key, int64_t deadline_ns);
+/* dlock__route_probe_cluster() once per connection, until it could ask:
+ * a waiter's subscriber must know where the slot's master is, and a
+ * holder's connection, which the node it talks to may have answered
+ * without a redirect, the other nodes (else renewals and the release fail
+ * through a failover the cluster rides out). Returns whether it asked. */
+bool dlock__route_learn(dlock__conn *conn, const char *key, int64_t deadline_ns);
 
 /* Does *conn stand for a cluster (as far as it learnt)? */
 bool dlock__route_is_cluster(const dlock__conn *conn);
