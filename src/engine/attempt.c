@@ -343,7 +343,7 @@ static void add_audit_trailer(struct kind_call *kc, const dlock__claim *cl, cons
     kc->args[(*a)++] = kc->held;
     kc->args[(*a)++] = kc->left;
     kc->args[(*a)++] = kc->keep;
-    kc->args[(*a)++] = DLOCK__AUDIT_MARKER;
+    kc->args[(*a)++] = "dlock:audit";
 }
 
 /* The script a step of the claim's kind sends. */

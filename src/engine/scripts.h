@@ -58,10 +58,6 @@ enum dlock__script_id {
     DLOCK__SCRIPT_COUNT
 };
 
-/* The last ARGV of a call that carries the audit's trailer (the last KEYS
- * its stream): docs/operations.md#the-audit. */
-#define DLOCK__AUDIT_MARKER "dlock:audit"
-
 #define DLOCK__SCRIPT_KEYS_MAX 16
 
 /* A script call: the fan-out's call (EVALSHA, with EVAL as its fallback)
