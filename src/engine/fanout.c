@@ -368,7 +368,7 @@ static bool follow_hops(dlock__conn *conn, dlock__call *call, int64_t deadline_n
 
 #define PROBED_KEYS_MAX 16
 
-/* Asks `conn` for each of the call's first `renamable` keys on its own
+/* Asks `conn` for each of the call's keys on its own
  * (EXISTS goes where the key is), and names those that exist nowhere as
  * the first key, if it exists (fanout.h). Returns whether it did. */
 static bool name_absent_keys(dlock__conn *conn, dlock__call *call, int64_t deadline_ns)
@@ -376,7 +376,7 @@ static bool name_absent_keys(dlock__conn *conn, dlock__call *call, int64_t deadl
     dlock__call probes[PROBED_KEYS_MAX] = {0}, *each[PROBED_KEYS_MAX] = {NULL};
     dlock__node_result found[PROBED_KEYS_MAX] = {0};
     bool absent[PROBED_KEYS_MAX] = {false}, some = false, known = true;
-    size_t k = call->renamable;
+    size_t k = call->nkeys;
     int routed;
     if (k > PROBED_KEYS_MAX)
         return false;

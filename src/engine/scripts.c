@@ -118,7 +118,7 @@ static int encode_evalsha(dlock__script_call *sc)
     return 0;
 }
 
-/* Names the keys marked in absent[0..renamable) as the first (none: every
+/* Names the keys marked in absent[0..nkeys) as the first (none: every
  * key as given) and encodes the call again. */
 static int name_absent(dlock__call *call, const bool *absent)
 {
@@ -126,7 +126,7 @@ static int name_absent(dlock__call *call, const bool *absent)
     char *was = call->cmd;
     int rc;
     for (size_t i = 0; i < (size_t)sc->nkeys; i++)
-        sc->named[i] = absent && i < call->renamable && absent[i] ? sc->keys[0] : sc->keys[i];
+        sc->named[i] = absent && absent[i] ? sc->keys[0] : sc->keys[i];
     rc = encode_evalsha(sc);
     if (rc < 0) {
         for (size_t i = 0; i < (size_t)sc->nkeys; i++)
@@ -163,7 +163,7 @@ int dlock__script_encode(dlock__script_call *sc, enum dlock__script_id id, int n
     sc->call.encode_fallback = encode_eval;
     if (names_absent[id] && nkeys > 1) {
         sc->call.keys = keys;
-        sc->call.renamable = (size_t)nkeys;
+        sc->call.nkeys = (size_t)nkeys;
         sc->call.name_absent = name_absent;
     }
     return 0;
