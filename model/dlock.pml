@@ -22,7 +22,7 @@
  * pin src/kinds/lua/mutex_status.lua b45ab2ae5b2e63e420212a460678f668e8b7975a
  * pin src/kinds/lua/fence_max.lua 8d20c14c6ced0f063745bf277650f36999f05594
  * pin src/kinds/mutex.c d2987bc0535aa5c9f15aa1bffed0e7a90dff6249
- * pin src/engine/attempt.c 5e5d88e304d7506d4f893fdc7fb9dc84c9f9fb23
+ * pin src/engine/attempt.c 7e6bbf52963aafa8dd457cff12bd01be3eebdd64
  *
  * Time. There is no absolute clock: every time in the model is kept
  * relative to "now" and moved by the clock process, one tick at a time, so

@@ -25,7 +25,7 @@
  * pin src/kinds/lua/mutex_release.lua ffebee25012dff9bfb82108633e7f38537a03dbb
  * pin src/kinds/lua/mutex_extend.lua 8840a10719bea4dbda3451084c3d9b01672b822f
  * pin src/kinds/fair.c 67f906346fcfb8cebbf6dc8616589825585c9e85
- * pin src/engine/attempt.c 5e5d88e304d7506d4f893fdc7fb9dc84c9f9fb23
+ * pin src/engine/attempt.c 7e6bbf52963aafa8dd457cff12bd01be3eebdd64
  *
  * Time is kept as in dlock.pml: relative to "now", moved one tick at a time
  * by the clock process. The lock key, each presence lease and the queue's

@@ -26,9 +26,9 @@
  * pin src/kinds/lua/sem_release.lua fc4db97a5711d1b77e5f7f413887b7232b4924be
  * pin src/kinds/lua/sem_status.lua dbbd592f11049a184e31108de40b970e3ede2095
  * pin src/kinds/semaphore.c 60fab16dbeac79aa52ec9fc38a235c747224ae35
- * pin src/engine/attempt.c 5e5d88e304d7506d4f893fdc7fb9dc84c9f9fb23
+ * pin src/engine/attempt.c 7e6bbf52963aafa8dd457cff12bd01be3eebdd64
  * pin src/kinds/queue.c a64344932052220b16ac86f8fbb7048b78f80857
- * pin src/engine/wait.c 80a1fc459a01b8dc409ad57f375074790f9f4145
+ * pin src/engine/wait.c 4a4a80d7e4ada610ef08986f9209e02a428cdaca
  *
  * Time is kept as in dlock.pml: relative to "now", moved one tick at a time
  * by the clock process; a permit keeps the ticks left until its score (its

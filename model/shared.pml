@@ -18,14 +18,14 @@
  * pin src/kinds/lua/helpers.lua 70a419ad745f77497f22bf4e1d43b1993a851b41
  * pin src/kinds/lua/shared_acquire.lua fa76b9c7ad5fb8748355605f6a69727f20b9fc79
  * pin src/kinds/lua/shared_extend.lua 07bb2c930e6a5cb0e59d46b23ce15677e7fb73ae
- * pin src/kinds/lua/shared_helpers.lua bae0b9fc00e10a905975434e04d84d19fd304400
- * pin src/kinds/lua/shared_release.lua 8d538f6dfae7ac9aa0721df90177ca89c1a6967c
+ * pin src/kinds/lua/shared_helpers.lua 7607a20d47e546c7143beb5de3a87a2aecbd0b87
+ * pin src/kinds/lua/shared_release.lua 1f4b4bb1dec12ebebeb17263fa69feec9f805519
  * pin src/kinds/lua/shared_status.lua cd1000d86a93579cc2d6e7a123205b373dad2d53
  * pin src/kinds/lua/mutex_acquire.lua ff03cc8135a37092bcb5982e35a279d689613bcc
  * pin src/kinds/lua/mutex_release.lua ffebee25012dff9bfb82108633e7f38537a03dbb
  * pin src/kinds/lua/mutex_extend.lua 8840a10719bea4dbda3451084c3d9b01672b822f
  * pin src/kinds/shared.c 8925b687632d81f61c7fe50632092f60af5412ac
- * pin src/engine/attempt.c 5e5d88e304d7506d4f893fdc7fb9dc84c9f9fb23
+ * pin src/engine/attempt.c 7e6bbf52963aafa8dd457cff12bd01be3eebdd64
  *
  * Time is kept as in dlock.pml and fair.pml: relative to "now", moved one
  * tick at a time by the clock process. NAME, each reader's entry and each
