@@ -28,7 +28,7 @@
  * pin src/kinds/semaphore.c 60fab16dbeac79aa52ec9fc38a235c747224ae35
  * pin src/engine/attempt.c 7e6bbf52963aafa8dd457cff12bd01be3eebdd64
  * pin src/kinds/queue.c a64344932052220b16ac86f8fbb7048b78f80857
- * pin src/engine/wait.c 4a4a80d7e4ada610ef08986f9209e02a428cdaca
+ * pin src/engine/wait.c cfd4ac4eecacf4d87b832e9510adeaea3741aef1
  *
  * Time is kept as in dlock.pml: relative to "now", moved one tick at a time
  * by the clock process; a permit keeps the ticks left until its score (its
