@@ -15,13 +15,13 @@
  * (src/kinds/KIND.c) and the attempt layer; and
  * fence_max.lua, the write-back:
  * kind mutex
- * pin src/kinds/lua/helpers.lua 70a419ad745f77497f22bf4e1d43b1993a851b41
+ * pin src/kinds/lua/helpers.lua e2e7afd4ca7ac80835aaec62288bdc40aa5803cb
  * pin src/kinds/lua/mutex_acquire.lua ff03cc8135a37092bcb5982e35a279d689613bcc
  * pin src/kinds/lua/mutex_extend.lua 8840a10719bea4dbda3451084c3d9b01672b822f
- * pin src/kinds/lua/mutex_release.lua ffebee25012dff9bfb82108633e7f38537a03dbb
+ * pin src/kinds/lua/mutex_release.lua 1f0dc63435d9ec46f7fbbd7a705752a1f3b7cda8
  * pin src/kinds/lua/mutex_status.lua b45ab2ae5b2e63e420212a460678f668e8b7975a
  * pin src/kinds/lua/fence_max.lua 8d20c14c6ced0f063745bf277650f36999f05594
- * pin src/kinds/mutex.c d2987bc0535aa5c9f15aa1bffed0e7a90dff6249
+ * pin src/kinds/mutex.c 41a58c6f91663007f2de99eb10ea718b66928b4e
  * pin src/engine/attempt.c 7e6bbf52963aafa8dd457cff12bd01be3eebdd64
  *
  * Time. There is no absolute clock: every time in the model is kept

@@ -19,7 +19,7 @@
  * and the waiter (src/kinds/queue.c, src/engine/wait.c), which QUEUE
  * models:
  * kind sem
- * pin src/kinds/lua/helpers.lua 70a419ad745f77497f22bf4e1d43b1993a851b41
+ * pin src/kinds/lua/helpers.lua e2e7afd4ca7ac80835aaec62288bdc40aa5803cb
  * pin src/kinds/lua/sem_acquire.lua 6428bfd2c04901050716e73b66252b42ceeda5c9
  * pin src/kinds/lua/sem_extend.lua caf4af26783a350dc0520097470913b6d0f6afa8
  * pin src/kinds/lua/sem_helpers.lua 438a1dd78a3f7e2a1c2d59cc9ae487785428249a

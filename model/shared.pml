@@ -15,16 +15,16 @@
  * mutex's acquire, release and extend, which it models too (a writer
  * waits, gives up and extends through them):
  * kind shared
- * pin src/kinds/lua/helpers.lua 70a419ad745f77497f22bf4e1d43b1993a851b41
+ * pin src/kinds/lua/helpers.lua e2e7afd4ca7ac80835aaec62288bdc40aa5803cb
  * pin src/kinds/lua/shared_acquire.lua fa76b9c7ad5fb8748355605f6a69727f20b9fc79
  * pin src/kinds/lua/shared_extend.lua 07bb2c930e6a5cb0e59d46b23ce15677e7fb73ae
  * pin src/kinds/lua/shared_helpers.lua 7607a20d47e546c7143beb5de3a87a2aecbd0b87
- * pin src/kinds/lua/shared_release.lua 1f4b4bb1dec12ebebeb17263fa69feec9f805519
+ * pin src/kinds/lua/shared_release.lua 317a5067a1757c89a2831f6c96d0499cb813e4f1
  * pin src/kinds/lua/shared_status.lua cd1000d86a93579cc2d6e7a123205b373dad2d53
  * pin src/kinds/lua/mutex_acquire.lua ff03cc8135a37092bcb5982e35a279d689613bcc
- * pin src/kinds/lua/mutex_release.lua ffebee25012dff9bfb82108633e7f38537a03dbb
+ * pin src/kinds/lua/mutex_release.lua 1f0dc63435d9ec46f7fbbd7a705752a1f3b7cda8
  * pin src/kinds/lua/mutex_extend.lua 8840a10719bea4dbda3451084c3d9b01672b822f
- * pin src/kinds/shared.c 8925b687632d81f61c7fe50632092f60af5412ac
+ * pin src/kinds/shared.c 22c5c9623cec3044e78f5b00ce983ba0d0ccaa06
  * pin src/engine/attempt.c 7e6bbf52963aafa8dd457cff12bd01be3eebdd64
  *
  * Time is kept as in dlock.pml and fair.pml: relative to "now", moved one

@@ -157,6 +157,7 @@ static void holders(const dlock_status *st, char *out, size_t len)
 const dlock__kind dlock__kind_mutex = {
     MUTEX_SCRIPTS_AND_HOOKS,
     .aux = {"writer", "epoch", NULL},
+    .message = dlock__writers_message,
     .found = found,
     .holders = holders,
 };

@@ -20,14 +20,31 @@ static void words(const dlock__claim *cl, enum dlock__step step, dlock__words *w
         break;
     case DLOCK__STEP_RELEASE:
     case DLOCK__STEP_CLEANUP:
+        dlock__words_keys(w, &cl->aux[1], 2); /* its readers and their records */
+        dlock__words_keys(w, cl->aux, 1);     /* the writers, one of whom the last wakes */
+        break;
     case DLOCK__STEP_EXTEND:
     case DLOCK__STEP_REPAIR:
-        dlock__words_keys(w, &cl->aux[1], 2); /* its readers and their records */
+        dlock__words_keys(w, &cl->aux[1], 2);
         break;
     case DLOCK__STEP_FENCE:
         dlock__words_keys(w, &cl->aux[3], 1);
         break;
     }
+}
+
+#define WRITER_PREFIX "writer:"
+
+enum dlock__wake dlock__writers_message(const dlock__claim *cl, const char *msg, size_t len,
+                                        dlock__handover *h)
+{
+    size_t skip = strlen(WRITER_PREFIX);
+    (void)h;
+    if (len < skip || memcmp(msg, WRITER_PREFIX, skip) != 0)
+        return DLOCK__WAKE;
+    return len == skip + strlen(cl->token) && memcmp(msg + skip, cl->token, len - skip) == 0
+               ? DLOCK__WAKE
+               : DLOCK__WAKE_NOT;
 }
 
 /* A mutex otherwise, so not with permits or fair. */
@@ -106,6 +123,7 @@ const dlock__kind dlock__kind_shared = {
     .status = DLOCK__SCRIPT_SHARED_STATUS,
     .aux = {"writer", "readers", "rowners", "epoch", NULL},
     .words = words,
+    .message = dlock__writers_message,
     .setup = setup,
     .adopted_on = DLOCK_ENOTOWNER,
     .no_owner_key = true, /* the holders' records are in rowners */

@@ -219,6 +219,116 @@ static void test_shared_second_waiting_writer_keeps_readers_out(void **state)
     take_and_release(c, "shared:writers", 30000, &o);
 }
 
+struct writer {
+    dlock_client *c;
+    char token[DLOCK_TOKEN_LEN + 1];
+    int rc;
+};
+
+/* Takes "shared:woken" (waiting; exclusively unless `shared`), holds it
+ * 10 ms, releases. */
+static void *woken_thread(void *arg, bool shared)
+{
+    struct writer *w = arg;
+    dlock_acquire_options o = shared ? shared_options(20000LL * test_slowdown())
+                                     : wait_options(20000LL * test_slowdown());
+    dlock_lock *l = NULL;
+    w->rc = dlock_lock_acquire(&l, w->c, "shared:woken", 30000, &o);
+    if (w->rc != 0)
+        return NULL;
+    snprintf(w->token, sizeof(w->token), "%s", dlock_lock_token(l));
+    usleep(10 * 1000);
+    w->rc = dlock_lock_release(l);
+    dlock_lock_free(l);
+    return NULL;
+}
+
+static void *writer_thread(void *arg)
+{
+    return woken_thread(arg, false);
+}
+
+static void *late_reader_thread(void *arg)
+{
+    return woken_thread(arg, true);
+}
+
+/* How many listen on `channel` (PUBSUB SHARDNUMSUB). */
+static long long listeners(redisContext *redis, const char *channel)
+{
+    redisReply *r = redisCommand(redis, "PUBSUB SHARDNUMSUB %s", channel);
+    long long n = r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 ? r->element[1]->integer : -1;
+    freeReplyObject(r);
+    return n;
+}
+
+/* The next message on `sub`'s channel, into out (empty: none came). */
+static void next_message(redisContext *sub, char *out, size_t len)
+{
+    redisReply *r = NULL;
+    out[0] = '\0';
+    if (redisGetReply(sub, (void **)&r) == REDIS_OK && r && r->type == REDIS_REPLY_ARRAY &&
+        r->elements == 3 && r->element[2]->type == REDIS_REPLY_STRING)
+        snprintf(out, len, "%s", r->element[2]->str);
+    freeReplyObject(r);
+}
+
+/* Eight writers wait behind a reader, and two readers behind them. Each
+ * release wakes one writer ("writer:TOKEN" on the release channel: the
+ * last reader's, then each writer's while another waits), the last
+ * writer's every waiter (its token): the readers, together. The script
+ * calls from the reader's release on: the release, each grant and
+ * release, and the waiters' own retries (each tries again within 600 ms
+ * or 1 s, at most once more per 500 ms of the run), not a busy try of
+ * every waiter at every release (44 more). */
+static void test_shared_release_wakes_one_waiting_writer(void **state)
+{
+    enum { WRITERS = 8, READERS = 2, WAITERS = WRITERS + READERS };
+    redisContext *redis = *state, *sub;
+    dlock_client *c = client_on(server.url);
+    dlock_acquire_options o = shared_options(0);
+    dlock_lock *r = take(c, "shared:woken", 30000, &o);
+    struct writer *w[WAITERS];
+    const char *channel = aux_key("shared:woken", "released");
+    char message[128];
+    long long before, calls, started, took_ms;
+    int woken = 0;
+
+    sub = connect_to(&server);
+    redisSetTimeout(sub, (struct timeval){.tv_sec = 10L * test_slowdown()});
+    freeReplyObject(redisCommand(sub, "SSUBSCRIBE %s", channel));
+    for (int i = 0; i < WAITERS; i++) {
+        struct writer one = {.c = client_on(server.url)};
+        w[i] = start_thread(i < WRITERS ? writer_thread : late_reader_thread, &one, sizeof(one));
+        if (i == WRITERS - 1)
+            wait_for_zcard(redis, aux_key("shared:woken", "writer"), WRITERS);
+    }
+    for (int i = 0; listeners(redis, channel) < WAITERS + 1; i++) {
+        assert_true(i < 1000 * test_slowdown());
+        usleep(10 * 1000);
+    }
+    before = script_calls(redis);
+    started = test_now_ms();
+    assert_int_equal(dlock_lock_release(r), 0);
+    for (int i = 0; i < WAITERS; i++) {
+        join_thread(w[i]);
+        assert_int_equal(w[i]->rc, 0);
+    }
+    took_ms = test_now_ms() - started;
+    calls = script_calls(redis) - before;
+    print_message("%lld script calls in %lld ms\n", calls, took_ms);
+    assert_true(calls <= 1 + 2 * WAITERS + WAITERS * (1 + took_ms / 500));
+    for (int i = 0; i <= WRITERS; i++) {
+        next_message(sub, message, sizeof(message));
+        if (strncmp(message, "writer:", 7) != 0)
+            break;
+        for (int k = 0; k < WRITERS; k++)
+            woken += strcmp(message + 7, w[k]->token) == 0;
+    }
+    assert_int_equal(woken, WRITERS);
+    assert_int_equal(strlen(message), DLOCK_TOKEN_LEN); /* the last writer's own token */
+}
+
 /* A writer whose wait ends without the lock leaves the waiting writers at
  * once (a new reader gets in), not when its lease of 2 s ends; an acquire
  * that does not wait never joins them. */
@@ -391,6 +501,7 @@ int main(void)
         T(test_shared_dead_writer_frees_the_readers),
         T(test_shared_second_waiting_writer_keeps_readers_out),
         T(test_shared_writer_that_gives_up_leaves_at_once),
+        T(test_shared_release_wakes_one_waiting_writer),
         T(test_shared_fence_epoch_release_by_token_wrong_kind),
         U(test_shared_redlock_two_of_five_killed),
         U(test_shared_redlock_readers_of_an_epoch_share_its_fence),

@@ -229,6 +229,21 @@ local function publish(channel, message)
   end
 end
 
+-- What a release tells on the name's channel (publish()) when exclusive
+-- acquirers wait among the name's waiting writers (the sorted set
+-- `writer`, token -> the end of its lease in server ms; docs/shared.md):
+-- "writer:TOKEN", which wakes that writer alone, the live one that asked
+-- last (a dead one's lease ends within 2 s, and the others try again
+-- within 600 ms on their own); with no live writer, `token`, the release's
+-- own, which wakes every waiter. `writer` nil: the call names none.
+local function release_message(writer, token, now)
+  local last = writer and redis.call('ZRANGE', writer, -1, -1, 'WITHSCORES')
+  if last and last[1] and tonumber(last[2]) > now then
+    return 'writer:' .. last[1]
+  end
+  return token
+end
+
 -- The audit (docs/operations.md#the-audit): a client with the audit on
 -- ends its acquire, release and extend calls with a trailer, KEYS the
 -- name's stream {T}:dlock:audit:NAME and ARGV fence, maxlen, host, pid,
@@ -252,10 +267,16 @@ if ARGV[#ARGV] == 'dlock:audit' then
   for _ = 1, 9 do
     table.remove(ARGV)
   end
-  audit_key = table.remove(KEYS)
-  local t = redis.call('TYPE', audit_key)['ok']
-  if t ~= 'none' and t ~= 'stream' then
-    return redis.error_reply('WRONGTYPE ' .. audit_key .. ' is a ' .. t .. ', not an audit stream')
+  -- Named as NAME (present_key()): absent while the slot migrates, where
+  -- no script may create it.
+  audit_key = present_key(#KEYS) and table.remove(KEYS)
+  if not audit_key then
+    table.remove(KEYS)
+  else
+    local t = redis.call('TYPE', audit_key)['ok']
+    if t ~= 'none' and t ~= 'stream' then
+      return redis.error_reply('WRONGTYPE ' .. audit_key .. ' is a ' .. t .. ', not an audit stream')
+    end
   end
 end
 local function audit(event, token, fence, ttl, record, kind)

@@ -12,6 +12,9 @@
 -- holds no token, or is of another type, says nothing: the release goes
 -- on (the next acquire reports the key).
 --
+-- Ours, released: the message on the name's channel is release_message():
+-- a holder that waited among the writers wakes the next of them alone.
+--
 -- Not ours: a writer that gives up its wait leaves the waiting writers
 -- (see mutex_acquire.lua; looked at with PTTL first), but not in a cleanup
 -- (ARGV[3] "0"): a reply that came too late must not end a wait that goes
@@ -37,6 +40,7 @@ if ours and one_server then
     return 2
   end
 end
+local message = ours and ARGV[3] == '1' and release_message(writer, ARGV[1], writer and clock())
 if raise then
   redis.call('SET', freed, ARGV[4], 'PX', ARGV[5])
 end
@@ -48,8 +52,8 @@ if not ours then
   return 0
 end
 redis.call('DEL', KEYS[1], KEYS[2])
-if ARGV[3] == '1' then
-  publish(ARGV[2], ARGV[1])
+if message then
+  publish(ARGV[2], message)
 end
 audit_end(ARGV[1], true)
 return 1
