@@ -15,14 +15,14 @@
  * (src/kinds/KIND.c) and the attempt layer; and
  * fence_max.lua, the write-back:
  * kind mutex
- * pin src/kinds/lua/helpers.lua e2e7afd4ca7ac80835aaec62288bdc40aa5803cb
- * pin src/kinds/lua/mutex_acquire.lua ff03cc8135a37092bcb5982e35a279d689613bcc
+ * pin src/kinds/lua/helpers.lua 556543b23b65b3b3057d65e78819ddab64ee694f
+ * pin src/kinds/lua/mutex_acquire.lua 82ef5574b19fb23e43132a81f16ec4e365319c67
  * pin src/kinds/lua/mutex_extend.lua 8840a10719bea4dbda3451084c3d9b01672b822f
  * pin src/kinds/lua/mutex_release.lua 1f0dc63435d9ec46f7fbbd7a705752a1f3b7cda8
  * pin src/kinds/lua/mutex_status.lua b45ab2ae5b2e63e420212a460678f668e8b7975a
- * pin src/kinds/lua/fence_max.lua 8d20c14c6ced0f063745bf277650f36999f05594
- * pin src/kinds/mutex.c 41a58c6f91663007f2de99eb10ea718b66928b4e
- * pin src/engine/attempt.c 7e6bbf52963aafa8dd457cff12bd01be3eebdd64
+ * pin src/kinds/lua/fence_max.lua 767c828a363b104eff4ca4a00c578aa4ef51c320
+ * pin src/kinds/mutex.c 915ef137a0820906cff5ca93d6b84b04d353802f
+ * pin src/engine/attempt.c b495b448a30c2bf14517610c1b09f8bd29ba5475
  *
  * Time. There is no absolute clock: every time in the model is kept
  * relative to "now" and moved by the clock process, one tick at a time, so
@@ -104,6 +104,19 @@
 #ifndef CHECK_REPAIR
 #define CHECK_REPAIR 0  /* a holder's key is put back where it went missing */
 #endif
+#ifndef PROPOSE
+#define PROPOSE 0       /* an acquire's proposal for the token: sub-ticks
+                           ahead of now when sent (the client's clock and
+                           lead); 0: none */
+#endif
+#ifndef PSKEW
+#define PSKEW 0         /* client 1's proposal is PSKEW sub-ticks below
+                           client 0's: its clock is behind */
+#endif
+#ifndef CAP
+#define CAP 1           /* a node takes a proposal at most CAP ticks ahead
+                           of its own clock */
+#endif
 /* Mutations, for the negative controls: NO_WRITE_BACK, NO_TIME_FLOOR,
  * NO_RETRY; REPAIR_BY_FENCE (repair only where the stored fence is below
  * ours), NO_GHOST_CHECK (repair wherever our key is missing). */
@@ -170,6 +183,7 @@ short rarg[NC];
 bool onr[NC];
 byte cyes[NC], cans[NC];
 short cfence[NC];
+bool cagreed[NC];             /* every yes counted so far granted cfence */
 byte cdl[NC];                 /* ticks until the call's deadline */
 short cvu[NC];                /* ticks of validity the call would give */
 
@@ -237,7 +251,7 @@ ltl granted { [] ((!held[0] && !held[1] && MAJ_FREE) -> <> (held[0] || held[1]))
  * fast is the worst case, so it is the one modelled. */
 /* The scripts' result and token go to the node's own f and res. */
 
-inline acquire_script(i, tok) {
+inline acquire_script(i, tok, proposal) {
     if
     :: ktok[i] != 0 && ktok[i] != tok -> res = NO; f = FLOOR
     :: else ->
@@ -248,6 +262,12 @@ inline acquire_script(i, tok) {
         us++;
         f = (fence[i] + 1 > off[i] * SUB + us -> fence[i] + 1 : off[i] * SUB + us);
 #endif
+        /* next_fence(): the proposal when larger, and not more than CAP
+         * ahead of the node's clock */
+        if
+        :: proposal > f && proposal <= (off[i] + CAP) * SUB + us -> f = proposal
+        :: else -> skip
+        fi;
         ktok[i] = tok; krem[i] = TTL - DRIFT; fence[i] = f; res = YES
     fi
 }
@@ -320,7 +340,7 @@ inline fence_max_script(i, arg) {
         d_step { \
             pend[(c) * NN + (i)] = false; \
             if \
-            :: cop[c] == ACQ -> acquire_script(i, ctok[c]) \
+            :: cop[c] == ACQ -> acquire_script(i, ctok[c], carg[c]) \
             :: cop[c] == REL -> release_script(i, ctok[c], carg[c]) \
             :: cop[c] == EXT -> extend_script(i, ctok[c], carg[c], c) \
             :: cop[c] == FMAX -> fence_max_script(i, carg[c]) \
@@ -334,7 +354,9 @@ inline fence_max_script(i, arg) {
             :: open[c] && mine -> \
                 cans[c]++; \
                 if \
-                :: res == YES -> cyes[c]++; cfence[c] = (f > cfence[c] -> f : cfence[c]) \
+                :: res == YES -> \
+                    cagreed[c] = (cyes[c] == 0 || (cagreed[c] && f == cfence[c])); \
+                    cyes[c]++; cfence[c] = (f > cfence[c] -> f : cfence[c]) \
                 :: else -> skip \
                 fi \
             :: else -> skip \
@@ -552,16 +574,21 @@ idle:
             calls++;
 #endif
             tok = c * 16 + calls;  /* one token per call */
-            call_all(ACQ, tok, FLOOR, NDL, TTL - DRIFT)
+            call_all(ACQ, tok, (PROPOSE > 0 -> PROPOSE - c * PSKEW : FLOOR), NDL, TTL - DRIFT)
         }
         settle();
         if
         :: d_step { cyes[c] >= QUORUM && cvu[c] > 0; cF[c] = cfence[c]; cfence[c] = FLOOR } ->
 #if NN > 1 && !defined(NO_WRITE_BACK)
             /* the largest fence of the quorum is written back to every node
-             * and must reach a majority before the validity ends */
-            d_step { call_all(FMAX, tok, cF[c], MIN(NDL, cvu[c]), cvu[c]) }
-            settle();
+             * and must reach a majority before the validity ends, unless
+             * every node counted granted it (and stores it already) */
+            if
+            :: cagreed[c] -> skip
+            :: else ->
+                d_step { call_all(FMAX, tok, cF[c], MIN(NDL, cvu[c]), cvu[c]) }
+                settle()
+            fi;
 #endif
             if
             :: d_step {

@@ -19,14 +19,14 @@
  * and the waiter (src/kinds/queue.c, src/engine/wait.c), which QUEUE
  * models:
  * kind sem
- * pin src/kinds/lua/helpers.lua e2e7afd4ca7ac80835aaec62288bdc40aa5803cb
+ * pin src/kinds/lua/helpers.lua 556543b23b65b3b3057d65e78819ddab64ee694f
  * pin src/kinds/lua/sem_acquire.lua 6428bfd2c04901050716e73b66252b42ceeda5c9
  * pin src/kinds/lua/sem_extend.lua caf4af26783a350dc0520097470913b6d0f6afa8
  * pin src/kinds/lua/sem_helpers.lua 438a1dd78a3f7e2a1c2d59cc9ae487785428249a
  * pin src/kinds/lua/sem_release.lua fc4db97a5711d1b77e5f7f413887b7232b4924be
  * pin src/kinds/lua/sem_status.lua dbbd592f11049a184e31108de40b970e3ede2095
  * pin src/kinds/semaphore.c 60fab16dbeac79aa52ec9fc38a235c747224ae35
- * pin src/engine/attempt.c 7e6bbf52963aafa8dd457cff12bd01be3eebdd64
+ * pin src/engine/attempt.c b495b448a30c2bf14517610c1b09f8bd29ba5475
  * pin src/kinds/queue.c a64344932052220b16ac86f8fbb7048b78f80857
  * pin src/engine/wait.c cfd4ac4eecacf4d87b832e9510adeaea3741aef1
  *

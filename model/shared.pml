@@ -15,17 +15,17 @@
  * mutex's acquire, release and extend, which it models too (a writer
  * waits, gives up and extends through them):
  * kind shared
- * pin src/kinds/lua/helpers.lua e2e7afd4ca7ac80835aaec62288bdc40aa5803cb
- * pin src/kinds/lua/shared_acquire.lua fa76b9c7ad5fb8748355605f6a69727f20b9fc79
+ * pin src/kinds/lua/helpers.lua 556543b23b65b3b3057d65e78819ddab64ee694f
+ * pin src/kinds/lua/shared_acquire.lua 289019601fbeda4cedb744e51b2901527c7e318f
  * pin src/kinds/lua/shared_extend.lua 07bb2c930e6a5cb0e59d46b23ce15677e7fb73ae
  * pin src/kinds/lua/shared_helpers.lua 7607a20d47e546c7143beb5de3a87a2aecbd0b87
  * pin src/kinds/lua/shared_release.lua 317a5067a1757c89a2831f6c96d0499cb813e4f1
  * pin src/kinds/lua/shared_status.lua cd1000d86a93579cc2d6e7a123205b373dad2d53
- * pin src/kinds/lua/mutex_acquire.lua ff03cc8135a37092bcb5982e35a279d689613bcc
+ * pin src/kinds/lua/mutex_acquire.lua 82ef5574b19fb23e43132a81f16ec4e365319c67
  * pin src/kinds/lua/mutex_release.lua 1f0dc63435d9ec46f7fbbd7a705752a1f3b7cda8
  * pin src/kinds/lua/mutex_extend.lua 8840a10719bea4dbda3451084c3d9b01672b822f
  * pin src/kinds/shared.c 22c5c9623cec3044e78f5b00ce983ba0d0ccaa06
- * pin src/engine/attempt.c 7e6bbf52963aafa8dd457cff12bd01be3eebdd64
+ * pin src/engine/attempt.c b495b448a30c2bf14517610c1b09f8bd29ba5475
  *
  * Time is kept as in dlock.pml and fair.pml: relative to "now", moved one
  * tick at a time by the clock process. NAME, each reader's entry and each

@@ -29,6 +29,7 @@ struct answer {
     uint64_t fence; /* GRANT, YES */
     unsigned slot;  /* GRANT, YES: a kind with slots names it, else 0 */
     int64_t pttl;   /* GRANT, NO */
+    bool no_epoch;  /* GRANT, YES: {1, fence, 0, 0}, a Redlock mutex's: no epoch key here */
     bool writer;    /* GRANT, NO: {0, pttl, 1}, we wait among the writers */
     bool shared;    /* GRANT, NO: {0, pttl, 2}, held shared */
     int64_t lease_end_ms; /* GRANT, NO: {0, pttl, 0, end}, a queued waiter's lease */
@@ -49,7 +50,7 @@ static bool read_slot(const dlock__reply *a, unsigned *slot)
 
 static struct answer read_grant(const dlock__reply *a)
 {
-    struct answer x = {VOTE_FAILED, DLOCK_EPROTO, 0, 0, 0, false, false, 0};
+    struct answer x = {VOTE_FAILED, DLOCK_EPROTO, 0, 0, 0, false, false, false, 0};
     const dlock__reply *first, *second, *third;
     char *end;
     if (a->type != DLOCK__REPLY_ARRAY || a->elements < 2 || a->elements > 4)
@@ -66,16 +67,18 @@ static struct answer read_grant(const dlock__reply *a)
         x.shared = third && third->type == DLOCK__REPLY_INTEGER && third->integer == 2;
         if (a->elements == 4 && a->element[3]->type == DLOCK__REPLY_INTEGER)
             x.lease_end_ms = a->element[3]->integer;
-    } else if (first->integer == 1 && second->type == DLOCK__REPLY_STRING && a->elements <= 3) {
+    } else if (first->integer == 1 && second->type == DLOCK__REPLY_STRING) {
         x.fence = strtoull(second->str, &end, 10);
         x.vote = *end == '\0' && x.fence > 0 && read_slot(a, &x.slot) ? VOTE_YES : VOTE_FAILED;
+        x.no_epoch = a->elements == 4 && a->element[3]->type == DLOCK__REPLY_INTEGER &&
+                     a->element[3]->integer == 0;
     }
     return x;
 }
 
 static struct answer read_answer(const dlock__node_result *r, enum reply_kind kind)
 {
-    struct answer x = {VOTE_FAILED, 0, 0, 0, 0, false, false, 0};
+    struct answer x = {VOTE_FAILED, 0, 0, 0, 0, false, false, false, 0};
     const dlock__reply *a = r->reply;
     if (r->status == DLOCK__PENDING) {
         x.vote = VOTE_PENDING;
@@ -138,12 +141,13 @@ static void count(dlock__tally *t, const dlock__node_result *results, size_t n,
     t->yes = t->no = t->repaired = t->failed = t->pending = 0;
     t->fence = 0;
     t->slot = 0;
-    t->writer = t->shared = false;
+    t->writer = t->shared = t->agreed = false;
     t->lease_end_ms = 0;
     for (size_t i = 0; i < n; i++) {
         struct answer x = answer_of(results, n, call, i, kind, g);
         switch (x.vote) {
         case VOTE_YES:
+            t->agreed = (t->yes == 0 || (t->agreed && x.fence == t->fence)) && x.no_epoch;
             if (t->yes++ == 0 || x.fence > t->fence) {
                 t->fence = x.fence;
                 t->slot = x.slot;
@@ -534,7 +538,8 @@ static int acquire_failed(dlock__claim *cl, dlock__lane *lane, const dlock__tall
  * hold the token or, having restarted empty since, start from its clock above
  * it. So it is written back (never lowering a stored value) to every node,
  * and must reach a majority before `valid_until`. The kind may name more
- * keys to raise: the name's epoch, for shared holders (docs/shared.md). */
+ * keys to raise, and say how: the name's epoch, for shared holders
+ * (docs/shared.md). */
 static int write_back_fence(dlock__claim *cl, dlock__lane *lane, int64_t ttl_ms, uint64_t fence,
                             int64_t valid_until)
 {
@@ -542,7 +547,7 @@ static int write_back_fence(dlock__claim *cl, dlock__lane *lane, int64_t ttl_ms,
     dlock__node_result results[DLOCK__NODES_MAX];
     char value[24], fence_ttl[24];
     const char *keys[1 + DLOCK__KIND_AUX_MAX + 1] = {cl->keys.fence};
-    const char *const args[] = {value, fence_ttl};
+    const char *args[2 + DLOCK__WORDS_ARGS_MAX] = {value, fence_ttl};
     struct decision d = {.tally.quorum = dlock__quorum(c), .kind = COUNT};
     int64_t deadline = call_deadline(cl, lane, ttl_ms);
     dlock__script_call call;
@@ -554,7 +559,9 @@ static int write_back_fence(dlock__claim *cl, dlock__lane *lane, int64_t ttl_ms,
     kind_words(cl, DLOCK__STEP_FENCE, &w);
     for (int i = 0; i < w.nkeys; i++)
         keys[1 + i] = w.keys[i];
-    rc = dlock__script_encode(&call, DLOCK__SCRIPT_FENCE_MAX, 1 + w.nkeys, keys, 2, args);
+    for (int i = 0; i < w.nargs; i++)
+        args[2 + i] = w.args[i];
+    rc = dlock__script_encode(&call, DLOCK__SCRIPT_FENCE_MAX, 1 + w.nkeys, keys, 2 + w.nargs, args);
     if (rc < 0)
         return rc;
     dlock__fanout(lane->conns, c->n, &call.call, deadline < valid_until ? deadline : valid_until,
@@ -571,15 +578,16 @@ static int write_back_fence(dlock__claim *cl, dlock__lane *lane, int64_t ttl_ms,
 }
 
 /* After a majority granted: one server counted twice is no majority; with
- * several nodes the token must reach a majority; all of it within the
- * validity. On failure what we wrote is taken back. */
+ * several nodes the token must reach a majority, unless every grant
+ * counted stored it already (agreed: docs/redlock.md); all of it within
+ * the validity. On failure what we wrote is taken back. */
 static int confirm_grant(dlock__claim *cl, dlock__lane *lane, const dlock__tally *t,
                          const dlock__node_result *results, int64_t ttl_ms, int64_t start,
                          int64_t valid_until)
 {
     dlock_client *c = cl->client;
     int rc = check_one_vote_each(c, lane, start);
-    if (rc == 0 && c->n > 1)
+    if (rc == 0 && c->n > 1 && !t->agreed)
         rc = write_back_fence(cl, lane, ttl_ms, t->fence, valid_until);
     if (rc == 0 && valid_until <= dlock__now_ns()) {
         rc = DLOCK_ETIMEDOUT;

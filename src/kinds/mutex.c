@@ -23,6 +23,18 @@ static bool has_writers(const dlock__kind *kind)
     return kind->aux[1] != NULL;
 }
 
+/* A Redlock acquire's proposal for the token: the client's clock in µs,
+ * PROPOSAL_LEAD_US ahead so that it is above the clocks of servers a
+ * little ahead of ours, where it is granted (helpers.lua, next_fence()). */
+#define PROPOSAL_LEAD_US 50000
+
+static uint64_t proposal(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    return (uint64_t)now.tv_sec * 1000000 + (uint64_t)now.tv_nsec / 1000 + PROPOSAL_LEAD_US;
+}
+
 static void words(const dlock__claim *cl, enum dlock__step step, dlock__words *w)
 {
     bool writers = has_writers(cl->kind);
@@ -32,8 +44,14 @@ static void words(const dlock__claim *cl, enum dlock__step step, dlock__words *w
         if (writers && cl->params->held_shared)
             dlock__words_keys(w, cl->aux, 1);
         /* A writer that waits: its grant leaves the waiting writers. */
-        if (cl->params->writer)
-            dlock__words_arg(w, "1");
+        if (cl->params->writer || c->n > 1)
+            dlock__words_arg(w, cl->params->writer ? "1" : "0");
+        /* Redlock: a token the servers can agree on, and whether the
+         * epoch the write-back would raise is there (mutex_acquire.lua). */
+        if (c->n > 1) {
+            dlock__words_number(w, proposal());
+            dlock__words_keys(w, &cl->aux[writers ? 1 : 0], 1);
+        }
         break;
     case DLOCK__STEP_RELEASE:
         /* With one server, a fair queue's mark in the fence key makes the
@@ -64,6 +82,7 @@ static void words(const dlock__claim *cl, enum dlock__step step, dlock__words *w
         break;
     case DLOCK__STEP_FENCE:
         dlock__words_keys(w, &cl->aux[writers ? 1 : 0], 1);
+        dlock__words_arg(w, "existing"); /* the epoch is the shared holders' */
         break;
     }
 }

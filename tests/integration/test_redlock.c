@@ -450,6 +450,85 @@ static void test_redlock_guard_loads_on_every_server(void **state)
     test_redis_resume(&nodes[3]);
 }
 
+/* Script calls each node ran so far, into calls[]. */
+static void script_calls_of_nodes(long long calls[NODES])
+{
+    for (int i = 0; i < NODES; i++)
+        calls[i] = script_calls(connect_to(&nodes[i]));
+}
+
+/* Takes and releases NAME (exclusive), once every node ran each of its
+ * calls: each node's script calls since are `per_node` (the acquire and
+ * the release; a write-back one more), and a majority's fence key then
+ * holds the token, which is returned. */
+static uint64_t cycle_on_all(dlock_client *c, const char *name, int per_node)
+{
+    long long before[NODES], after[NODES];
+    char token_text[24];
+    dlock_lock *lock;
+    uint64_t fence;
+    script_calls_of_nodes(before);
+    lock = take(c, name, 30000, NULL);
+    fence = dlock_lock_fence(lock);
+    snprintf(token_text, sizeof(token_text), "%llu", (unsigned long long)fence);
+    wait_for_holders(name, dlock_lock_token(lock), NODES);
+    /* A node that ran the acquire late may have granted a larger token. */
+    wait_for_holders(aux_key(name, "fence"), token_text, NODES);
+    assert_true(nodes_holding(aux_key(name, "fence"), token_text) >= NODES / 2 + 1);
+    assert_int_equal(dlock_lock_release(lock), 0);
+    for (int i = 0; i < 1000 && nodes_holding(name, NULL) > 0; i++)
+        usleep(5000);
+    script_calls_of_nodes(after);
+    for (int i = 0; i < NODES; i++)
+        assert_int_equal(after[i] - before[i], per_node);
+    return fence;
+}
+
+/* Sets NAME's fence key on node i to base + i * step. */
+static void set_fences(const char *name, uint64_t base, uint64_t step)
+{
+    for (int i = 0; i < NODES; i++)
+        freeReplyObject(redisCommand(connect_to(&nodes[i]), "SET %s %llu", aux_key(name, "fence"),
+                                     (unsigned long long)(base + (uint64_t)i * step)));
+}
+
+/* A majority that granted one token (the client's proposal, or the same
+ * stored fence + 1 everywhere), none with an epoch key, stored it
+ * already: no write-back, two calls per node and cycle. Tokens that
+ * differ, or an epoch key to raise, send the write-back to every node. A
+ * shared holder after an exclusive one that wrote nothing back gets its
+ * token (the stored fence, where there is no epoch). */
+static void test_redlock_agreed_token_is_not_written_back(void **state)
+{
+    const uint64_t ahead = 8000000000000000ULL; /* far ahead of the clocks */
+    dlock_client *c = client_on_all_nodes(0, 0);
+    dlock_acquire_options shared = shared_options(0);
+    uint64_t first, token;
+    dlock_lock *reader;
+    char value[24];
+    (void)state;
+    first = cycle_on_all(c, "rl:agree", 2);
+    token = cycle_on_all(c, "rl:agree", 2);
+    assert_true(token > first);
+    reader = take(c, "rl:agree", 30000, &shared);
+    assert_true(dlock_lock_fence(reader) >= token);
+    assert_int_equal(dlock_lock_release(reader), 0);
+    wait_for_holders("rl:agree", NULL, 0);
+    on_nodes(0, NODES, "DEL %s", aux_key("rl:agree", "epoch"));
+
+    set_fences("rl:agree", ahead, 0);
+    assert_int_equal(cycle_on_all(c, "rl:agree", 2), ahead + 1);
+    set_fences("rl:agree", ahead + 100, 10);
+    assert_true(cycle_on_all(c, "rl:agree", 3) > ahead + 100);
+
+    set_fences("rl:agree", ahead + 1000, 0);
+    on_nodes(0, NODES, "SET %s 1", aux_key("rl:agree", "epoch"));
+    assert_int_equal(cycle_on_all(c, "rl:agree", 3), ahead + 1001);
+    snprintf(value, sizeof(value), "%llu", (unsigned long long)(ahead + 1001));
+    wait_for_holders(aux_key("rl:agree", "epoch"), value, NODES);
+    assert_int_equal(nodes_holding(aux_key("rl:agree", "epoch"), value), NODES);
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup_nodes, cleanup_teardown)
@@ -470,6 +549,7 @@ int main(void)
         T(test_redlock_waiter_wakes_on_release),
         T(test_redlock_from_the_command),
         T(test_redlock_guard_loads_on_every_server),
+        T(test_redlock_agreed_token_is_not_written_back),
     };
 #undef T
     return cmocka_run_group_tests(tests, group_setup_nodes, group_teardown_nodes);

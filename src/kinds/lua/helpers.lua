@@ -90,9 +90,19 @@ end
 -- µs), as a decimal string. The clock covers a counter rolled back by a
 -- restart from an older snapshot, not only one that was lost, and +1
 -- makes every grant's token new, so no two holders can end up with the
--- same largest token.
-local function next_fence(last, now_us)
-  return string.format('%d', math.max(last + 1, now_us))
+-- same largest token. A Redlock acquire also sends a `proposal` (the
+-- client's clock and a lead, docs/redlock.md), which is the token when it
+-- is larger and at most PROPOSAL_AHEAD_US ahead of the server's clock: so
+-- every server of a majority usually grants the same token, and that
+-- token needs no write-back; the bound keeps a client's fast clock from
+-- pushing the tokens far ahead of the servers' clocks.
+local PROPOSAL_AHEAD_US = 1000000
+local function next_fence(last, now_us, proposal)
+  local f = math.max(last + 1, now_us)
+  if proposal and proposal > f and proposal <= now_us + PROPOSAL_AHEAD_US then
+    f = proposal
+  end
+  return string.format('%d', f)
 end
 
 -- The host and pid (a decimal string) an owner record names, or nil when

@@ -25,20 +25,29 @@
 -- So the mutex names the keys of no other kind until its name is used by
 -- one, and sends no sorted-set command (which a mutex's ACL rule may
 -- lack) before.
+--
+-- With several servers (Redlock) ARGV[5] is "1" or "0" (among the writers
+-- or not), ARGV[6] the client's proposal for the token (next_fence()),
+-- and the name's epoch key (docs/shared.md) comes last in KEYS; a grant
+-- answers {1, fence, 0, 1 or 0}: whether the epoch key exists here. Where
+-- a majority granted one token and holds no epoch, the client writes
+-- nothing back (docs/redlock.md).
 local WRITER_LEASE_MS, WRITER_RETRY_MS = 2000, 600
+local proposal, epoch = tonumber(ARGV[6]), ARGV[6] and KEYS[#KEYS]
+local writers = KEYS[4] ~= epoch and KEYS[4] or nil
 
 local current = redis.call('GET', KEYS[1])
 if current and current ~= ARGV[1] then
   local pttl = redis.call('PTTL', KEYS[1])
   if current ~= SHARED_MARKER then
     return {0, pttl}
-  elseif not KEYS[4] then
+  elseif not writers then
     return {0, pttl, 2}
   end
   local now = clock()
-  redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
-  redis.call('ZADD', KEYS[4], now + WRITER_LEASE_MS, ARGV[1])
-  redis.call('PEXPIRE', KEYS[4], WRITER_LEASE_MS)
+  redis.call('ZREMRANGEBYSCORE', writers, '-inf', now)
+  redis.call('ZADD', writers, now + WRITER_LEASE_MS, ARGV[1])
+  redis.call('PEXPIRE', writers, WRITER_LEASE_MS)
   return {0, math.min(pttl, WRITER_RETRY_MS), 1}
 end
 local last, queued = fence_of(KEYS[2])
@@ -49,13 +58,17 @@ local now, now_us = clock()
 if not current and queued > now then
   return {0, queued - now}
 end
-local waited = ARGV[5] == '1' and redis.call('ZSCORE', KEYS[4], ARGV[1])
-local f = next_fence(last, now_us)
+local waited = ARGV[5] == '1' and writers and redis.call('ZSCORE', writers, ARGV[1])
+local has_epoch = epoch and redis.call('EXISTS', epoch)
+local f = next_fence(last, now_us, proposal)
 redis.call('SET', KEYS[1], ARGV[1], current and 'XX' or 'NX', 'PX', ARGV[2])
 set_fence(KEYS[2], f, ARGV[3], queued, now)
 redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[2])
 if waited then
-  redis.call('ZREM', KEYS[4], ARGV[1])
+  redis.call('ZREM', writers, ARGV[1])
 end
 audit('grant', ARGV[1], f, ARGV[2])
+if epoch then
+  return {1, f, 0, has_epoch}
+end
 return {1, f}

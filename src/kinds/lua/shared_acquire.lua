@@ -7,7 +7,11 @@
 -- is none). With several, a server's stored fence may have been raised by
 -- an exclusive attempt that failed, so it is the epoch key, which only a
 -- grant's write-back raises: the largest of a majority is the last
--- exclusive holder's token, which a majority got (1 before any).
+-- exclusive holder's token, which a majority got. A server without an
+-- epoch key answers its stored fence: an exclusive grant writes nothing
+-- back where a majority granted one token and none of them had an epoch
+-- (docs/redlock.md), so that token is the stored fence of a majority (1
+-- before any token).
 
 local name, writer, readers, rowners = KEYS[1], KEYS[4], KEYS[5], KEYS[6]
 local token, several = ARGV[1], ARGV[5] == '1'
@@ -21,11 +25,11 @@ if not stored then
 end
 local last = stored
 if several then
-  local err
-  last, err = fence_of(KEYS[7])
-  if not last then
+  local epoch, err = fence_of(KEYS[7])
+  if not epoch then
     return redis.error_reply(err)
   end
+  last = epoch > 0 and epoch or stored
 end
 local now, now_us = clock()
 local score = current and redis.call('ZSCORE', readers, token)
