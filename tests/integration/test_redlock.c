@@ -8,6 +8,7 @@
 
 #include <dlock.h>
 
+#include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -470,7 +471,7 @@ static uint64_t cycle_on_all(dlock_client *c, const char *name, int per_node)
     script_calls_of_nodes(before);
     lock = take(c, name, 30000, NULL);
     fence = dlock_lock_fence(lock);
-    snprintf(token_text, sizeof(token_text), "%llu", (unsigned long long)fence);
+    snprintf(token_text, sizeof(token_text), "%" PRIu64, fence);
     wait_for_holders(name, dlock_lock_token(lock), NODES);
     /* A node that ran the acquire late may have granted a larger token. */
     wait_for_holders(aux_key(name, "fence"), token_text, NODES);
@@ -488,8 +489,8 @@ static uint64_t cycle_on_all(dlock_client *c, const char *name, int per_node)
 static void set_fences(const char *name, uint64_t base, uint64_t step)
 {
     for (int i = 0; i < NODES; i++)
-        freeReplyObject(redisCommand(connect_to(&nodes[i]), "SET %s %llu", aux_key(name, "fence"),
-                                     (unsigned long long)(base + (uint64_t)i * step)));
+        freeReplyObject(redisCommand(connect_to(&nodes[i]), "SET %s %" PRIu64,
+                                     aux_key(name, "fence"), base + (uint64_t)i * step));
 }
 
 /* A majority that granted one token (the client's proposal, or the same
@@ -524,7 +525,7 @@ static void test_redlock_agreed_token_is_not_written_back(void **state)
     set_fences("rl:agree", ahead + 1000, 0);
     on_nodes(0, NODES, "SET %s 1", aux_key("rl:agree", "epoch"));
     assert_int_equal(cycle_on_all(c, "rl:agree", 3), ahead + 1001);
-    snprintf(value, sizeof(value), "%llu", (unsigned long long)(ahead + 1001));
+    snprintf(value, sizeof(value), "%" PRIu64, ahead + 1001);
     wait_for_holders(aux_key("rl:agree", "epoch"), value, NODES);
     assert_int_equal(nodes_holding(aux_key("rl:agree", "epoch"), value), NODES);
 }
