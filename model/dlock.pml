@@ -15,12 +15,12 @@
  * (src/kinds/KIND.c) and the attempt layer; and
  * fence_max.lua, the write-back:
  * kind mutex
- * pin src/kinds/lua/helpers.lua 556543b23b65b3b3057d65e78819ddab64ee694f
- * pin src/kinds/lua/mutex_acquire.lua 82ef5574b19fb23e43132a81f16ec4e365319c67
+ * pin src/kinds/lua/helpers.lua 8cc496e71126992e0a3fb9db1f0b35cd4c8024fa
+ * pin src/kinds/lua/mutex_acquire.lua 46167538585a479405faa722d6466c6d120d903b
  * pin src/kinds/lua/mutex_extend.lua 8840a10719bea4dbda3451084c3d9b01672b822f
  * pin src/kinds/lua/mutex_release.lua 1f0dc63435d9ec46f7fbbd7a705752a1f3b7cda8
  * pin src/kinds/lua/mutex_status.lua b45ab2ae5b2e63e420212a460678f668e8b7975a
- * pin src/kinds/lua/fence_max.lua 767c828a363b104eff4ca4a00c578aa4ef51c320
+ * pin src/kinds/lua/fence_max.lua 1c0fb9d4b62f4543e41e2dae4e0bc3eada524e74
  * pin src/kinds/mutex.c 915ef137a0820906cff5ca93d6b84b04d353802f
  * pin src/engine/attempt.c b495b448a30c2bf14517610c1b09f8bd29ba5475
  *

@@ -17,11 +17,11 @@
  * mutex's acquire, release and extend, which it models too (a plain
  * acquire reads the queue's mark; the fair lock's extend is the mutex's):
  * kind fair
- * pin src/kinds/lua/helpers.lua 556543b23b65b3b3057d65e78819ddab64ee694f
+ * pin src/kinds/lua/helpers.lua 8cc496e71126992e0a3fb9db1f0b35cd4c8024fa
  * pin src/kinds/lua/fair_acquire.lua f66077a1f98cbe5f22a1e7df40b3c63bf99d7ad2
  * pin src/kinds/lua/fair_helpers.lua 8ba3c1fd65232356ee61c934faefeed9769744f0
  * pin src/kinds/lua/fair_release.lua d5e7228f0027c1a95a333fe3e3684588bd94c489
- * pin src/kinds/lua/mutex_acquire.lua 82ef5574b19fb23e43132a81f16ec4e365319c67
+ * pin src/kinds/lua/mutex_acquire.lua 46167538585a479405faa722d6466c6d120d903b
  * pin src/kinds/lua/mutex_release.lua 1f0dc63435d9ec46f7fbbd7a705752a1f3b7cda8
  * pin src/kinds/lua/mutex_extend.lua 8840a10719bea4dbda3451084c3d9b01672b822f
  * pin src/kinds/fair.c 67f906346fcfb8cebbf6dc8616589825585c9e85

@@ -15,13 +15,13 @@
  * mutex's acquire, release and extend, which it models too (a writer
  * waits, gives up and extends through them):
  * kind shared
- * pin src/kinds/lua/helpers.lua 556543b23b65b3b3057d65e78819ddab64ee694f
- * pin src/kinds/lua/shared_acquire.lua 289019601fbeda4cedb744e51b2901527c7e318f
+ * pin src/kinds/lua/helpers.lua 8cc496e71126992e0a3fb9db1f0b35cd4c8024fa
+ * pin src/kinds/lua/shared_acquire.lua 59cdb39308c885a0232ce1e7e89fc9ef187ac168
  * pin src/kinds/lua/shared_extend.lua 07bb2c930e6a5cb0e59d46b23ce15677e7fb73ae
  * pin src/kinds/lua/shared_helpers.lua 7607a20d47e546c7143beb5de3a87a2aecbd0b87
  * pin src/kinds/lua/shared_release.lua 317a5067a1757c89a2831f6c96d0499cb813e4f1
  * pin src/kinds/lua/shared_status.lua cd1000d86a93579cc2d6e7a123205b373dad2d53
- * pin src/kinds/lua/mutex_acquire.lua 82ef5574b19fb23e43132a81f16ec4e365319c67
+ * pin src/kinds/lua/mutex_acquire.lua 46167538585a479405faa722d6466c6d120d903b
  * pin src/kinds/lua/mutex_release.lua 1f0dc63435d9ec46f7fbbd7a705752a1f3b7cda8
  * pin src/kinds/lua/mutex_extend.lua 8840a10719bea4dbda3451084c3d9b01672b822f
  * pin src/kinds/shared.c 22c5c9623cec3044e78f5b00ce983ba0d0ccaa06

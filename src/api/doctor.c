@@ -515,8 +515,7 @@ static void try_commands(dlock_client *c, size_t i, const dlock__keys *k, const 
         {NEED_OPTIONAL, 2, {"SUBSCRIBE", k->channel}},
         {NEED_REPLICAS, 3, {"WAIT", "0", "1"}},
         {NEED_OPTIONAL, 3, {"CLUSTER", "KEYSLOT", k->channel}},
-        /* A Redlock acquire asks whether the name's epoch exists. */
-        {c->n > 1 ? NEED_LOCK : NEED_OPTIONAL, 2, {"EXISTS", k->lock}},
+        {NEED_OPTIONAL, 2, {"EXISTS", k->lock}},
         {NEED_REDLOCK, 3, {"SCRIPT", "LOAD", "return 1"}},
         {NEED_LOCK, 6, {"DEL", k->lock, k->owner, k->fence, zset, hash}},
     };

@@ -10,11 +10,12 @@
 
 local stored, queued = {}, {}
 for i, key in ipairs(KEYS) do
-  local value, ends = fence_of(key)
+  local raw = redis.call('GET', key)
+  local value, ends = fence_read(raw, key)
   if not value then
     return redis.error_reply(ends)
   end
-  if i > 1 and ARGV[3] == 'existing' and redis.call('EXISTS', key) == 0 then
+  if i > 1 and ARGV[3] == 'existing' and not raw then
     value = nil
   end
   stored[i], queued[i] = value, ends

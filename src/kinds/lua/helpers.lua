@@ -94,9 +94,10 @@ end
 -- client's clock and a lead, docs/redlock.md), which is the token when it
 -- is larger and at most PROPOSAL_AHEAD_US ahead of the server's clock: so
 -- every server of a majority usually grants the same token, and that
--- token needs no write-back; the bound keeps a client's fast clock from
--- pushing the tokens far ahead of the servers' clocks.
-local PROPOSAL_AHEAD_US = 1000000
+-- token needs no write-back; the bound keeps a token near the clock of
+-- the server that grants it (the restart rule counts on that), whatever
+-- the client's clock says.
+local PROPOSAL_AHEAD_US = 100000
 local function next_fence(last, now_us, proposal)
   local f = math.max(last + 1, now_us)
   if proposal and proposal > f and proposal <= now_us + PROPOSAL_AHEAD_US then
@@ -243,12 +244,13 @@ end
 -- acquirers wait among the name's waiting writers (the sorted set
 -- `writer`, token -> the end of its lease in server ms; docs/shared.md):
 -- "writer:TOKEN", which wakes that writer alone, the live one that asked
--- last (a dead one's lease ends within 2 s, and the others try again
--- within 600 ms on their own); with no live writer, `token`, the release's
--- own, which wakes every waiter. `writer` nil: the call names none.
+-- last (a dead one's lease ends within 2 s; the other writers try again
+-- within 600 ms, any other waiter on its own timer); with no live writer,
+-- `token`, the release's own, which wakes every waiter. `writer` nil: the call names none; not
+-- a sorted set (an older client's string mark): no writer to single out.
 local function release_message(writer, token, now)
-  local last = writer and redis.call('ZRANGE', writer, -1, -1, 'WITHSCORES')
-  if last and last[1] and tonumber(last[2]) > now then
+  local last = writer and redis.pcall('ZRANGE', writer, -1, -1, 'WITHSCORES')
+  if type(last) == 'table' and last[1] and tonumber(last[2]) > now then
     return 'writer:' .. last[1]
   end
   return token

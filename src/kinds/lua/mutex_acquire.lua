@@ -59,7 +59,7 @@ if not current and queued > now then
   return {0, queued - now}
 end
 local waited = ARGV[5] == '1' and writers and redis.call('ZSCORE', writers, ARGV[1])
-local has_epoch = epoch and redis.call('EXISTS', epoch)
+local has_epoch = epoch and (redis.call('GET', epoch) and 1 or 0)
 local f = next_fence(last, now_us, proposal)
 redis.call('SET', KEYS[1], ARGV[1], current and 'XX' or 'NX', 'PX', ARGV[2])
 set_fence(KEYS[2], f, ARGV[3], queued, now)

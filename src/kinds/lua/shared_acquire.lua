@@ -8,7 +8,8 @@
 -- an exclusive attempt that failed, so it is the epoch key, which only a
 -- grant's write-back raises: the largest of a majority is the last
 -- exclusive holder's token, which a majority got. A server without an
--- epoch key answers its stored fence: an exclusive grant writes nothing
+-- epoch key (or with 1, which an older client's shared holder writes
+-- back where it found none) answers its stored fence: an exclusive grant writes nothing
 -- back where a majority granted one token and none of them had an epoch
 -- (docs/redlock.md), so that token is the stored fence of a majority (1
 -- before any token).
@@ -29,7 +30,7 @@ if several then
   if not epoch then
     return redis.error_reply(err)
   end
-  last = epoch > 0 and epoch or stored
+  last = epoch > 1 and epoch or stored
 end
 local now, now_us = clock()
 local score = current and redis.call('ZSCORE', readers, token)
