@@ -15,7 +15,7 @@
  * (src/kinds/KIND.c) and the attempt layer; and
  * fence_max.lua, the write-back:
  * kind mutex
- * pin src/kinds/lua/helpers.lua 8cc496e71126992e0a3fb9db1f0b35cd4c8024fa
+ * pin src/kinds/lua/helpers.lua 59b3319dc22a1391af55ccd2d0fbd7ee1d7c4077
  * pin src/kinds/lua/mutex_acquire.lua 46167538585a479405faa722d6466c6d120d903b
  * pin src/kinds/lua/mutex_extend.lua 8840a10719bea4dbda3451084c3d9b01672b822f
  * pin src/kinds/lua/mutex_release.lua 1f0dc63435d9ec46f7fbbd7a705752a1f3b7cda8

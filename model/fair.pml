@@ -17,7 +17,7 @@
  * mutex's acquire, release and extend, which it models too (a plain
  * acquire reads the queue's mark; the fair lock's extend is the mutex's):
  * kind fair
- * pin src/kinds/lua/helpers.lua 8cc496e71126992e0a3fb9db1f0b35cd4c8024fa
+ * pin src/kinds/lua/helpers.lua 59b3319dc22a1391af55ccd2d0fbd7ee1d7c4077
  * pin src/kinds/lua/fair_acquire.lua f66077a1f98cbe5f22a1e7df40b3c63bf99d7ad2
  * pin src/kinds/lua/fair_helpers.lua 8ba3c1fd65232356ee61c934faefeed9769744f0
  * pin src/kinds/lua/fair_release.lua d5e7228f0027c1a95a333fe3e3684588bd94c489

@@ -19,7 +19,7 @@
  * and the waiter (src/kinds/queue.c, src/engine/wait.c), which QUEUE
  * models:
  * kind sem
- * pin src/kinds/lua/helpers.lua 8cc496e71126992e0a3fb9db1f0b35cd4c8024fa
+ * pin src/kinds/lua/helpers.lua 59b3319dc22a1391af55ccd2d0fbd7ee1d7c4077
  * pin src/kinds/lua/sem_acquire.lua 6428bfd2c04901050716e73b66252b42ceeda5c9
  * pin src/kinds/lua/sem_extend.lua caf4af26783a350dc0520097470913b6d0f6afa8
  * pin src/kinds/lua/sem_helpers.lua 438a1dd78a3f7e2a1c2d59cc9ae487785428249a
@@ -27,7 +27,7 @@
  * pin src/kinds/lua/sem_status.lua dbbd592f11049a184e31108de40b970e3ede2095
  * pin src/kinds/semaphore.c 60fab16dbeac79aa52ec9fc38a235c747224ae35
  * pin src/engine/attempt.c b495b448a30c2bf14517610c1b09f8bd29ba5475
- * pin src/kinds/queue.c a64344932052220b16ac86f8fbb7048b78f80857
+ * pin src/kinds/queue.c 0679a5db55faaf001b19b327490ff969b6769d6b
  * pin src/engine/wait.c cfd4ac4eecacf4d87b832e9510adeaea3741aef1
  *
  * Time is kept as in dlock.pml: relative to "now", moved one tick at a time

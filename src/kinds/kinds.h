@@ -46,9 +46,10 @@ enum dlock__wake dlock__queue_message(const dlock__claim *cl, const char *msg, s
 int64_t dlock__queue_away_max_ms(const dlock__claim *cl);
 int dlock__queue_setup(dlock__claim *cl, dlock__lane *lane, int64_t lease_ms);
 
-/* The message hook of the kinds that wait on the name's channel (shared.c):
- * a release's "writer:TOKEN" wakes that waiting writer alone
- * (helpers.lua, release_message()); any other message wakes every one. */
+/* The message hook of the kinds that wait on the name's channel (queue.c,
+ * beside the queue's): a release's "writer:TOKEN" wakes that waiting
+ * writer alone (helpers.lua, release_message()); any other message wakes
+ * every one. */
 enum dlock__wake dlock__writers_message(const dlock__claim *cl, const char *msg, size_t len,
                                         dlock__handover *h);
 

@@ -15,6 +15,9 @@
 #define NEXT_PREFIX "next:" /* a release's wake-up of one waiter: "next:" + its token */
 /* A release that handed the head the lock: "grant:TOKEN:FENCE:LEASE_END" */
 #define GRANT_PREFIX "grant:"
+/* A release's wake-up of one waiting writer of a name held shared
+ * (helpers.lua, release_message()): "writer:" + its token */
+#define WRITER_PREFIX "writer:"
 
 /* A waiter listens on its process's channel: the name's channel, ":",
  * then the host and pid of its owner record, where a release wakes the
@@ -34,6 +37,13 @@ char *dlock__queue_channel(const dlock__claim *cl)
 static bool has_prefix(const char *msg, size_t len, const char *prefix)
 {
     return len >= strlen(prefix) && memcmp(msg, prefix, strlen(prefix)) == 0;
+}
+
+/* Is it `prefix` and our token, nothing else: a wake-up of ours alone? */
+static bool is_our_turn(const dlock__claim *cl, const char *msg, size_t len, const char *prefix)
+{
+    size_t skip = strlen(prefix), token_len = strlen(cl->token);
+    return len == skip + token_len && memcmp(msg + skip, cl->token, token_len) == 0;
 }
 
 /* The rest of a "grant:" message for our token: its fence and lease end,
@@ -65,20 +75,27 @@ static bool read_grant(const char *rest, size_t len, dlock__handover *h)
 enum dlock__wake dlock__queue_message(const dlock__claim *cl, const char *msg, size_t len,
                                 dlock__handover *h)
 {
-    bool next = has_prefix(msg, len, NEXT_PREFIX), grant = has_prefix(msg, len, GRANT_PREFIX);
-    size_t token_len = strlen(cl->token), skip;
-    if (!next && !grant)
+    size_t token_len = strlen(cl->token), skip = strlen(GRANT_PREFIX);
+    if (has_prefix(msg, len, NEXT_PREFIX))
+        return is_our_turn(cl, msg, len, NEXT_PREFIX) ? DLOCK__WAKE : DLOCK__WAKE_NOT;
+    if (!has_prefix(msg, len, GRANT_PREFIX))
         return DLOCK__WAKE;
-    skip = strlen(next ? NEXT_PREFIX : GRANT_PREFIX);
     if (len < skip + token_len || memcmp(msg + skip, cl->token, token_len) != 0)
         return DLOCK__WAKE_NOT;
-    if (next)
-        return len == skip + token_len ? DLOCK__WAKE : DLOCK__WAKE_NOT;
     skip += token_len;
     h->lease_ms = cl->params->lease_ms;
     if (len > skip && msg[skip] == ':' && read_grant(msg + skip + 1, len - skip - 1, h))
         return DLOCK__WAKE_HANDED;
     return DLOCK__WAKE;
+}
+
+enum dlock__wake dlock__writers_message(const dlock__claim *cl, const char *msg, size_t len,
+                                        dlock__handover *h)
+{
+    (void)h;
+    if (!has_prefix(msg, len, WRITER_PREFIX))
+        return DLOCK__WAKE;
+    return is_our_turn(cl, msg, len, WRITER_PREFIX) ? DLOCK__WAKE : DLOCK__WAKE_NOT;
 }
 
 /* A waiter that cannot reach its server tries as often as it renews its

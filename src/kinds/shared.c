@@ -33,20 +33,6 @@ static void words(const dlock__claim *cl, enum dlock__step step, dlock__words *w
     }
 }
 
-#define WRITER_PREFIX "writer:"
-
-enum dlock__wake dlock__writers_message(const dlock__claim *cl, const char *msg, size_t len,
-                                        dlock__handover *h)
-{
-    size_t skip = strlen(WRITER_PREFIX);
-    (void)h;
-    if (len < skip || memcmp(msg, WRITER_PREFIX, skip) != 0)
-        return DLOCK__WAKE;
-    return len == skip + strlen(cl->token) && memcmp(msg + skip, cl->token, len - skip) == 0
-               ? DLOCK__WAKE
-               : DLOCK__WAKE_NOT;
-}
-
 /* A mutex otherwise, so not with permits or fair. */
 static int setup(dlock__claim *cl, dlock__lane *lane, const dlock_acquire_options *o)
 {

@@ -246,8 +246,9 @@ end
 -- "writer:TOKEN", which wakes that writer alone, the live one that asked
 -- last (a dead one's lease ends within 2 s; the other writers try again
 -- within 600 ms, any other waiter on its own timer); with no live writer,
--- `token`, the release's own, which wakes every waiter. `writer` nil: the call names none; not
--- a sorted set (an older client's string mark): no writer to single out.
+-- `token`, the release's own, which wakes every waiter. `writer` nil: the
+-- call names none; not a sorted set (an older client's string mark): no
+-- writer to single out.
 local function release_message(writer, token, now)
   local last = writer and redis.pcall('ZRANGE', writer, -1, -1, 'WITHSCORES')
   if type(last) == 'table' and last[1] and tonumber(last[2]) > now then
@@ -279,11 +280,11 @@ if ARGV[#ARGV] == 'dlock:audit' then
   for _ = 1, 9 do
     table.remove(ARGV)
   end
-  -- Named as NAME (present_key()): absent while the slot migrates, where
-  -- no script may create it.
-  audit_key = present_key(#KEYS) and table.remove(KEYS)
-  if not audit_key then
-    table.remove(KEYS)
+  audit_key = table.remove(KEYS)
+  if audit_key == KEYS[1] then
+    -- Named as NAME (present_key()): absent while the slot migrates, where
+    -- no script may create it.
+    audit_key = nil
   else
     local t = redis.call('TYPE', audit_key)['ok']
     if t ~= 'none' and t ~= 'stream' then

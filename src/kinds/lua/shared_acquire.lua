@@ -8,11 +8,11 @@
 -- an exclusive attempt that failed, so it is the epoch key, which only a
 -- grant's write-back raises: the largest of a majority is the last
 -- exclusive holder's token, which a majority got. A server without an
--- epoch key (or with 1, which an older client's shared holder writes
--- back where it found none) answers its stored fence: an exclusive grant writes nothing
--- back where a majority granted one token and none of them had an epoch
--- (docs/redlock.md), so that token is the stored fence of a majority (1
--- before any token).
+-- epoch key (or with 1, which an older client's shared holder writes back
+-- where it found none) answers its stored fence: an exclusive grant
+-- writes nothing back where a majority granted one token and none of them
+-- had an epoch (docs/redlock.md), so that token is the stored fence of a
+-- majority (1 before any token).
 
 local name, writer, readers, rowners = KEYS[1], KEYS[4], KEYS[5], KEYS[6]
 local token, several = ARGV[1], ARGV[5] == '1'
