@@ -1,6 +1,6 @@
 /* semaphore: P processes share one semaphore of N permits (--permits,
  * default 4) for a fixed window, each holding its permit for a short
- * critical section (--cs-us, default 200 µs). A counter in shared memory
+ * critical section (--cs-us, default 200 µs), auto-renewed with --renew. A counter in shared memory
  * counts the processes inside their critical sections: its largest value is
  * the concurrency observed, which must never exceed N. Fairness is the
  * spread of the grants per process and Jain's index over them (1: equal). */
@@ -62,6 +62,7 @@ static void report(const struct bench_args *a, const struct shared *sh,
     bench_json_int("procs", a->procs);
     bench_json_int("permits", a->permits);
     bench_json_int("cs_us", a->cs_us);
+    bench_json_int("renew", a->renew);
     bench_json_num("window_s", a->seconds);
     bench_json_int("grants", n);
     bench_json_num("grants_per_s", (double)n / a->seconds);
@@ -89,6 +90,7 @@ int bench_semaphore(const struct bench_args *a)
         return 1;
     sh->cs_us = a->cs_us;
     turns.opts.permits = (unsigned)a->permits;
+    turns.opts.auto_renew = a->renew;
     turns.start_at = &sh->start_at;
     turns.ctx = sh;
     failed = bench_turns_run(a, &turns, &before, &after);

@@ -26,7 +26,8 @@ FIGURES = [
 ]
 # The semaphore workload also reports its configuration and figures only it
 # has; other workloads' procs or wait_ms_mean stay out of their medians.
-SEMAPHORE_FIGURES = ["procs", "permits", "cs_us", "wait_ms_mean", "max_concurrency", "jain_fairness"]
+SEMAPHORE_FIGURES = ["procs", "permits", "cs_us", "renew", "wait_ms_mean", "max_concurrency",
+                     "jain_fairness"]
 # So does the shared workload (readers and writers on one name).
 SHARED_FIGURES = ["readers", "writers", "cs_us", "reader_grants_per_s", "writer_grants_per_s",
                   "reader_wait_ms_mean", "writer_wait_ms_mean", "writer_wait_ms_max",

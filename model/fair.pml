@@ -17,15 +17,15 @@
  * mutex's acquire, release and extend, which it models too (a plain
  * acquire reads the queue's mark; the fair lock's extend is the mutex's):
  * kind fair
- * pin src/kinds/lua/helpers.lua 59b3319dc22a1391af55ccd2d0fbd7ee1d7c4077
+ * pin src/kinds/lua/helpers.lua 05d7ee74e7d17bf055d0867af4e86ad95a0ca258
  * pin src/kinds/lua/fair_acquire.lua f66077a1f98cbe5f22a1e7df40b3c63bf99d7ad2
  * pin src/kinds/lua/fair_helpers.lua 8ba3c1fd65232356ee61c934faefeed9769744f0
- * pin src/kinds/lua/fair_release.lua d5e7228f0027c1a95a333fe3e3684588bd94c489
- * pin src/kinds/lua/mutex_acquire.lua 46167538585a479405faa722d6466c6d120d903b
+ * pin src/kinds/lua/fair_release.lua 4d734d06efb334ecdf92b85b583d6568f4f36a1d
+ * pin src/kinds/lua/mutex_acquire.lua 154864fa89a2cd4b91a65d630a2181fe4021a592
  * pin src/kinds/lua/mutex_release.lua 1f0dc63435d9ec46f7fbbd7a705752a1f3b7cda8
  * pin src/kinds/lua/mutex_extend.lua 8840a10719bea4dbda3451084c3d9b01672b822f
- * pin src/kinds/fair.c 67f906346fcfb8cebbf6dc8616589825585c9e85
- * pin src/engine/attempt.c b495b448a30c2bf14517610c1b09f8bd29ba5475
+ * pin src/kinds/fair.c bf0b730a195478149035a070432c28aafac10129
+ * pin src/engine/attempt.c b6b559d07eede1b96cce2bd9ffa7e894f3d31db2
  *
  * Time is kept as in dlock.pml: relative to "now", moved one tick at a time
  * by the clock process. The lock key, each presence lease and the queue's

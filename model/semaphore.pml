@@ -7,8 +7,11 @@
  * the presence leases), sem_release's targeted wake-up ("next:TOKEN" to
  * each waiter it makes entitled, computed before and after freeing the
  * permit) and the waiter of wait.c and queue.c, which sleeps until told
- * or until the wait its busy answer named. docs/model.md says what is
- * modelled, with which bounds and assumptions.
+ * or until the wait its busy answer named; with DIRECT, sem_release's
+ * hand-over of the permit to a waiter that asked for it ("grant:TOKEN:
+ * FENCE:LEASE_END:SLOT") and its taking (dlock__attempt_handed(),
+ * take_handed()). docs/model.md says what is modelled, with which bounds
+ * and assumptions.
  *
  * scripts/model compares these pins with the sha1sum of each file; a
  * change to any of them fails it until this model was reviewed against
@@ -19,15 +22,15 @@
  * and the waiter (src/kinds/queue.c, src/engine/wait.c), which QUEUE
  * models:
  * kind sem
- * pin src/kinds/lua/helpers.lua 59b3319dc22a1391af55ccd2d0fbd7ee1d7c4077
- * pin src/kinds/lua/sem_acquire.lua 6428bfd2c04901050716e73b66252b42ceeda5c9
+ * pin src/kinds/lua/helpers.lua 05d7ee74e7d17bf055d0867af4e86ad95a0ca258
+ * pin src/kinds/lua/sem_acquire.lua 7538d09537c2afdecda0410cfc339f683fa8b6ed
  * pin src/kinds/lua/sem_extend.lua caf4af26783a350dc0520097470913b6d0f6afa8
- * pin src/kinds/lua/sem_helpers.lua 438a1dd78a3f7e2a1c2d59cc9ae487785428249a
- * pin src/kinds/lua/sem_release.lua fc4db97a5711d1b77e5f7f413887b7232b4924be
+ * pin src/kinds/lua/sem_helpers.lua 1f4a25d4ed9302e4e3c4b1b228a68dad3c1044a4
+ * pin src/kinds/lua/sem_release.lua ed7ca50847fc3c37d9e28d0255e1273151cb5010
  * pin src/kinds/lua/sem_status.lua dbbd592f11049a184e31108de40b970e3ede2095
- * pin src/kinds/semaphore.c 60fab16dbeac79aa52ec9fc38a235c747224ae35
- * pin src/engine/attempt.c b495b448a30c2bf14517610c1b09f8bd29ba5475
- * pin src/kinds/queue.c 0679a5db55faaf001b19b327490ff969b6769d6b
+ * pin src/kinds/semaphore.c 90aa1d37bab14d9c93805319a67b8cd42a5cd852
+ * pin src/engine/attempt.c b6b559d07eede1b96cce2bd9ffa7e894f3d31db2
+ * pin src/kinds/queue.c 1d8cfc70b13000e3014359f99ceeade73883b3ab
  * pin src/engine/wait.c cfd4ac4eecacf4d87b832e9510adeaea3741aef1
  *
  * Time is kept as in dlock.pml: relative to "now", moved one tick at a time
@@ -35,7 +38,16 @@
  * expiry in server time) is reached, a fencing token its distance from now
  * in sub-ticks, clamped at FLOOR far in the past. An expired permit is one
  * that no script counts (every script reads `score > now` only), so it is
- * dropped when its time comes, as a reap would. */
+ * dropped when its time comes, as a reap would.
+ *
+ * The end of a presence lease, which a busy answer and a hand-over name
+ * and the client compares for equality only, is kept as an identity, as
+ * in fair.pml (lid_fresh()). A hand-over's permit lives min(TTL, what is
+ * left of the waiter's lease): a live waiter's lease is whole here (see
+ * the queue), so this model checks the count, the slots, the fences and
+ * the identity of a hand-over; that the permit outlives the validity the
+ * waiter counts from its try is fair.pml's, where leases count down, and
+ * the same C takes both hand-overs. */
 
 /* ---- parameters (scripts/model passes -D flags) -------------------------- */
 #ifndef NC
@@ -106,6 +118,16 @@
 #ifndef CHECK_RESERVE
 #define CHECK_RESERVE 1 /* 0: the reservation is not asserted (see acquire_script) */
 #endif
+#ifndef DIRECT
+#define DIRECT 0        /* with QUEUE, the clients that ask for the hand-over,
+                           a bit each; the others (--replicas,
+                           --restart-delay) are told to try */
+#endif
+#ifndef CLAIM
+#define CLAIM 2         /* a permit handed over is held at once (0: renewed,
+                           or TTL <= LEASE), claimed with an extend first
+                           (1), or either (2) */
+#endif
 /* Mutations, for the negative controls: OFF_BY_ONE (the busy check lets
  * N + 1 permits in), NO_TIME_FLOOR (a slot's token is its stored one + 1);
  * with QUEUE: TELL_HEAD (a release that entitles a waiter tells the
@@ -114,7 +136,9 @@
  * TELL_DEAD (the release's entitled waiters are the first entries of the
  * queue, dead or not), BARGE (a newcomer takes a free permit kept for a
  * waiter), NO_LEASE_END (the acquire keeps a free permit for a waiter
- * whose lease ended), NO_TIMER (a waiter sleeps until told, and only). */
+ * whose lease ended), NO_TIMER (a waiter sleeps until told, and only),
+ * HANDOVER_NO_IDENTITY (a waiter takes any hand-over of its token,
+ * without comparing the lease end). */
 
 #if QUEUE && (LOSSES || CRASH_KEEP || CRASH_LOSE || ROLLBACK || defined(NO_TIME_FLOOR) || defined(OFF_BY_ONE))
 #error "QUEUE is modelled without faults (see docs/model.md)"
@@ -125,6 +149,13 @@
 #define NT (NC * CALLS) /* tokens: client c's k-th call has token c * CALLS + k */
 #define NONE 255        /* no slot */
 #define NSLOT (PERMITS + 1) /* room for the slot a mutant that lets N + 1 in gives */
+#define ASKS(c) ((DIRECT >> (c)) & 1)
+#define NID 5           /* lease identities 1 .. NID - 1 (0: none) */
+#if TTL > LEASE
+#define HSHORT (TTL - LEASE)  /* a hand-over's validity is min(TTL, LEASE) - DRIFT */
+#else
+#define HSHORT 0
+#endif
 
 /* ---- the server ---------------------------------------------------------- */
 byte us;                 /* sub-ticks of this tick already read */
@@ -151,6 +182,7 @@ byte rollbacks = ROLLBACK;
 bool inq[NT];
 byte arr[NT];
 byte lease[NT];
+byte lid[NT];            /* the identity of its lease's end (0: none) */
 byte giveups = GIVEUPS, deaths = DIES, slows = SLOW;
 
 /* ---- clients' calls ------------------------------------------------------ */
@@ -169,6 +201,20 @@ byte cslot[NC];
 byte cdl[NC];
 short cvu[NC];
 byte cwt[NC];            /* a busy answer's wait, ticks (QUEUE) */
+byte cid[NC];            /* a busy answer's lease identity (DIRECT) */
+
+/* The latest hand-over message for a client (DIRECT): its token (NONE:
+ * none), the identity of the lease end it names, its fence and slot. What
+ * the client remembers of its last attempt: the lease identity of a busy
+ * answer (0 after any other outcome), and a ghost of the validity a
+ * hand-over would have, counting down from the attempt's start:
+ * min(TTL, LEASE) - DRIFT (dlock__attempt_handed()). */
+byte gtok[NC];
+byte gid[NC];
+short gF[NC];
+byte gS[NC];
+byte hid[NC];
+short hvu[NC];
 
 /* The waiter's side (QUEUE): a "next:TOKEN" for the client's current
  * token, unread (one is enough: it only wakes); its timer, the ticks
@@ -246,7 +292,7 @@ inline leave(t) {
             :: else -> skip
             fi
         }
-        inq[t] = false; arr[t] = 0; lease[t] = 0; j = 0
+        inq[t] = false; arr[t] = 0; lease[t] = 0; lid[t] = 0; j = 0
     :: else -> skip
     fi
 }
@@ -334,6 +380,105 @@ inline tell(i) {
     n = 0
 }
 
+/* A hand-over message that can never be taken: the lease end it names is
+ * neither the one the client remembers nor the one of an answer it has
+ * yet to read. It is dropped at once: the same executions, fewer states.
+ * A mutant that does not compare the identity keeps it. */
+#ifdef HANDOVER_NO_IDENTITY
+#define MSG_DEAD(i) false
+#else
+#define MSG_DEAD(i) (gtok[i] != NONE && gid[i] != hid[i] && gid[i] != cid[i])
+#endif
+
+inline read_message(i) {
+    gtok[i] = NONE; gid[i] = 0; gF[i] = FLOOR; gS[i] = NONE
+}
+
+inline drop_dead_message(i) {
+    if
+    :: MSG_DEAD(i) -> read_message(i)
+    :: else -> skip
+    fi
+}
+
+/* Renames identity 1 to v and v to 1. */
+inline swap_id(x, v) {
+    x = (x == 1 -> v : (x == v -> 1 : x))
+}
+
+/* A new lease end for token t, of a client that asks for the hand-over:
+ * an identity that nothing holds (each renewal's end is a new time),
+ * renamed to 1 (only equality is read: one state for what differs only by
+ * the names). The client waits for this very answer (or gave up on it,
+ * and forgot its lease end then): what it remembers, and a message about
+ * an older lease, are never compared again (the mutant keeps them). */
+inline lid_fresh(t) {
+    n = t / CALLS;
+#ifndef HANDOVER_NO_IDENTITY
+    hid[n] = 0; hvu[n] = 0;
+    if
+    :: gtok[n] == t -> read_message(n)
+    :: else -> skip
+    fi;
+#endif
+    v = 0;
+    do
+    :: v++;
+        used = (hid[n] == v || gid[n] == v || cid[n] == v);
+        for (k : 0 .. NT - 1) { used = used || (k / CALLS == n && lid[k] == v) }
+        if
+        :: !used -> break
+        :: else -> skip
+        fi
+    od;
+    assert(v < NID);
+    swap_id(hid[n], v); swap_id(gid[n], v); swap_id(cid[n], v);
+    for (k : 0 .. NT - 1) {
+        if
+        :: k / CALLS == n -> swap_id(lid[k], v)
+        :: else -> skip
+        fi
+    }
+    k = 0; lid[t] = 1; n = 0; v = 0; used = false
+}
+
+/* The lowest slot no live permit but t's holds, into slot. */
+inline lowest_slot(t) {
+    slot = 0;
+    do
+    :: slot_taken(slot, t);
+       if
+       :: taken -> slot++
+       :: else -> break
+       fi
+    od
+}
+
+/* The next token of a slot: max(stored + 1, the clock), into f. */
+inline next_fence(s) {
+#if !CHECK_FENCE
+    f = FLOOR
+#elif defined(NO_TIME_FLOOR)
+    f = sfence[s] + 1
+#else
+    us++;
+    f = (sfence[s] + 1 > us -> sfence[s] + 1 : us)
+#endif
+}
+
+/* sem_release's hand-over to waiter i: the lowest free slot, fenced by
+ * the rule, for TTL or what is left of its lease, the shorter; it leaves
+ * the queue, and its client is sent the message. */
+inline hand_over(i) {
+    lowest_slot(i);
+    next_fence(slot);
+    prem[i] = (TTL - DRIFT < lease[i] -> TTL - DRIFT : lease[i]); pslot[i] = slot; sfence[slot] = f;
+    n = i / CALLS;
+    gtok[n] = i; gid[n] = lid[i]; gF[n] = f; gS[n] = slot; drop_dead_message(n);
+    leave(i);
+    n = 0; slot = NONE; f = FLOOR; taken = false
+}
+
 /* sem_acquire: a live permit of ours keeps its slot (a retry of our own
  * call); else busy when N permits are live; else the lowest free slot. The
  * slot's token is max(stored + 1, the clock). With QUEUE the free permits
@@ -398,7 +543,11 @@ inline acquire_script(t) {
             inq[t] = true; arr[t] = n + 1; n = 0
         :: else -> skip
         fi;
-        lease[t] = LEASE; res = NO; f = FLOOR; slot = NONE
+        lease[t] = LEASE; res = NO; f = FLOOR; slot = NONE;
+        if
+        :: ASKS(t / CALLS) -> lid_fresh(t); id = lid[t]
+        :: else -> skip
+        fi
     :: else ->
         leave(t);
         w = 0;
@@ -409,31 +558,17 @@ inline acquire_script(t) {
 #endif
         if
         :: prem[t] > 0 -> slot = pslot[t]
-        :: else ->
-            slot = 0;
-            do
-            :: slot_taken(slot, t);
-               if
-               :: taken -> slot++
-               :: else -> break
-               fi
-            od
+        :: else -> lowest_slot(t)
         fi;
-#if !CHECK_FENCE
-        f = FLOOR;
-#elif defined(NO_TIME_FLOOR)
-        f = sfence[slot] + 1;
-#else
-        us++;
-        f = (sfence[slot] + 1 > us -> sfence[slot] + 1 : us);
-#endif
+        next_fence(slot);
         prem[t] = TTL - DRIFT; pslot[t] = slot; sfence[slot] = f; res = YES
     fi
 }
 
 /* sem_release: with QUEUE, the waiters entitled before and after the
  * release (a caller's release, not a cleanup, also takes the token out of
- * the queue), and each one entitled after and not before is told. */
+ * the queue), and each one entitled after and not before is handed a
+ * permit if its client asks (DIRECT), else told. */
 inline release_script(t, leaving) {
 #if QUEUE
     queued = false;
@@ -471,7 +606,8 @@ inline release_script(t, leaving) {
 #else
         for (i : 0 .. NT - 1) {
             if
-            :: (after >> i) & 1 && !((before >> i) & 1) -> tell(i)
+            :: (after >> i) & 1 && !((before >> i) & 1) && ASKS(i / CALLS) -> hand_over(i)
+            :: (after >> i) & 1 && !((before >> i) & 1) && !ASKS(i / CALLS) -> tell(i)
             :: else -> skip
             fi
         }
@@ -505,8 +641,11 @@ inline extend_script(t) {
 }
 
 /* ---- the server's process ------------------------------------------------ */
+/* A call that may write a token reads a sub-tick of the clock, so it is
+ * served while one is left: an acquire, and with DIRECT a release (its
+ * hand-over); an extend writes none. */
 #define SERVE(c) \
-    :: up && pend[c] && (cop[c] != ACQ || us < SUB - 1) -> \
+    :: up && pend[c] && (cop[c] == EXT || (cop[c] != ACQ && DIRECT == 0) || us < SUB - 1) -> \
         d_step { \
             pend[c] = false; \
             if \
@@ -516,10 +655,11 @@ inline extend_script(t) {
             :: cop[c] == EXT -> extend_script(ctok[c]) \
             fi; \
             if \
-            :: open[c] -> answered[c] = true; cres[c] = res; cfence[c] = f; cslot[c] = slot; cwt[c] = w \
+            :: open[c] -> answered[c] = true; cres[c] = res; cfence[c] = f; cslot[c] = slot; cwt[c] = w; \
+                cid[c] = id \
             :: else -> skip \
             fi; \
-            res = 0; f = 0; slot = 0; live = 0; taken = false; w = 0 \
+            res = 0; f = 0; slot = 0; live = 0; taken = false; w = 0; id = 0 \
         }
 
 #define LOSE(c) :: losses > 0 && pend[c] -> d_step { pend[c] = false; losses-- }
@@ -540,10 +680,10 @@ inline lose_data() {
 }
 
 proctype server() {
-    byte k, res, slot, live, w;
+    byte k, res, slot, live, w, id;
 #if QUEUE
-    byte i, j, n, m, ahead, before, after, gb, ga, hd;
-    bool ours, queued;
+    byte i, j, n, m, ahead, before, after, gb, ga, hd, v;
+    bool ours, queued, used;
 #endif
     bool taken;
     short f;
@@ -587,7 +727,7 @@ end:
 #if QUEUE
 #define TM(i) (prem[i] > 0 || srem[i] > 0 || (inq[i] && dead[(i) / CALLS] && lease[i] > 0))
 #define CM(i) (cdl[i] > 0 || vu[i] > 0 || cvu[i] > 0 || wt[i] > 0 || cwt[i] > 0 || \
-               cF[i] > FLOOR || cfence[i] > FLOOR)
+               cF[i] > FLOOR || cfence[i] > FLOOR || hvu[i] > 0 || gF[i] > FLOOR)
 #define SM(i) (sfence[i] > FLOOR || ssfence[i] > FLOOR || last_fence[i] > FLOOR)
 #if NT == 2
 #define TMS (TM(0) || TM(1))
@@ -644,13 +784,18 @@ end:
                 :: dead[i / CALLS] -> DEC(lease[i])
                 :: else -> skip
                 fi;
+                lid[i] = (lease[i] > 0 -> lid[i] : 0);   /* an ended lease is never handed */
                 if
                 :: !KEEPS_ENDED && inq[i] && lease[i] == 0 -> leave(i)
                 :: else -> skip
                 fi;
                 assert(!inq[i] || ctok[i / CALLS] == i)   /* no entry outlives its wait */
             }
-            for (i : 0 .. NC - 1) { DEC(wt[i]); DEC(cwt[i]) }
+            for (i : 0 .. NC - 1) {
+                DEC(wt[i]); DEC(cwt[i]); AGE(gF[i]); DEC(hvu[i]);
+                hid[i] = (hvu[i] > 0 -> hid[i] : 0);  /* no hand-over is taken then */
+                drop_dead_message(i)
+            }
 #endif
             for (i : 0 .. NT - 1) {
                 DEC(prem[i]); DEC(srem[i]);
@@ -699,6 +844,42 @@ inline wake() {
     asleep[c] = false; wmsg[c] = false; wt[c] = 0
 }
 
+/* A belief starts: with validity v, the token and slot in cF[c], cS[c];
+ * what the wait kept of its attempts and messages goes. */
+inline believe(v) {
+    held[c] = true; vu[c] = v; hid[c] = 0; hvu[c] = 0; read_message(c);
+    assert(BELIEVERS <= PERMITS);
+    assert(SLOTS_APART);
+#if CHECK_FENCE
+    assert(cF[c] > last_fence[cS[c]]);
+    last_fence[cS[c]] = cF[c]
+#else
+    skip
+#endif
+}
+
+/* acquire_once(): an attempt's start and, if it was busy, the lease end
+ * it was told (read only by a client that asks for the hand-over); any
+ * other outcome forgets the lease end. */
+#define HVU (cvu[c] > HSHORT -> cvu[c] - HSHORT : 0)
+inline remember(busy) {
+#ifdef HANDOVER_NO_IDENTITY
+    hid[c] = (busy -> cid[c] : 0); hvu[c] = (ASKS(c) -> HVU : 0)
+#else
+    hid[c] = (busy && ASKS(c) -> cid[c] : 0); hvu[c] = (busy && ASKS(c) -> HVU : 0)
+#endif
+    ; cid[c] = 0; drop_dead_message(c)
+}
+
+/* dlock__attempt_handed(): a hand-over message for our token is ours if it
+ * names the lease end of our last attempt, busy, and the validity counted
+ * from that attempt's start has not passed. */
+#ifdef HANDOVER_NO_IDENTITY
+#define HANDED (gtok[c] == tok && hvu[c] > 0)
+#else
+#define HANDED (gtok[c] == tok && hid[c] != 0 && gid[c] == hid[c] && hvu[c] > 0)
+#endif
+
 inline forget() {
     held[c] = false; vu[c] = 0; cF[c] = FLOOR; cS[c] = NONE
 }
@@ -719,28 +900,23 @@ proctype client(byte c) {
 
 idle:
     do
-    :: d_step { calls < CALLS; tok = c * CALLS + calls; calls++; wmsg[c] = false; owed[c] = false }
+    :: d_step {
+            calls < CALLS; tok = c * CALLS + calls; calls++; wmsg[c] = false; owed[c] = false;
+            hid[c] = 0; hvu[c] = 0; read_message(c)
+        }
 try:    /* (a label on an if, as no jump may go into a d_step) */
         if :: d_step { !pend[c]; call(ACQ, tok, NDL, TTL - DRIFT); owed[c] = false } fi;
         settle();
         if
         :: d_step {
                 answered[c] && cres[c] == YES && cvu[c] > 0;
-                held[c] = true; vu[c] = cvu[c]; cF[c] = cfence[c]; cS[c] = cslot[c]; consumed();
-                wmsg[c] = false; cwt[c] = 0;
-                assert(BELIEVERS <= PERMITS);
-                assert(SLOTS_APART);
-#if CHECK_FENCE
-                assert(cF[c] > last_fence[cS[c]]);
-                last_fence[cS[c]] = cF[c]
-#else
-                skip
-#endif
+                cF[c] = cfence[c]; cS[c] = cslot[c]; believe(cvu[c]); consumed();
+                wmsg[c] = false; cwt[c] = 0; cid[c] = 0
             }
             goto holding
         :: d_step {
                 answered[c] && cres[c] == NO;
-                wt[c] = cwt[c]; cwt[c] = 0; consumed(); asleep[c] = true;
+                wt[c] = cwt[c]; cwt[c] = 0; remember(true); consumed(); asleep[c] = true;
 #if CHECK_TOLD
                 assert(TOLD(c))
 #else
@@ -748,7 +924,7 @@ try:    /* (a label on an if, as no jump may go into a d_step) */
 #endif
             }
             goto sleep
-        :: else -> d_step { consumed(); cwt[c] = 0 }; send(CLEAN); goto try
+        :: else -> d_step { remember(false); consumed(); cwt[c] = 0 }; send(CLEAN); goto try
         fi
     :: else -> break
     od;
@@ -756,6 +932,22 @@ try:    /* (a label on an if, as no jump may go into a d_step) */
 
 sleep:
     if
+    /* A hand-over: ours, held at once (renewed, or TTL <= LEASE) ... */
+    :: d_step { CLAIM != 1 && HANDED; cF[c] = gF[c]; cS[c] = gS[c]; wake(); believe(hvu[c]) }
+        goto holding
+    /* ... or claimed first for the TTL with an extend; refused: it lapsed. */
+    :: d_step {
+            CLAIM != 0 && HANDED;
+            cF[c] = gF[c]; cS[c] = gS[c]; read_message(c); wake(); call(EXT, tok, NDL, TTL - DRIFT)
+        }
+        settle();
+        if
+        :: d_step { answered[c] && cres[c] == YES && cvu[c] > 0; believe(cvu[c]); consumed() }
+            goto holding
+        :: else -> d_step { consumed(); cF[c] = FLOOR; cS[c] = NONE }; goto try
+        fi
+    /* ... or not ours: try again. */
+    :: d_step { gtok[c] != NONE && !HANDED; read_message(c); wake() }; goto try
 #ifdef NO_TIMER
     :: d_step { wmsg[c]; wake() }; goto try
 #else
@@ -842,7 +1034,10 @@ init {
     byte i;
     atomic {
         for (i : 0 .. NSLOT - 1) { sfence[i] = FLOOR; ssfence[i] = FLOOR; last_fence[i] = FLOOR }
-        for (i : 0 .. NC - 1) { cF[i] = FLOOR; cfence[i] = FLOOR; cS[i] = NONE }
+        for (i : 0 .. NC - 1) {
+            cF[i] = FLOOR; cfence[i] = FLOOR; cS[i] = NONE; gF[i] = FLOOR; gS[i] = NONE;
+            gtok[i] = NONE
+        }
         run server();
         run client(0);
         run client(1);

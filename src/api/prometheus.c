@@ -30,7 +30,7 @@ static const struct name_counter name_counters[] = {
     {"dlock_renewal_failures_total",
      "Automatic renewals that failed (the lock may still be renewed in time).",
      offsetof(dlock__name_metrics, renewal_failures)},
-    {"dlock_handovers_total", "Fair locks handed to this client's waiter by a release.",
+    {"dlock_handovers_total", "Locks and semaphore permits a release handed to this client's waiter.",
      offsetof(dlock__name_metrics, handovers)},
 };
 

@@ -733,7 +733,7 @@ int dlock__attempt_handed(dlock__claim *cl, const dlock__handover *h, int64_t tt
         return DLOCK_EBUSY;
     cl->attempts++;
     cl->fence = h->fence;
-    cl->slot = 0;
+    cl->slot = h->slot;
     cl->ttl_ms = ttl_ms;
     cl->granted_ns = cl->asked_ns;
     cl->started_ns = cl->asked_ns;

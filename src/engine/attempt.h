@@ -74,8 +74,9 @@ int dlock__check_ttl(dlock__lane *lane, int64_t ttl_ms);
  * lives); or the failure. A failed attempt leaves nothing of ours behind. */
 int dlock__attempt_acquire(dlock__claim *cl, dlock__lane *lane, int64_t ttl_ms);
 
-/* A release handed a waiter the lock (docs/fair.md): its message named our
- * token, and `h` what it said. If the lease end it found is the end our
+/* A release handed a waiter the lock or a permit (docs/fair.md,
+ * docs/semaphores.md): its message named our token, and `h` what it said
+ * (a permit's slot too). If the lease end it found is the end our
  * last busy attempt was told, the hand-over came after that attempt, and
  * the key lives at least min(ttl, lease) from its start: returns 0 with the
  * claim held for that long (less the drift). Else, or if that is over

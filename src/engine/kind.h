@@ -18,7 +18,7 @@
 #include <stdio.h>
 
 #define DLOCK__KIND_AUX_MAX 7
-#define DLOCK__WORDS_ARGS_MAX 2
+#define DLOCK__WORDS_ARGS_MAX 3 /* the most: a semaphore waiter's permits, lease, hand-over */
 
 struct dlock__claim;
 struct dlock__tally;
@@ -64,14 +64,16 @@ static inline void dlock__words_number(dlock__words *w, uint64_t value)
  * or the lock handed over to it by the release (dlock__handover). */
 enum dlock__wake { DLOCK__WAKE_NOT, DLOCK__WAKE, DLOCK__WAKE_HANDED };
 
-/* A release handed a waiter the lock (docs/fair.md): the fence it wrote,
- * the end of the waiter's presence lease it found (server ms), and that
- * lease: the key lives at least min(ttl, lease_ms) from the start of the
- * try that was told that end. */
+/* A release handed a waiter the lock or a permit (docs/fair.md,
+ * docs/semaphores.md): the fence it wrote, the end of the waiter's
+ * presence lease it found (server ms), and that lease: the key lives at
+ * least min(ttl, lease_ms) from the start of the try that was told that
+ * end; and the permit's slot (0 for a lock). */
 typedef struct dlock__handover {
     uint64_t fence;
     int64_t lease_end_ms;
     int64_t lease_ms;
+    unsigned slot;
 } dlock__handover;
 
 typedef struct dlock__kind {

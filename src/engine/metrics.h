@@ -64,7 +64,7 @@ void dlock__metrics_acquired(dlock__name_metrics *e, int rc, bool waited, int64_
 /* A renewal that returned rc; margin_ms: what was left of the validity. */
 void dlock__metrics_renewed(dlock__name_metrics *e, int rc, int64_t margin_ms);
 void dlock__metrics_lost(dlock__name_metrics *e);
-/* A release of a fair lock handed it to our waiter. */
+/* A release handed our waiter the lock or a permit. */
 void dlock__metrics_handed(dlock__name_metrics *e);
 /* A hold that began at *since_ns (0: none, or already observed) ended now:
  * observed once, however many threads say so. */

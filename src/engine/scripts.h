@@ -32,8 +32,10 @@ enum dlock__script_id {
      * delayed packet must not). Returns 1. */
     DLOCK__SCRIPT_FENCE_MAX,
     /* The semaphore's (src/kinds/lua/sem_*.lua, docs/semaphores.md): the
-     * mutex's KEYS and ARGV, then the auxiliary keys limit, slots, owners, fences;
-     * the acquire's last ARGV is the number of permits. */
+     * mutex's KEYS and ARGV, then the auxiliary keys limit, slots, owners,
+     * fences and the waiters' queue; the acquire's ARGV go on with the
+     * number of permits and, for a waiter, its lease and the hand-over's
+     * "1". */
     DLOCK__SCRIPT_SEM_ACQUIRE,
     DLOCK__SCRIPT_SEM_RELEASE,
     DLOCK__SCRIPT_SEM_EXTEND,

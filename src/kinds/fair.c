@@ -12,15 +12,11 @@
 
 static void words(const dlock__claim *cl, enum dlock__step step, dlock__words *w)
 {
-    const dlock_client *c = cl->client;
     switch (step) {
     case DLOCK__STEP_ACQUIRE:
         dlock__words_keys(w, cl->aux, 4);
         dlock__words_number(w, cl->params->lease_ms);
-        /* The release before us may hand us the lock, unless our grant
-         * must pass the restart check or WAIT: we take it ourselves then. */
-        if (!c->replicas && !c->restart_delay_ms)
-            dlock__words_arg(w, "1");
+        dlock__queue_words_handover(cl, w);
         break;
     case DLOCK__STEP_RELEASE:
     case DLOCK__STEP_CLEANUP:

@@ -45,6 +45,10 @@ enum dlock__wake dlock__queue_message(const dlock__claim *cl, const char *msg, s
                                       dlock__handover *h);
 int64_t dlock__queue_away_max_ms(const dlock__claim *cl);
 int dlock__queue_setup(dlock__claim *cl, dlock__lane *lane, int64_t lease_ms);
+/* The acquire's last word for a waiter that a release may hand the lock
+ * or a permit to: unless its grant must pass the restart check or WAIT,
+ * which a release cannot run for it (it takes its grant itself then). */
+void dlock__queue_words_handover(const dlock__claim *cl, dlock__words *w);
 
 /* The message hook of the kinds that wait on the name's channel (queue.c,
  * beside the queue's): a release's "writer:TOKEN" wakes that waiting

@@ -13,7 +13,8 @@
 #include <string.h>
 
 #define NEXT_PREFIX "next:" /* a release's wake-up of one waiter: "next:" + its token */
-/* A release that handed the head the lock: "grant:TOKEN:FENCE:LEASE_END" */
+/* A release that handed the head the lock: "grant:TOKEN:FENCE:LEASE_END";
+ * or a permit: "grant:TOKEN:FENCE:LEASE_END:SLOT" */
 #define GRANT_PREFIX "grant:"
 /* A release's wake-up of one waiting writer of a name held shared
  * (helpers.lua, release_message()): "writer:" + its token */
@@ -46,13 +47,15 @@ static bool is_our_turn(const dlock__claim *cl, const char *msg, size_t len, con
     return len == skip + token_len && memcmp(msg + skip, cl->token, token_len) == 0;
 }
 
-/* The rest of a "grant:" message for our token: its fence and lease end,
- * as "FENCE:LEASE_END" in decimal, nothing else. */
+/* The rest of a "grant:" message for our token: its fence, lease end and
+ * slot, as "FENCE:LEASE_END" or "FENCE:LEASE_END:SLOT" in decimal, nothing
+ * else. */
 static bool read_grant(const char *rest, size_t len, dlock__handover *h)
 {
-    char text[48], *end;
+    char text[64], *end;
     unsigned long long fence;
     long long lease_end;
+    unsigned long slot = 0;
     if (len == 0 || len >= sizeof(text) || !isdigit((unsigned char)rest[0]))
         return false;
     memcpy(text, rest, len);
@@ -62,16 +65,20 @@ static bool read_grant(const char *rest, size_t len, dlock__handover *h)
     if (errno != 0 || *end != ':' || !isdigit((unsigned char)end[1]))
         return false;
     lease_end = strtoll(end + 1, &end, 10);
-    if (errno != 0 || *end != '\0')
+    if (errno == 0 && *end == ':' && isdigit((unsigned char)end[1]))
+        slot = strtoul(end + 1, &end, 10);
+    if (errno != 0 || *end != '\0' || slot >= DLOCK_PERMITS_MAX)
         return false;
     h->fence = fence;
     h->lease_end_ms = lease_end;
+    h->slot = (unsigned)slot;
     return true;
 }
 
 /* A waiter acts on the wake-up of its own turn, on the hand-over of the
- * lock to it, and on a plain release (a token: a mutex holder's on a
- * queued name); the others' turns are not its business. */
+ * lock or of a permit in one of its semaphore's slots to it (any other is
+ * a wake-up: it tries), and on a plain release (a token: a mutex holder's
+ * on a queued name); the others' turns are not its business. */
 enum dlock__wake dlock__queue_message(const dlock__claim *cl, const char *msg, size_t len,
                                 dlock__handover *h)
 {
@@ -84,7 +91,8 @@ enum dlock__wake dlock__queue_message(const dlock__claim *cl, const char *msg, s
         return DLOCK__WAKE_NOT;
     skip += token_len;
     h->lease_ms = cl->params->lease_ms;
-    if (len > skip && msg[skip] == ':' && read_grant(msg + skip + 1, len - skip - 1, h))
+    if (len > skip && msg[skip] == ':' && read_grant(msg + skip + 1, len - skip - 1, h) &&
+        h->slot < (cl->params->permits > 1 ? cl->params->permits : 1))
         return DLOCK__WAKE_HANDED;
     return DLOCK__WAKE;
 }
@@ -103,6 +111,12 @@ enum dlock__wake dlock__writers_message(const dlock__claim *cl, const char *msg,
 int64_t dlock__queue_away_max_ms(const dlock__claim *cl)
 {
     return (int64_t)cl->params->lease_ms / 3;
+}
+
+void dlock__queue_words_handover(const dlock__claim *cl, dlock__words *w)
+{
+    if (!cl->client->replicas && !cl->client->restart_delay_ms)
+        dlock__words_arg(w, "1");
 }
 
 int dlock__queue_setup(dlock__claim *cl, dlock__lane *lane, int64_t lease_ms)

@@ -1,7 +1,8 @@
 /* The counting semaphore (docs/semaphores.md): NAME is a sorted set of at
  * most `permits` permits, with its own keys limit, slots, owners and
  * fences (sem_helpers.lua). A waiter queues (queue.c): the free permits are
- * the first waiters', and a release tells the one it gives a permit to.
+ * the first waiters', and a release hands a permit to the one it gives it
+ * to, or tells it to try.
  * One server only: with several, N holders can each hold a different
  * majority (docs/redlock.md). */
 #include "kinds.h"
@@ -17,8 +18,10 @@ static void words(const dlock__claim *cl, enum dlock__step step, dlock__words *w
     case DLOCK__STEP_ACQUIRE:
         dlock__words_keys(w, cl->aux, 7);
         dlock__words_number(w, cl->params->permits);
-        if (cl->params->lease_ms) /* it waits: refused, it queues */
+        if (cl->params->lease_ms) { /* it waits: refused, it queues */
             dlock__words_number(w, cl->params->lease_ms);
+            dlock__queue_words_handover(cl, w);
+        }
         break;
     case DLOCK__STEP_RELEASE:
     case DLOCK__STEP_CLEANUP:

@@ -1,8 +1,8 @@
 /* Semaphores through the library against a real redis-server: N holders,
  * slots and per-slot fences, the limit in force, the wrong kind both ways,
- * release and extend by token, reaping, waking, the waiters' queue, loss,
- * several servers, and
- * each kind's holders in words. */
+ * release and extend by token, reaping, waking, the waiters' queue and the
+ * hand-over of a permit, loss, several servers, and each kind's holders in
+ * words. */
 #include "helpers.h"
 
 #include <inttypes.h>
@@ -225,24 +225,32 @@ static void *wait_for_permit(void *arg)
     return NULL;
 }
 
-/* Starts a waiter and returns once it queued as the n-th and listens (its
- * join and its second try ran: none of its tries falls in what a test
- * counts afterwards). Its lease (60 s, renewed every 20 s) makes no
- * renewal fall in the test. */
-static struct sem_waiter *queue_waiter(redisContext *redis, const char *name, unsigned permits,
-                                       long long n)
+/* Starts a waiter on client `c` with a presence lease of `lease_ms` and
+ * returns once it queued as the n-th and listens (its join and its second
+ * try ran). */
+static struct sem_waiter *queue_client_waiter(redisContext *redis, dlock_client *c,
+                                              const char *name, unsigned permits, long long n,
+                                              unsigned lease_ms)
 {
-    struct sem_waiter w = {.c = client_on(server.url), .name = name, .rc = -1};
+    struct sem_waiter w = {.c = c, .name = name, .rc = -1};
     struct sem_waiter *copy;
     long long before = script_calls(redis);
     w.o = permits_options(permits);
     w.o.wait_ms = 30000;
     w.o.backoff_max_ms = 30000;
-    w.o.lease_ms = 60000;
+    w.o.lease_ms = lease_ms;
     copy = start_thread(wait_for_permit, &w, sizeof(w));
     wait_for_zcard(redis, aux_key(name, "waiters"), n);
     wait_for_script_calls(redis, before, 2);
     return copy;
+}
+
+/* The same with a lease of 60 s, renewed every 20 s: none of its tries
+ * falls in what a test counts afterwards. */
+static struct sem_waiter *queue_waiter(redisContext *redis, const char *name, unsigned permits,
+                                       long long n)
+{
+    return queue_client_waiter(redis, client_on(server.url), name, permits, n, 60000);
 }
 
 static void wait_done(struct sem_waiter *w)
@@ -254,10 +262,22 @@ static void wait_done(struct sem_waiter *w)
     assert_int_equal(w->rc, 0);
 }
 
-/* A release tells the one waiter it gives its permit to, the first in the
- * queue, and no other: after it the server runs two scripts (the release,
- * that waiter's acquire), where notify-all would run one per waiter. */
-static void test_sem_release_wakes_only_the_next_waiter(void **state)
+/* The server's clock in ms. */
+static long long server_ms(redisContext *redis)
+{
+    redisReply *t = run(redis, "TIME");
+    long long now = strtoll(t->element[0]->str, NULL, 10) * 1000 +
+                    strtoll(t->element[1]->str, NULL, 10) / 1000;
+    freeReplyObject(t);
+    return now;
+}
+
+/* A release hands its permit to the one waiter it gives it to, the first
+ * in the queue, and tells no other: after it the server runs the release
+ * alone (the waiter holds the permit, in the slot freed, without a try;
+ * its TTL is within its lease), where notify-all would run one script per
+ * waiter. */
+static void test_sem_release_hands_its_permit_to_the_next_waiter_alone(void **state)
 {
     redisContext *redis = *state;
     dlock_client *c = client_on(server.url);
@@ -271,10 +291,13 @@ static void test_sem_release_wakes_only_the_next_waiter(void **state)
         w[i] = queue_waiter(redis, "sem:queue", 2, i + 1);
     for (int i = 0; i < 3; i++) {
         long long before = script_calls(redis);
-        assert_int_equal(dlock_lock_release(i < 2 ? h[i] : w[0]->lock), 0);
+        dlock_lock *freed = i < 2 ? h[i] : w[0]->lock;
+        assert_int_equal(dlock_lock_release(freed), 0);
         wait_done(w[i]);
         usleep(200 * 1000); /* room for a wrong wake-up's try */
-        assert_int_equal(script_calls(redis) - before, 2);
+        assert_int_equal(script_calls(redis) - before, 1);
+        assert_int_equal(dlock_lock_slot(w[i]->lock), dlock_lock_slot(freed));
+        assert_true(dlock_lock_fence(w[i]->lock) > dlock_lock_fence(freed));
         for (int j = i + 1; j < 3; j++)
             assert_false(atomic_load(&w[j]->done));
         assert_int_equal(zcard(redis, aux_key("sem:queue", "waiters")), 2 - i);
@@ -296,13 +319,10 @@ static void test_sem_free_permit_kept_for_a_waiter_until_its_lease_ends(void **s
     redisContext *redis = *state;
     dlock_client *c = client_on(server.url);
     dlock_acquire_options o = permits_options(2);
-    redisReply *t = run(redis, "TIME");
-    long long now = strtoll(t->element[0]->str, NULL, 10) * 1000 +
-                    strtoll(t->element[1]->str, NULL, 10) / 1000;
+    long long now = server_ms(redis);
     long long at = test_now_ms(), start; /* the server's `now`, on the test's clock */
     dlock_lock *held = take(c, "sem:dead-waiter", 60000, &o), *late;
 
-    freeReplyObject(t);
     freeReplyObject(run(redis, "ZADD %s 1 %s", aux_key("sem:dead-waiter", "waiters"),
                         "0123456789abcdef0123456789abcdef"));
     freeReplyObject(run(redis, "ZADD %s %lld %s", aux_key("sem:dead-waiter", "waiter-leases"),
@@ -319,6 +339,103 @@ static void test_sem_free_permit_kept_for_a_waiter_until_its_lease_ends(void **s
     assert_int_equal(dlock_lock_release(late), 0);
     assert_int_equal(dlock_lock_release(held), 0);
     assert_no_queue(redis, "sem:dead-waiter");
+}
+
+/* A waiter whose grant must pass the restart check does not ask for the
+ * hand-over (a release cannot run the check for it): its entry keeps no
+ * hand-over, the release tells it, and it takes the freed slot with its
+ * own try. */
+static void test_sem_waiter_with_a_restart_delay_is_told_and_tries(void **state)
+{
+    redisContext *redis = *state;
+    dlock_client *c = client_on(server.url);
+    dlock_acquire_options o = permits_options(2);
+    dlock_lock *holder = take(c, "sem:told", 60000, &o);
+    dlock_lock *other = take(c, "sem:told", 60000, &o);
+    struct sem_waiter *t =
+        queue_client_waiter(redis, durable_client(server.url, 0, 100), "sem:told", 2, 1, 60000);
+    redisReply *entry = run(redis, "HVALS %s", aux_key("sem:told", "waiter-wake"));
+    long long before;
+
+
+    assert_int_equal(entry->elements, 1);
+    assert_null(strchr(entry->element[0]->str, '\n'));
+    freeReplyObject(entry);
+    before = script_calls(redis);
+    assert_int_equal(dlock_lock_release(holder), 0);
+    join_thread(t);
+    assert_int_equal(t->rc, 0);
+    assert_true(script_calls(redis) - before >= 2); /* the release, the waiter's try */
+    assert_int_equal(dlock_lock_slot(t->lock), dlock_lock_slot(holder));
+    assert_int_equal(dlock_lock_release(t->lock), 0);
+    assert_int_equal(dlock_lock_release(other), 0);
+    assert_no_queue(redis, "sem:told");
+}
+
+/* A permit handed over is the waiter's for at most its presence lease
+ * (3 s) until claimed: a waiter whose TTL (60 s) outlasts it claims the
+ * whole TTL with an extend before its acquire returns. */
+static void test_sem_hand_over_claimed_when_the_ttl_outlasts_the_lease(void **state)
+{
+    redisContext *redis = *state;
+    dlock_client *c = client_on(server.url);
+    dlock_acquire_options o = permits_options(2);
+    dlock_lock *holder = take(c, "sem:claim", 60000, &o);
+    dlock_lock *other = take(c, "sem:claim", 60000, &o);
+    struct sem_waiter *t =
+        queue_client_waiter(redis, client_on(server.url), "sem:claim", 2, 1, 3000);
+    long long before = script_calls(redis);
+    redisReply *score;
+
+    assert_int_equal(dlock_lock_release(holder), 0);
+    join_thread(t);
+    assert_int_equal(t->rc, 0);
+    assert_int_equal(script_calls(redis) - before, 2); /* the release, the claim: no try */
+    assert_true(dlock_lock_validity_ms(t->lock) > 3000);
+    score = run(redis, "ZSCORE sem:claim %s", dlock_lock_token(t->lock));
+    assert_true(strtoll(score->str, NULL, 10) - server_ms(redis) > 3000);
+    freeReplyObject(score);
+    assert_int_equal(dlock_lock_release(t->lock), 0);
+    assert_int_equal(dlock_lock_release(other), 0);
+    assert_no_queue(redis, "sem:claim");
+}
+
+/* A waiter that died while queued, asking for a hand-over, is handed the
+ * permit it is owed, and holds it no longer than what was left of its
+ * lease (800 ms): the live waiter behind it (lease 1.5 s, so it tries
+ * every 500 ms) gets it then. Two permits: one is a mutex. */
+static void test_sem_permit_handed_to_a_dead_waiter_frees_within_its_lease(void **state)
+{
+    redisContext *redis = *state;
+    const char *dead = "0123456789abcdef0123456789abcdef";
+    dlock_client *c = client_on(server.url);
+    dlock_acquire_options o = permits_options(2);
+    dlock_lock *holder = take(c, "sem:dead-handed", 60000, &o);
+    dlock_lock *other = take(c, "sem:dead-handed", 60000, &o);
+    long long now = server_ms(redis), at = test_now_ms(), handed_at;
+    struct sem_waiter *live;
+    redisReply *score;
+
+    freeReplyObject(run(redis, "ZADD %s 1 %s", aux_key("sem:dead-handed", "waiters"), dead));
+    freeReplyObject(run(redis, "ZADD %s %lld %s", aux_key("sem:dead-handed", "waiter-leases"),
+                        now + 800, dead));
+    freeReplyObject(run(redis, "HSET %s %s %s", aux_key("sem:dead-handed", "waiter-wake"), dead,
+                        "gone:1\n30000 60000 2 {\"host\":\"gone\",\"pid\":1,\"since\":5}"));
+    live = queue_client_waiter(redis, client_on(server.url), "sem:dead-handed", 2, 2, 1500);
+    assert_int_equal(dlock_lock_release(holder), 0);
+    handed_at = test_now_ms();
+    score = run(redis, "ZSCORE sem:dead-handed %s", dead);
+    assert_int_equal(score->type, REDIS_REPLY_STRING);
+    assert_true(strtoll(score->str, NULL, 10) <= now + 800);
+    freeReplyObject(score);
+    assert_false(atomic_load(&live->done));
+    wait_done(live);
+    assert_true(test_now_ms() - at >= 790);
+    assert_true(test_now_ms() - handed_at < 800 + 500 + 2000LL * test_slowdown());
+    join_thread(live);
+    assert_int_equal(dlock_lock_release(live->lock), 0);
+    assert_int_equal(dlock_lock_release(other), 0);
+    assert_no_queue(redis, "sem:dead-handed");
 }
 
 /* A waiter that gives up leaves the queue at once, rather than when its
@@ -480,7 +597,10 @@ int main(void)
         T(test_sem_release_extend_by_token),
         T(test_sem_dead_permit_frees_after_its_ttl),
         T(test_sem_release_wakes_a_waiter),
-        T(test_sem_release_wakes_only_the_next_waiter),
+        T(test_sem_release_hands_its_permit_to_the_next_waiter_alone),
+        T(test_sem_hand_over_claimed_when_the_ttl_outlasts_the_lease),
+        T(test_sem_waiter_with_a_restart_delay_is_told_and_tries),
+        T(test_sem_permit_handed_to_a_dead_waiter_frees_within_its_lease),
         T(test_sem_free_permit_kept_for_a_waiter_until_its_lease_ends),
         T(test_sem_waiter_that_gives_up_leaves_the_queue),
         T(test_sem_removed_permit_is_lost),

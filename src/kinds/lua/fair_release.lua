@@ -23,18 +23,10 @@ local current = redis.call('GET', lock)
 local last, marked = fence_of(KEYS[6])
 local now, now_us = clock()
 local head, head_ends = live_head(queue, presence, wake, now)
-local function head_entry()
-  local channel, rest = waiter_channel(wake, head, ARGV[2])
-  if not rest then
-    return channel
-  end
-  local ttl, fence_ttl, record = string.match(rest, '^(%d+) (%d+) (.+)$')
-  return channel, tonumber(ttl), fence_ttl, record
-end
 if current == token then
   local channel, ttl, fence_ttl, record
   if head then
-    channel, ttl, fence_ttl, record = head_entry()
+    channel, ttl, fence_ttl, record = waiter_channel(wake, head, ARGV[2])
   end
   if ttl and last then
     local px = math.min(ttl, head_ends - now)
@@ -42,7 +34,7 @@ if current == token then
     leave(queue, presence, wake, head)
     redis.call('SET', lock, head, 'PX', px)
     set_fence(KEYS[6], f, fence_ttl, queue_ends(presence), now)
-    record = string.gsub(record, '"since":%d+', '"since":' .. string.format('%d', now), 1)
+    record = handed_record(record, now)
     redis.call('SET', KEYS[2], record, 'PX', px)
     publish(channel, 'grant:' .. head .. ':' .. f .. ':' .. string.format('%d', head_ends))
     audit_end(token, true)
@@ -64,7 +56,7 @@ if ARGV[3] == '1' and redis.call('ZSCORE', presence, token) then
   if head == token and not current then
     head = live_head(queue, presence, wake, now)
     if head then
-      publish((head_entry()), 'next:' .. head)
+      publish((waiter_channel(wake, head, ARGV[2])), 'next:' .. head)
     end
   end
 end

@@ -137,8 +137,8 @@ end
 -- (token -> arrival, in server µs), the sorted set `presence` (token ->
 -- the end of the waiter's presence lease, in server ms) and the hash
 -- `wake` (token -> the host and pid of the waiter's process, whose channel
--- a release tells: the name's channel, ":", host:pid; then, for a fair
--- waiter that asked to be handed the lock, a newline and what the
+-- a release tells: the name's channel, ":", host:pid; then, for a waiter
+-- that asked to be handed the lock or a permit, a newline and what the
 -- hand-over needs). A token is in all three or in none, and the three live
 -- as long as the longest lease. leave() takes waiters out: `wake` first,
 -- so that a key of another type there fails before anything is written
@@ -199,8 +199,9 @@ end
 -- A refused waiter keeps its place, or, when it has none (never queued,
 -- or its lease `ends` has come: it left), joins at the tail, its entry in
 -- `wake` the host and pid of its owner `record`, then a newline and
--- `handover` when given (a fair waiter that may be handed the lock); then
--- its lease is renewed. Returns renew()'s end of the longest lease.
+-- `handover` when given (a waiter that may be handed the lock or a
+-- permit: what the release needs to grant it); then its lease is
+-- renewed. Returns renew()'s end of the longest lease.
 local function keep_place(queue, presence, wake, token, ends, record, handover, lease, now, now_us)
   if ends and ends <= now then
     leave(queue, presence, wake, token)
@@ -217,14 +218,24 @@ local function keep_place(queue, presence, wake, token, ends, record, handover, 
   return renew(queue, presence, wake, token, lease, now)
 end
 
+-- The owner record of a waiter a release hands the lock or a permit to,
+-- its time of "since" the hand-over's (server ms).
+local function handed_record(record, now)
+  return (string.gsub(record, '"since":%d+', '"since":' .. string.format('%d', now), 1))
+end
+
 -- The channel of the process of `token`, a waiter (the name's channel
--- `base` when its entry names none), and the rest of its entry after the
--- newline, if any.
+-- `base` when its entry names none), and, if the waiter asked to be
+-- handed the lock or a permit, what its entry keeps for that after the
+-- newline: its TTL (a number), fence TTL and the rest (its owner record,
+-- after a semaphore's N).
 local function waiter_channel(wake, token, base)
   local entry = redis.call('HGET', wake, token) or ''
   local nl = string.find(entry, '\n', 1, true)
   local where = nl and string.sub(entry, 1, nl - 1) or entry
-  return where ~= '' and base .. ':' .. where or base, nl and string.sub(entry, nl + 1)
+  local ttl, fence_ttl, rest = string.match(nl and string.sub(entry, nl + 1) or '',
+    '^(%d+) (%d+) (.+)$')
+  return where ~= '' and base .. ':' .. where or base, tonumber(ttl), fence_ttl, rest
 end
 
 -- The release message, for waiters: sharded (SPUBLISH) on every server,

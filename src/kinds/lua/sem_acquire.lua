@@ -1,8 +1,10 @@
 -- KEYS as the mutex's acquire, then limit, slots, owners, fences, and the
 -- waiters' queue, presence and wake (helpers.lua); ARGV as the mutex's,
 -- then the permits N and, when the caller waits, its presence lease in
--- ms. Refused: NAME of another type, or live permits under another limit
--- (an error that starts with DLOCKLIMIT and names the limit in force).
+-- ms and "1" when it may be handed a permit (sem_release.lua). Refused:
+-- NAME or one of the hashes of another type, or live permits under
+-- another limit (an error that starts with DLOCKLIMIT and names the limit
+-- in force).
 -- The free permits are the first waiters' (one each, in the order they
 -- came): an acquirer is granted when one of the free permits is its own,
 -- or when there are more free permits than live waiters. Granted: {1,
@@ -11,11 +13,13 @@
 -- busy: {0, ms until the soonest permit expires, or the lease of a waiter
 -- a free permit is kept for ends}; a caller that waits joins the queue at
 -- the tail (or keeps its place) and renews its lease, and is told to try
--- again by then, or within a third of its lease.
+-- again by then, or within a third of its lease, and the end of its lease
+-- ({0, ms, 0, end}), which a hand-over names.
 
 local name, limit, slots, owners, fences = KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local queue, presence, wake = KEYS[8], KEYS[9], KEYS[10]
-local token, permits, lease = ARGV[1], tonumber(ARGV[5]), tonumber(ARGV[6])
+local token, permits = ARGV[1], tonumber(ARGV[5])
+local lease, direct = tonumber(ARGV[6]), ARGV[7] == '1'
 local now, now_us = clock()
 local live = redis.call('ZRANGEBYSCORE', name, '(' .. now, '+inf', 'WITHSCORES')
 local in_force = redis.call('GET', limit)
@@ -38,38 +42,24 @@ if not ours then
     return {0, wait}
   end
   keep_place(queue, presence, wake, token, tonumber(redis.call('ZSCORE', presence, token)),
-    ARGV[4], nil, lease, now, now_us)
-  return {0, math.max(0, math.min(wait, math.max(1, math.floor(lease / 3))))}
+    ARGV[4], direct and ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. ARGV[5] .. ' ' .. ARGV[4], lease,
+    now, now_us)
+  return {0, math.max(0, math.min(wait, math.max(1, math.floor(lease / 3)))), 0, now + lease}
 end
-local taken, slot = {}, nil
-for i = 1, #live, 2 do
-  local s = redis.call('HGET', slots, live[i])
-  if live[i] == token then
-    slot = tonumber(s)
-  elseif s then
-    taken[s] = true
-  end
+local refused = hashes_refused(slots, owners, fences)
+if refused then
+  return refused
 end
-if not slot then
-  slot = 0
-  while taken[tostring(slot)] do
-    slot = slot + 1
-  end
-end
-local last, err = fence_parse(redis.call('HGET', fences, slot), fences .. ' field ' .. slot)
+local slot = permit_slot(name, slots, token, now)
+local last, err = slot_fence(fences, slot)
 if not last then
   return redis.error_reply(err)
 end
 if lease then
   leave(queue, presence, wake, token)
 end
-local f = next_fence(last, now_us)
-redis.call('ZADD', name, now + tonumber(ARGV[2]), token)
+local f = grant_permit(name, slots, owners, fences, token, slot, last, tonumber(ARGV[2]),
+  ARGV[3], ARGV[4], now_us)
 redis.call('SET', limit, ARGV[5])
-redis.call('HSET', slots, token, slot)
-redis.call('HSET', owners, token, ARGV[4])
-redis.call('HSET', fences, slot, f)
-redis.call('PEXPIRE', fences, ARGV[3])
 reap(name, limit, slots, owners, now)
-audit('permit', token, f, ARGV[2])
 return {1, f, slot}

@@ -18,6 +18,18 @@ do
       'a mutex or another kind of lock (a string)' or 'a ' .. t) .. ', not a semaphore')
   end
 end
+-- A WRONGTYPE error naming the first of `slots`, `owners` and `fences`
+-- that is not a hash, or nil: checked before a script's first write, as
+-- its HGETs and HSETs would raise it halfway.
+local function hashes_refused(slots, owners, fences)
+  for _, key in ipairs({slots, owners, fences}) do
+    local t = redis.call('TYPE', key)['ok']
+    if t ~= 'hash' and t ~= 'none' then
+      return redis.error_reply('WRONGTYPE ' .. key .. ' is a ' .. t .. ', not a hash')
+    end
+  end
+  return nil
+end
 local function reap(name, limit, slots, owners, now)
   local left = drop_expired(name, {slots, owners}, now)
   if not left then
@@ -34,4 +46,42 @@ local function live_score(name, token, now)
     return tonumber(score)
   end
   return nil
+end
+-- The slot of the live permit of `token` (a retry of our own call keeps
+-- it), else the lowest slot that no live permit holds.
+local function permit_slot(name, slots, token, now)
+  local taken = {}
+  for _, holder in ipairs(redis.call('ZRANGEBYSCORE', name, '(' .. now, '+inf')) do
+    local s = redis.call('HGET', slots, holder)
+    if holder == token and s then
+      return tonumber(s)
+    elseif s then
+      taken[s] = true
+    end
+  end
+  local slot = 0
+  while taken[tostring(slot)] do
+    slot = slot + 1
+  end
+  return slot
+end
+-- The last token of `slot` in the hash `fences`, or nil and the error
+-- when the stored one is no token.
+local function slot_fence(fences, slot)
+  return fence_parse(redis.call('HGET', fences, slot), fences .. ' field ' .. slot)
+end
+-- Gives `token` the permit of `slot` for `px` ms, its owner `record`, and
+-- the slot's next token after `last` (slot_fence()), which the hash keeps
+-- `fence_ttl` ms. Returns that token.
+local function grant_permit(name, slots, owners, fences, token, slot, last, px, fence_ttl,
+                            record, now_us)
+  local f = next_fence(last, now_us)
+  local now = math.floor(now_us / 1000) -- clock()'s ms
+  redis.call('ZADD', name, now + px, token)
+  redis.call('HSET', slots, token, slot)
+  redis.call('HSET', owners, token, record)
+  redis.call('HSET', fences, slot, f)
+  redis.call('PEXPIRE', fences, fence_ttl)
+  audit('permit', token, f, string.format('%d', px), record)
+  return f
 end
