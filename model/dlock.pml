@@ -15,14 +15,14 @@
  * (src/kinds/KIND.c) and the attempt layer; and
  * fence_max.lua, the write-back:
  * kind mutex
- * pin src/kinds/lua/helpers.lua 59b3319dc22a1391af55ccd2d0fbd7ee1d7c4077
- * pin src/kinds/lua/mutex_acquire.lua 46167538585a479405faa722d6466c6d120d903b
+ * pin src/kinds/lua/helpers.lua 05d7ee74e7d17bf055d0867af4e86ad95a0ca258
+ * pin src/kinds/lua/mutex_acquire.lua 154864fa89a2cd4b91a65d630a2181fe4021a592
  * pin src/kinds/lua/mutex_extend.lua 8840a10719bea4dbda3451084c3d9b01672b822f
  * pin src/kinds/lua/mutex_release.lua 1f0dc63435d9ec46f7fbbd7a705752a1f3b7cda8
  * pin src/kinds/lua/mutex_status.lua b45ab2ae5b2e63e420212a460678f668e8b7975a
  * pin src/kinds/lua/fence_max.lua 1c0fb9d4b62f4543e41e2dae4e0bc3eada524e74
- * pin src/kinds/mutex.c 915ef137a0820906cff5ca93d6b84b04d353802f
- * pin src/engine/attempt.c b495b448a30c2bf14517610c1b09f8bd29ba5475
+ * pin src/kinds/mutex.c 2b05087169767d5c28aa6a290b37ad76309fb16a
+ * pin src/engine/attempt.c b6b559d07eede1b96cce2bd9ffa7e894f3d31db2
  *
  * Time. There is no absolute clock: every time in the model is kept
  * relative to "now" and moved by the clock process, one tick at a time, so
@@ -348,6 +348,11 @@ inline fence_max_script(i, arg) {
             TALLY(c, !onr[c]) \
         }
 
+/* A grant that needs no write-back: its token is client c's proposal
+ * (mutex_acquire.lua: a stored counter ahead of the clock is written back
+ * to every node, where it is kept on more than a bare majority). */
+#define AGREES(c) (f == carg[c])
+
 /* A reply counts while its call is open (and is that connection's). */
 #define TALLY(c, mine) \
             if \
@@ -355,7 +360,7 @@ inline fence_max_script(i, arg) {
                 cans[c]++; \
                 if \
                 :: res == YES -> \
-                    cagreed[c] = (cyes[c] == 0 || (cagreed[c] && f == cfence[c])); \
+                    cagreed[c] = (cyes[c] == 0 || (cagreed[c] && f == cfence[c])) && AGREES(c); \
                     cyes[c]++; cfence[c] = (f > cfence[c] -> f : cfence[c]) \
                 :: else -> skip \
                 fi \

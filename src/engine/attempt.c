@@ -29,7 +29,8 @@ struct answer {
     uint64_t fence; /* GRANT, YES */
     unsigned slot;  /* GRANT, YES: a kind with slots names it, else 0 */
     int64_t pttl;   /* GRANT, NO */
-    bool no_epoch;  /* GRANT, YES: {1, fence, 0, 0}, a Redlock mutex's: no epoch key here */
+    bool no_write_back; /* GRANT, YES: {1, fence, 0, 0}, a Redlock mutex's: its proposal, no
+                           epoch key here */
     bool writer;    /* GRANT, NO: {0, pttl, 1}, we wait among the writers */
     bool shared;    /* GRANT, NO: {0, pttl, 2}, held shared */
     int64_t lease_end_ms; /* GRANT, NO: {0, pttl, 0, end}, a queued waiter's lease */
@@ -70,7 +71,7 @@ static struct answer read_grant(const dlock__reply *a)
     } else if (first->integer == 1 && second->type == DLOCK__REPLY_STRING) {
         x.fence = strtoull(second->str, &end, 10);
         x.vote = *end == '\0' && x.fence > 0 && read_slot(a, &x.slot) ? VOTE_YES : VOTE_FAILED;
-        x.no_epoch = a->elements == 4 && a->element[3]->type == DLOCK__REPLY_INTEGER &&
+        x.no_write_back = a->elements == 4 && a->element[3]->type == DLOCK__REPLY_INTEGER &&
                      a->element[3]->integer == 0;
     }
     return x;
@@ -147,7 +148,7 @@ static void count(dlock__tally *t, const dlock__node_result *results, size_t n,
         struct answer x = answer_of(results, n, call, i, kind, g);
         switch (x.vote) {
         case VOTE_YES:
-            t->agreed = (t->yes == 0 || (t->agreed && x.fence == t->fence)) && x.no_epoch;
+            t->agreed = (t->yes == 0 || (t->agreed && x.fence == t->fence)) && x.no_write_back;
             if (t->yes++ == 0 || x.fence > t->fence) {
                 t->fence = x.fence;
                 t->slot = x.slot;

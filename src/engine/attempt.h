@@ -110,8 +110,8 @@ typedef struct dlock__tally {
     size_t failed;   /* no answer in time, an error reply, a reply that made no sense */
     size_t pending;
     uint64_t fence;  /* acquire: the largest token granted */
-    /* acquire, Redlock: every grant counted has that token, and no epoch
-     * key (a mutex's {1, fence, 0, 0}): nothing to write back */
+    /* acquire, Redlock: every grant counted has that token, its proposal,
+     * and no epoch key (a mutex's {1, fence, 0, 0}): nothing to write back */
     bool agreed;
     unsigned slot;   /* acquire: the slot that came with that token */
     int64_t pttl;    /* acquire: the smallest PTTL of the refusals */

@@ -46,8 +46,9 @@ static void words(const dlock__claim *cl, enum dlock__step step, dlock__words *w
         /* A writer that waits: its grant leaves the waiting writers. */
         if (cl->params->writer || c->n > 1)
             dlock__words_arg(w, cl->params->writer ? "1" : "0");
-        /* Redlock: a token the servers can agree on, and whether the
-         * epoch the write-back would raise is there (mutex_acquire.lua). */
+        /* Redlock: a token the servers can agree on, and the epoch the
+         * write-back would raise, which a grant says is there
+         * (mutex_acquire.lua). */
         if (c->n > 1) {
             dlock__words_number(w, proposal());
             dlock__words_keys(w, &cl->aux[writers ? 1 : 0], 1);

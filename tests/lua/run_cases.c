@@ -324,10 +324,14 @@ static const char *script_sha(runner *rn, const char *name)
 typedef struct command {
     const char *argv[MAX_WORDS + 1];
     char numkeys[12];
+    char clock[MAX_WORDS][24]; /* what a clock_us+N argument became */
     int argc;
 } command;
 
-/* "eval NAME KEY... , ARG..." becomes EVALSHA SHA NUMKEYS KEY... ARG...;
+#define CLOCK_ARG "clock_us+"
+
+/* "eval NAME KEY... , ARG..." becomes EVALSHA SHA NUMKEYS KEY... ARG...,
+ * where a bare argument clock_us+N is the server's clock in µs plus N;
  * false if there is no such script. */
 static bool as_evalsha(runner *rn, const word *w, int n, command *cmd, int line)
 {
@@ -344,9 +348,17 @@ static bool as_evalsha(runner *rn, const word *w, int n, command *cmd, int line)
     cmd->argv[1] = sha;
     cmd->argv[2] = cmd->numkeys;
     cmd->argc = 3;
-    for (int i = 2; i < n; i++)
-        if (i != 2 + keys)
+    for (int i = 2; i < n; i++) {
+        if (i == 2 + keys)
+            continue;
+        if (!w[i].quoted && starts_with(w[i].text, CLOCK_ARG)) {
+            snprintf(cmd->clock[i], sizeof(cmd->clock[i]), "%lld",
+                     server_us(rn) + strtoll(w[i].text + strlen(CLOCK_ARG), NULL, 10));
+            cmd->argv[cmd->argc++] = cmd->clock[i];
+        } else {
             cmd->argv[cmd->argc++] = w[i].text;
+        }
+    }
     return true;
 }
 

@@ -29,9 +29,11 @@
 -- With several servers (Redlock) ARGV[5] is "1" or "0" (among the writers
 -- or not), ARGV[6] the client's proposal for the token (next_fence()),
 -- and the name's epoch key (docs/shared.md) comes last in KEYS; a grant
--- answers {1, fence, 0, 1 or 0}: whether the epoch key exists here. Where
--- a majority granted one token and holds no epoch, the client writes
--- nothing back (docs/redlock.md).
+-- answers {1, fence, 0, 0} when the token is the proposal and no epoch
+-- key exists here, else {1, fence, 0, 1}. Where every server counted
+-- answered 0 with one token, the client writes nothing back: the token is
+-- its clock's, which the restart rule covers, not a stored counter ahead
+-- of it, which only the servers storing it keep (docs/redlock.md).
 local WRITER_LEASE_MS, WRITER_RETRY_MS = 2000, 600
 local proposal, epoch = tonumber(ARGV[6]), ARGV[6] and KEYS[#KEYS]
 local writers = KEYS[4] ~= epoch and KEYS[4] or nil
@@ -59,7 +61,7 @@ if not current and queued > now then
   return {0, queued - now}
 end
 local waited = ARGV[5] == '1' and writers and redis.call('ZSCORE', writers, ARGV[1])
-local has_epoch = epoch and (redis.call('GET', epoch) and 1 or 0)
+local has_epoch = epoch and redis.call('GET', epoch)
 local f = next_fence(last, now_us, proposal)
 redis.call('SET', KEYS[1], ARGV[1], current and 'XX' or 'NX', 'PX', ARGV[2])
 set_fence(KEYS[2], f, ARGV[3], queued, now)
@@ -69,6 +71,6 @@ if waited then
 end
 audit('grant', ARGV[1], f, ARGV[2])
 if epoch then
-  return {1, f, 0, has_epoch}
+  return {1, f, 0, (has_epoch or tonumber(f) ~= proposal) and 1 or 0}
 end
 return {1, f}
