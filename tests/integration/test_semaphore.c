@@ -402,8 +402,10 @@ static void test_sem_hand_over_claimed_when_the_ttl_outlasts_the_lease(void **st
 
 /* A waiter that died while queued, asking for a hand-over, is handed the
  * permit it is owed, and holds it no longer than what was left of its
- * lease (800 ms): the live waiter behind it (lease 1.5 s, so it tries
- * every 500 ms) gets it then. Two permits: one is a mutex. */
+ * lease (800 ms, longer on a slow build, so that it is still owed the
+ * permit when the live waiter behind it has queued): the live waiter
+ * (lease 1.5 s, so it tries every 500 ms) gets it then. Two permits: one
+ * is a mutex. */
 static void test_sem_permit_handed_to_a_dead_waiter_frees_within_its_lease(void **state)
 {
     redisContext *redis = *state;
@@ -413,12 +415,13 @@ static void test_sem_permit_handed_to_a_dead_waiter_frees_within_its_lease(void 
     dlock_lock *holder = take(c, "sem:dead-handed", 60000, &o);
     dlock_lock *other = take(c, "sem:dead-handed", 60000, &o);
     long long now = server_ms(redis), at = test_now_ms(), handed_at;
+    long long dead_lease = 800LL * test_slowdown();
     struct sem_waiter *live;
     redisReply *score;
 
     freeReplyObject(run(redis, "ZADD %s 1 %s", aux_key("sem:dead-handed", "waiters"), dead));
     freeReplyObject(run(redis, "ZADD %s %lld %s", aux_key("sem:dead-handed", "waiter-leases"),
-                        now + 800, dead));
+                        now + dead_lease, dead));
     freeReplyObject(run(redis, "HSET %s %s %s", aux_key("sem:dead-handed", "waiter-wake"), dead,
                         "gone:1\n30000 60000 2 {\"host\":\"gone\",\"pid\":1,\"since\":5}"));
     live = queue_client_waiter(redis, client_on(server.url), "sem:dead-handed", 2, 2, 1500);
@@ -426,12 +429,12 @@ static void test_sem_permit_handed_to_a_dead_waiter_frees_within_its_lease(void 
     handed_at = test_now_ms();
     score = run(redis, "ZSCORE sem:dead-handed %s", dead);
     assert_int_equal(score->type, REDIS_REPLY_STRING);
-    assert_true(strtoll(score->str, NULL, 10) <= now + 800);
+    assert_true(strtoll(score->str, NULL, 10) <= now + dead_lease);
     freeReplyObject(score);
     assert_false(atomic_load(&live->done));
     wait_done(live);
-    assert_true(test_now_ms() - at >= 790);
-    assert_true(test_now_ms() - handed_at < 800 + 500 + 2000LL * test_slowdown());
+    assert_true(test_now_ms() - at >= dead_lease - 10);
+    assert_true(test_now_ms() - handed_at < dead_lease + 500 + 2000LL * test_slowdown());
     join_thread(live);
     assert_int_equal(dlock_lock_release(live->lock), 0);
     assert_int_equal(dlock_lock_release(other), 0);
