@@ -50,7 +50,7 @@ local refused = hashes_refused(slots, owners, fences)
 if refused then
   return refused
 end
-local slot = permit_slot(name, slots, token, now)
+local slot = permit_slot(slots, token, live, 2)
 local last, err = slot_fence(fences, slot)
 if not last then
   return redis.error_reply(err)

@@ -48,10 +48,12 @@ local function live_score(name, token, now)
   return nil
 end
 -- The slot of the live permit of `token` (a retry of our own call keeps
--- it), else the lowest slot that no live permit holds.
-local function permit_slot(name, slots, token, now)
+-- it), else the lowest slot that no live permit holds: `live` lists the
+-- live holders' tokens, every `step`-th element (2: a list read WITHSCORES).
+local function permit_slot(slots, token, live, step)
   local taken = {}
-  for _, holder in ipairs(redis.call('ZRANGEBYSCORE', name, '(' .. now, '+inf')) do
+  for i = 1, #live, step do
+    local holder = live[i]
     local s = redis.call('HGET', slots, holder)
     if holder == token and s then
       return tonumber(s)

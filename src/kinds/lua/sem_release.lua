@@ -44,8 +44,11 @@ end
 local function hand_over(waiter, ends)
   local channel, ttl, fence_ttl, rest = waiter_channel(wake, waiter, ARGV[2])
   local n, record = string.match(rest or '', '^(%d+) (.+)$')
-  local slot = permit_slot(name, slots, waiter, now)
-  local last = ttl and tonumber(n) == permits and slot_fence(fences, slot)
+  local slot, last
+  if ttl and tonumber(n) == permits then
+    slot = permit_slot(slots, waiter, redis.call('ZRANGEBYSCORE', name, '(' .. now, '+inf'), 1)
+    last = slot_fence(fences, slot)
+  end
   if not last then
     publish(channel, 'next:' .. waiter)
     return
