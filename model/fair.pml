@@ -18,11 +18,11 @@
  * acquire reads the queue's mark; the fair lock's extend is the mutex's):
  * kind fair
  * pin src/kinds/lua/helpers.lua 05d7ee74e7d17bf055d0867af4e86ad95a0ca258
- * pin src/kinds/lua/fair_acquire.lua f66077a1f98cbe5f22a1e7df40b3c63bf99d7ad2
- * pin src/kinds/lua/fair_helpers.lua 8ba3c1fd65232356ee61c934faefeed9769744f0
- * pin src/kinds/lua/fair_release.lua 4d734d06efb334ecdf92b85b583d6568f4f36a1d
+ * pin src/kinds/lua/fair_acquire.lua e3db299e5245767fe0e0f4b71420a800fcb351ce
+ * pin src/kinds/lua/fair_helpers.lua 074fa4cd425b0786d5aeac7f4dd23b61d8bf33d5
+ * pin src/kinds/lua/fair_release.lua 07a78b47a43a92291f48697032be2bda7f30a13d
  * pin src/kinds/lua/mutex_acquire.lua 154864fa89a2cd4b91a65d630a2181fe4021a592
- * pin src/kinds/lua/mutex_release.lua 1f0dc63435d9ec46f7fbbd7a705752a1f3b7cda8
+ * pin src/kinds/lua/mutex_release.lua 9ff20e9211ec75d4ece260503a7da57cf9a7af39
  * pin src/kinds/lua/mutex_extend.lua 8840a10719bea4dbda3451084c3d9b01672b822f
  * pin src/kinds/fair.c bf0b730a195478149035a070432c28aafac10129
  * pin src/engine/attempt.c b6b559d07eede1b96cce2bd9ffa7e894f3d31db2

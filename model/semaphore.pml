@@ -25,8 +25,8 @@
  * pin src/kinds/lua/helpers.lua 05d7ee74e7d17bf055d0867af4e86ad95a0ca258
  * pin src/kinds/lua/sem_acquire.lua 0fbccede4b38a37f6e676e29e5ae25b28a162f1f
  * pin src/kinds/lua/sem_extend.lua caf4af26783a350dc0520097470913b6d0f6afa8
- * pin src/kinds/lua/sem_helpers.lua e9873a6c999e3009e9f13616b2568a1e9027d025
- * pin src/kinds/lua/sem_release.lua 00d2d5ce1b6167047e799965ebf514d46be2d539
+ * pin src/kinds/lua/sem_helpers.lua 8e1fd907e9e45f4f1bc30d69c719a7aaef218a12
+ * pin src/kinds/lua/sem_release.lua b6d9bc39a00059142d7082b30adc7c0769466345
  * pin src/kinds/lua/sem_status.lua dbbd592f11049a184e31108de40b970e3ede2095
  * pin src/kinds/semaphore.c 90aa1d37bab14d9c93805319a67b8cd42a5cd852
  * pin src/engine/attempt.c b6b559d07eede1b96cce2bd9ffa7e894f3d31db2

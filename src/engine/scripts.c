@@ -39,13 +39,17 @@ static const char *const sources[DLOCK__SCRIPT_COUNT + 1] = {
     [DLOCK__SCRIPT_COUNT] = NULL};
 
 /* The scripts that read a key named as KEYS[1] as absent (helpers.lua,
- * present_key()): the status scripts, which write nothing, and the shared
- * release, whose waiting writers are often absent (the other keys live
- * while a shared holder does). */
+ * present_key()): the status scripts, which write nothing, and the
+ * releases: the waiting writers and the waiters' queue are often absent,
+ * and an adopted handle's mutex release names keys a semaphore or shared
+ * holders lack (the other keys live while a holder does). */
 static const bool names_absent[DLOCK__SCRIPT_COUNT] = {[DLOCK__SCRIPT_STATUS] = true,
+                                                       [DLOCK__SCRIPT_RELEASE] = true,
                                                        [DLOCK__SCRIPT_SEM_STATUS] = true,
                                                        [DLOCK__SCRIPT_SHARED_STATUS] = true,
-                                                       [DLOCK__SCRIPT_SHARED_RELEASE] = true};
+                                                       [DLOCK__SCRIPT_SHARED_RELEASE] = true,
+                                                       [DLOCK__SCRIPT_SEM_RELEASE] = true,
+                                                       [DLOCK__SCRIPT_FAIR_RELEASE] = true};
 
 const char *const *dlock__script_sources(void)
 {

@@ -10,6 +10,7 @@
 
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,6 +120,8 @@ struct acquirer {
     dlock_client *client;
     const char *name;
     int64_t wait_ms;
+    unsigned permits; /* 0: a mutex */
+    bool fair;
     int rc;
     long long done_ms;
     dlock_lock *lock;
@@ -128,6 +131,8 @@ static void *acquire_in_thread(void *arg)
 {
     struct acquirer *a = arg;
     dlock_acquire_options opts = wait_options(a->wait_ms);
+    opts.permits = a->permits;
+    opts.fair = a->fair;
     a->rc = dlock_lock_acquire(&a->lock, a->client, a->name, 30000, &opts);
     kept_lock(a->lock);
     a->done_ms = test_now_ms();
@@ -253,13 +258,25 @@ static void check_listed(const char *url, const char *one, const char *other)
     no_redirect_text(p.err);
 }
 
+/* `dlock release NAME TOKEN` (an adopted handle, which tries as a mutex
+ * first, naming keys a semaphore has not) releases the permit. */
+static void check_adopted_release(const char *url, const char *name, const char *token)
+{
+    const char *args[] = {"-r", url, "release", name, token, NULL};
+    cli_proc p;
+    if (cli_run(&p, NULL, args, 20000 * test_slowdown()) != 0)
+        fail_msg("dlock release %s TOKEN mid-migration: exit %d: %s", name, p.status, p.err);
+    no_redirect_text(p.err);
+}
+
 /* A shared hold and a semaphore's permits are extended while their slot
  * migrates, before and after their keys moved, and both shared holders
- * release meanwhile, the last out too: their release and extend name none
- * of the mutex's keys they lack (a key that does not exist makes the
- * cluster answer TRYAGAIN then), and the status goes again naming the
- * keys that exist nowhere (the semaphore's waiters' queue) as NAME. The
- * permits release on the target after. */
+ * and both permits release meanwhile (one by `dlock release NAME TOKEN`),
+ * the last out too: their release and
+ * extend name none of the mutex's keys they lack (a key that does not
+ * exist makes the cluster answer TRYAGAIN then), and the status and the
+ * releases go again naming the keys that exist nowhere (the semaphore's
+ * waiters' queue, the waiting writers) as NAME. */
 static void test_cluster_migration_keeps_shared_and_permits(void **state)
 {
     char tag[32], shared_name[64], sem_name[64];
@@ -288,19 +305,95 @@ static void test_cluster_migration_keeps_shared_and_permits(void **state)
         fail_msg("extend mid-migration: %s", dlock_client_errmsg(holder));
     if (dlock_lock_release(again) != 0)
         fail_msg("a shared release mid-migration: %s", dlock_client_errmsg(holder));
+    check_adopted_release(cluster.nodes[seed].url, sem_name, dlock_lock_token(other));
+    check_holders(cluster.nodes[seed].url, holder, sem_name, 1);
     migrate_rest(&cluster, &m);
     check_holders(cluster.nodes[seed].url, holder, shared_name, 1);
-    check_holders(cluster.nodes[seed].url, holder, sem_name, 2);
+    check_holders(cluster.nodes[seed].url, holder, sem_name, 1);
     if (dlock_lock_extend(reader, 30000) != 0 || dlock_lock_extend(permit, 30000) != 0)
         fail_msg("extend once the keys moved: %s", dlock_client_errmsg(holder));
-    /* The last holder out deletes the keys, all of them, mid-migration. */
+    /* The last holders out delete the keys, all of them, mid-migration. */
     if (dlock_lock_release(reader) != 0)
         fail_msg("the last shared release mid-migration: %s", dlock_client_errmsg(holder));
     assert_false(exists_at(cluster.nodes[m.to].port, shared_name));
-    migration_finish(&cluster, &m);
-    assert_int_equal(dlock_lock_release(permit), 0);
-    assert_int_equal(dlock_lock_release(other), 0);
+    if (dlock_lock_release(permit) != 0)
+        fail_msg("the last permit's release mid-migration: %s", dlock_client_errmsg(holder));
     assert_false(exists_at(cluster.nodes[m.to].port, sem_name));
+    migration_finish(&cluster, &m);
+    permit = take(holder, sem_name, 30000, &sem);
+    assert_true(exists_at(cluster.nodes[m.to].port, sem_name));
+    assert_int_equal(dlock_lock_release(permit), 0);
+    assert_false(exists_at(cluster.nodes[m.to].port, sem_name));
+}
+
+/* A waiter queued for `name` (of `permits`, 1: a mutex; fair or not)
+ * before its slot began to migrate is handed it by the holder's release
+ * mid-migration, though the holder's was the name's last hold: the
+ * release reads the queue before the waiter leaves it, as a migrating
+ * slot's node refuses access to a key a script emptied. The waiter gives
+ * it back there too, with no queue left (the release goes again naming
+ * the queue's keys as NAME), and nothing of the name is left after. */
+static void check_handed_mid_migration(const char *tag, unsigned permits, bool fair)
+{
+    char name[64], queue[128];
+    int seed = test_cluster_node_with_role(&cluster, "slave", 0);
+    dlock_client *holder =
+        client_with_timeouts(cluster.nodes[seed].url, 0, 5000 * test_slowdown());
+    dlock_client *patient = client_on(cluster.nodes[seed].url);
+    dlock_acquire_options opts = DLOCK_ACQUIRE_OPTIONS_INIT;
+    struct acquirer *waiter;
+    cluster_migration m;
+    dlock_lock *held;
+
+    snprintf(name, sizeof(name), "{%s}%s%u", tag, fair ? "fair" : "n", permits);
+    snprintf(queue, sizeof(queue), "{%s}:dlock:%s:%s", tag, permits > 1 ? "waiters" : "queue",
+             name);
+    opts.permits = permits;
+    opts.fair = fair;
+    held = take(holder, name, 30000, &opts);
+    for (unsigned i = 1; i < permits; i++)
+        take(holder, name, 30000, &opts);
+    waiter = start_thread(acquire_in_thread,
+                          &(struct acquirer){.client = patient,
+                                             .name = name,
+                                             .wait_ms = 20000LL * test_slowdown(),
+                                             .permits = permits,
+                                             .fair = fair},
+                          sizeof(struct acquirer));
+    for (int i = 0; i < 500 && !exists_at(cluster.nodes[test_cluster_owner(&cluster, name)].port,
+                                          queue);
+         i++)
+        usleep(10000);
+    if (!exists_at(cluster.nodes[test_cluster_owner(&cluster, name)].port, queue))
+        fail_msg("%s: the waiter did not queue", name);
+    migration_start(&cluster, &m, name);
+    if (dlock_lock_release(held) != 0)
+        fail_msg("%s: a release handing over mid-migration: %s", name,
+                 dlock_client_errmsg(holder));
+    join_thread(waiter);
+    if (waiter->rc != 0)
+        fail_msg("%s: the waiter: %s", name, dlock_client_errmsg(patient));
+    check_holders(cluster.nodes[seed].url, holder, name, permits);
+    assert_false(exists_at(cluster.nodes[m.from].port, queue));
+    if (dlock_lock_release(waiter->lock) != 0)
+        fail_msg("%s: a release with no queue mid-migration: %s", name,
+                 dlock_client_errmsg(patient));
+    migrate_rest(&cluster, &m);
+    migration_finish(&cluster, &m);
+    if (permits == 1)
+        assert_false(exists_at(cluster.nodes[m.to].port, name));
+}
+
+static void test_cluster_migration_hands_over(void **state)
+{
+    char tag[32];
+    (void)state;
+    fresh_tag(tag, sizeof(tag), "migh");
+    check_handed_mid_migration(tag, 1, false);
+    fresh_tag(tag, sizeof(tag), "migf");
+    check_handed_mid_migration(tag, 1, true);
+    fresh_tag(tag, sizeof(tag), "migs");
+    check_handed_mid_migration(tag, 2, false);
 }
 
 /* ---- The node the URL names dies ---- */
@@ -493,6 +586,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_cluster_migration_busy_free_granted),
         T(test_cluster_migration_keeps_shared_and_permits),
+        T(test_cluster_migration_hands_over),
         T(test_cluster_renewal_outlives_the_seed),
         T(test_cluster_run_outlives_the_seed),
         T(test_cluster_waiter_rides_a_master_kill),

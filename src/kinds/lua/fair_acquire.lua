@@ -19,12 +19,13 @@ end
 local now, now_us = clock()
 local head, head_ends = live_head(queue, presence, wake, now)
 if current == token or (not current and (not head or head == token)) then
+  local ends = queue_ends(presence, head == token and token)
   if head == token then
     leave(queue, presence, wake, token)
   end
   local f = next_fence(last, now_us)
   redis.call('SET', lock, token, current and 'XX' or 'NX', 'PX', ARGV[2])
-  set_fence(KEYS[2], f, ARGV[3], queue_ends(presence), now)
+  set_fence(KEYS[2], f, ARGV[3], ends, now)
   redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[2])
   audit('grant', token, f, ARGV[2])
   return {1, f}

@@ -15,9 +15,16 @@ local function live_head(queue, presence, wake, now)
   return first[1], ends[1]
 end
 
--- The end of the queue's life: its longest presence lease (0: no waiter).
-local function queue_ends(presence)
-  return tonumber(redis.call('ZRANGE', presence, -1, -1, 'WITHSCORES')[2]) or 0
+-- The end of the queue's life: its longest presence lease (0: no waiter),
+-- once `leaving` (a token, or nil) has left it. Read before it leaves: a
+-- node of a migrating slot refuses a script's access to a key the script
+-- emptied.
+local function queue_ends(presence, leaving)
+  local longest = redis.call('ZRANGE', presence, -2, -1, 'WITHSCORES')
+  if longest[#longest - 1] == leaving then
+    return tonumber(longest[#longest - 2]) or 0
+  end
+  return tonumber(longest[#longest]) or 0
 end
 
 -- Makes the mark in the fence key true of a queue whose life ends at

@@ -1,5 +1,7 @@
--- KEYS as the mutex's release, then queue, presence, wake and the fence;
--- ARGV as the mutex's. Releases the lock if it is ours, and takes us out
+-- KEYS as the mutex's release, then queue, presence, wake (NAME in place
+-- of those the client found absent while the slot migrates, present_key():
+-- they exist only while waiters queue) and the fence; ARGV as the
+-- mutex's. Releases the lock if it is ours, and takes us out
 -- of the queue (a waiter that gives up leaves by it), but not in a cleanup
 -- (ARGV[3] "0"): a reply that came too late must not cost a waiter its
 -- place. When that frees the lock or the head's place, the head (only) is
@@ -17,12 +19,20 @@
 -- With no queue, a release publishes as the mutex's does (plain acquirers
 -- wait on it). 1 or 0.
 
-local lock, queue, presence, wake = KEYS[1], KEYS[3], KEYS[4], KEYS[5]
+local lock, queue, presence, wake = KEYS[1], present_key(3), present_key(4), present_key(5)
+local queued = queue and presence and wake
 local token = ARGV[1]
 local current = redis.call('GET', lock)
 local last, marked = fence_of(KEYS[6])
 local now, now_us = clock()
-local head, head_ends = live_head(queue, presence, wake, now)
+local head, head_ends
+if queued then
+  head, head_ends = live_head(queue, presence, wake, now)
+end
+-- The end of the queue's life once `leaving` has left it.
+local function ends_without(leaving)
+  return queued and queue_ends(presence, leaving) or 0
+end
 if current == token then
   local channel, ttl, fence_ttl, record
   if head then
@@ -31,9 +41,10 @@ if current == token then
   if ttl and last then
     local px = math.min(ttl, head_ends - now)
     local f = next_fence(last, now_us)
+    local ends = ends_without(head)
     leave(queue, presence, wake, head)
     redis.call('SET', lock, head, 'PX', px)
-    set_fence(KEYS[6], f, fence_ttl, queue_ends(presence), now)
+    set_fence(KEYS[6], f, fence_ttl, ends, now)
     record = handed_record(record, now)
     redis.call('SET', KEYS[2], record, 'PX', px)
     publish(channel, 'grant:' .. head .. ':' .. f .. ':' .. string.format('%d', head_ends))
@@ -42,7 +53,7 @@ if current == token then
     return 1
   end
   redis.call('DEL', lock, KEYS[2])
-  mark_queue(KEYS[6], queue_ends(presence), last, marked, now)
+  mark_queue(KEYS[6], ends_without(nil), last, marked, now)
   if head then
     publish(channel, 'next:' .. head)
   elseif ARGV[3] == '1' then
@@ -51,15 +62,18 @@ if current == token then
   audit_end(token, true)
   return 1
 end
-if ARGV[3] == '1' and redis.call('ZSCORE', presence, token) then
+local leaving = ARGV[3] == '1' and queued and redis.call('ZSCORE', presence, token) and token
+local ends = ends_without(leaving)
+if leaving then
+  -- The next head, told once we leave: read first, as queue_ends() is.
+  local next_head = head == token and not current and
+    live_waiters(queue, presence, wake, now, 2)[2]
+  local channel = next_head and waiter_channel(wake, next_head, ARGV[2])
   leave(queue, presence, wake, token)
-  if head == token and not current then
-    head = live_head(queue, presence, wake, now)
-    if head then
-      publish((waiter_channel(wake, head, ARGV[2])), 'next:' .. head)
-    end
+  if next_head then
+    publish(channel, 'next:' .. next_head)
   end
 end
-mark_queue(KEYS[6], queue_ends(presence), last, marked, now)
+mark_queue(KEYS[6], ends, last, marked, now)
 audit_end(token, false)
 return 0

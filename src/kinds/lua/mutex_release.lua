@@ -1,6 +1,9 @@
 -- The mutex's release. KEYS lock, owner, with one server the fence key,
 -- the waiting writers when the caller waited among them, and with several
--- servers, for a lock that was held, `freed` last; ARGV token, channel,
+-- servers, for a lock that was held, `freed` last (the lock's key in place
+-- of those the client found absent while the slot migrates,
+-- present_key(): a semaphore's or shared holders' name, released by an
+-- adopted handle, has neither owner nor fence key); ARGV token, channel,
 -- "1" to publish or "0", then "queue" with the fence key, or with `freed`
 -- the lock's fence and fence_ttl_ms. Returns 1 (released), 0 (not ours)
 -- or 2 (ours, left to a fair queue's release: nothing written).
@@ -27,13 +30,13 @@
 
 local one_server = ARGV[4] == 'queue'
 local freed = not one_server and ARGV[4] and KEYS[#KEYS]
-local writer = KEYS[one_server and 4 or 3]
+local writer = present_key(one_server and 4 or 3)
 writer = writer ~= freed and writer
 local ours = redis.call('GET', KEYS[1]) == ARGV[1]
 local gives_up = not ours and writer and ARGV[3] == '1' and redis.call('PTTL', writer) ~= -2
 local raise = freed and
   (fence_parse(redis.call('GET', freed), freed) or -1) < tonumber(ARGV[4])
-if ours and one_server then
+if ours and one_server and present_key(3) then
   local stored = redis.pcall('GET', KEYS[3])
   local last, queued = fence_read(type(stored) == 'string' and stored or nil, KEYS[3])
   if last and queued > 0 and queued > clock() then

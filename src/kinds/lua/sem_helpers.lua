@@ -20,12 +20,14 @@ do
 end
 -- A WRONGTYPE error naming the first of `slots`, `owners` and `fences`
 -- that is not a hash, or nil: checked before a script's first write, as
--- its HGETs and HSETs would raise it halfway.
+-- its HGETs and HSETs would raise it halfway. A key given as nil (absent
+-- while the slot migrates, present_key()) is not asked.
 local function hashes_refused(slots, owners, fences)
-  for _, key in ipairs({slots, owners, fences}) do
-    local t = redis.call('TYPE', key)['ok']
-    if t ~= 'hash' and t ~= 'none' then
-      return redis.error_reply('WRONGTYPE ' .. key .. ' is a ' .. t .. ', not a hash')
+  local keys = {slots, owners, fences}
+  for i = 1, 3 do
+    local t = keys[i] and redis.call('TYPE', keys[i])['ok']
+    if t and t ~= 'hash' and t ~= 'none' then
+      return redis.error_reply('WRONGTYPE ' .. keys[i] .. ' is a ' .. t .. ', not a hash')
     end
   end
   return nil

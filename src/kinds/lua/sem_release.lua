@@ -1,6 +1,8 @@
 -- KEYS NAME, NAME again (where the mutex's names its owner key, which a
 -- semaphore has not), then limit, slots, owners, fences, and the waiters'
--- queue, presence and wake; ARGV as the mutex's. NAME or one of the
+-- queue, presence and wake (NAME in place of those the client found
+-- absent while the slot migrates, present_key(): the queue's keys exist
+-- only while waiters queue); ARGV as the mutex's. NAME or one of the
 -- hashes of another type: an error, nothing written. Gives back the
 -- permit of the token if it holds one, and takes it out of the queue (a
 -- waiter that gives up leaves by it), but not in a cleanup (ARGV[3] "0"):
@@ -20,24 +22,41 @@
 -- name's channel, as the mutex's does. 1 (released) or 0 (not a live
 -- permit of that token).
 
-local name, limit, slots, owners, fences = KEYS[1], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local queue, presence, wake = KEYS[7], KEYS[8], KEYS[9]
+local name, limit, slots, owners = KEYS[1], present_key(3), present_key(4), present_key(5)
+local fences, queue, presence, wake = present_key(6), present_key(7), present_key(8), present_key(9)
 local token = ARGV[1]
 local refused = hashes_refused(slots, owners, fences)
 if refused then
   return refused
 end
 local now, now_us = clock()
-local mine = live_score(name, token, now)
-local permits = tonumber(redis.call('GET', limit) or 0)
-local queued = redis.call('ZRANGE', queue, 0, 0)[1] ~= nil
--- The waiters the free permits are kept for, and the ends of their leases.
-local function entitled()
-  local free = permits - #redis.call('ZRANGEBYSCORE', name, '(' .. now, '+inf')
-  if not queued or free <= 0 then
-    return {}, {}
+local live = redis.call('ZRANGEBYSCORE', name, '(' .. now, '+inf', 'WITHSCORES')
+local gone = redis.call('ZRANGEBYSCORE', name, '-inf', now)
+local permits = tonumber(limit and redis.call('GET', limit) or 0)
+local queued = queue and presence and wake and redis.call('ZRANGE', queue, 0, 0)[1] ~= nil
+-- The live permits that stay (ours is given back), and the end of the
+-- last of them.
+local holders, last_end, mine = {}, nil, false
+for i = 1, #live, 2 do
+  if live[i] == token then
+    mine = true
+  else
+    holders[#holders + 1], last_end = live[i], tonumber(live[i + 1])
   end
-  return live_waiters(queue, presence, wake, now, free)
+end
+-- The first `free` live waiters, but our token when `leaving`.
+local function entitled(free, leaving)
+  local first, ends = {}, {}
+  if free <= 0 then
+    return first, ends
+  end
+  local waiters, leases = live_waiters(queue, presence, wake, now, free + 1)
+  for i, waiter in ipairs(waiters) do
+    if #first < free and not (leaving and waiter == token) then
+      first[#first + 1], ends[#ends + 1] = waiter, leases[i]
+    end
+  end
+  return first, ends
 end
 -- Hands `waiter`, whose lease ends at `ends`, a free permit, or tells it
 -- to try.
@@ -45,32 +64,29 @@ local function hand_over(waiter, ends)
   local channel, ttl, fence_ttl, rest = waiter_channel(wake, waiter, ARGV[2])
   local n, record = string.match(rest or '', '^(%d+) (.+)$')
   local slot, last
-  if ttl and tonumber(n) == permits then
-    slot = permit_slot(slots, waiter, redis.call('ZRANGEBYSCORE', name, '(' .. now, '+inf'), 1)
+  if ttl and slots and owners and fences and tonumber(n) == permits then
+    slot = permit_slot(slots, waiter, holders, 1)
     last = slot_fence(fences, slot)
   end
   if not last then
     publish(channel, 'next:' .. waiter)
     return
   end
+  local px = math.min(ttl, ends - now)
   leave(queue, presence, wake, waiter)
-  local f = grant_permit(name, slots, owners, fences, waiter, slot, last,
-    math.min(ttl, ends - now), fence_ttl, handed_record(record, now), now_us)
+  local f = grant_permit(name, slots, owners, fences, waiter, slot, last, px, fence_ttl,
+    handed_record(record, now), now_us)
+  holders[#holders + 1], last_end = waiter, math.max(last_end or 0, now + px)
   publish(channel, 'grant:' .. waiter .. ':' .. f .. ':' .. string.format('%d', ends) .. ':' ..
     slot)
 end
-local before = entitled()
-if queued and ARGV[3] == '1' then
-  leave(queue, presence, wake, token)
-end
-if mine then
-  redis.call('ZREM', name, token)
-  redis.call('HDEL', slots, token)
-  redis.call('HDEL', owners, token)
-end
 audit_end(token, mine, 'permit')
 if queued then
-  local after, ends = entitled()
+  local before = entitled(permits - #live / 2, false)
+  local after, ends = entitled(permits - #holders, ARGV[3] == '1')
+  if ARGV[3] == '1' then
+    leave(queue, presence, wake, token)
+  end
   local told = {}
   for _, waiter in ipairs(before) do
     told[waiter] = true
@@ -83,5 +99,25 @@ if queued then
 elseif mine and ARGV[3] == '1' then
   publish(ARGV[2], token)
 end
-reap(name, limit, slots, owners, now)
+-- Our permit and the expired ones go, in one step per key and after
+-- every read of them: a node of a migrating slot refuses a script's
+-- access to a key that it emptied.
+if mine then
+  gone[#gone + 1] = token
+end
+if #holders == 0 then
+  redis.call('DEL', name, limit or name, slots or name, owners or name)
+  return mine and 1 or 0
+end
+if #gone > 0 then
+  redis.call('ZREM', name, unpack(gone))
+  for _, hash in ipairs({slots or false, owners or false}) do
+    if hash then
+      redis.call('HDEL', hash, unpack(gone))
+    end
+  end
+end
+for _, key in ipairs({name, limit or name, slots or name, owners or name}) do
+  redis.call('PEXPIRE', key, last_end - now)
+end
 return mine and 1 or 0
