@@ -369,8 +369,8 @@ static bool follow_hops(dlock__conn *conn, dlock__call *call, int64_t deadline_n
 #define PROBED_KEYS_MAX 16
 
 /* Asks `conn` for each of the call's keys on its own
- * (EXISTS goes where the key is), and names those that exist nowhere as
- * the first key, if it exists (fanout.h). Returns whether it did. */
+ * (EXISTS goes where the key is), and has the call name those that exist
+ * nowhere as the first key (fanout.h). Returns whether it did. */
 static bool name_absent_keys(dlock__conn *conn, dlock__call *call, int64_t deadline_ns)
 {
     dlock__call probes[PROBED_KEYS_MAX] = {0}, *each[PROBED_KEYS_MAX] = {NULL};
@@ -399,11 +399,11 @@ static bool name_absent_keys(dlock__conn *conn, dlock__call *call, int64_t deadl
         const dlock__reply *r = found[i].status == DLOCK__REPLIED ? found[i].reply : NULL;
         known = known && routed == 0 && r && r->type == DLOCK__REPLY_INTEGER;
         absent[i] = known && r->integer == 0;
-        some = some || (i > 0 && absent[i]);
+        some = some || absent[i];
         dlock__command_free(probes[i].cmd);
     }
     dlock__results_clear(found, k);
-    return known && some && !absent[0] && call->name_absent(call, absent) == 0;
+    return known && some && call->name_absent(call, absent) == 0;
 }
 
 /* Follows the redirects of each node's replies (follow_hops()); a call

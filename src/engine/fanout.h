@@ -40,10 +40,11 @@ typedef struct dlock__call {
      * (scripts.h): a node of a migrating slot answers TRYAGAIN while it
      * lacks some of the keys a call names, even keys that exist nowhere.
      * Then each of its `nkeys` keys is asked for on its own (EXISTS,
-     * which an ASK takes to where the key is) and, if the first is there,
-     * the call goes again with name_absent() naming the absent ones as
-     * the first, for that node, and is named as given after
-     * (name_absent(call, NULL)). NULL: the call goes as it is. */
+     * which an ASK takes to where the key is) and the call goes again
+     * with name_absent() naming the absent ones as the first (it answers
+     * nonzero where that cannot be done), for that node, and is named as
+     * given after (name_absent(call, NULL)). NULL: the call goes as it
+     * is. */
     const char *const *keys;
     size_t nkeys;
     int (*name_absent)(struct dlock__call *call, const bool *absent);

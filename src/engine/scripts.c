@@ -51,6 +51,11 @@ static const bool names_absent[DLOCK__SCRIPT_COUNT] = {[DLOCK__SCRIPT_STATUS] = 
                                                        [DLOCK__SCRIPT_SEM_RELEASE] = true,
                                                        [DLOCK__SCRIPT_FAIR_RELEASE] = true};
 
+/* The status scripts among them, which write nothing. */
+static const bool reads_only[DLOCK__SCRIPT_COUNT] = {[DLOCK__SCRIPT_STATUS] = true,
+                                                     [DLOCK__SCRIPT_SEM_STATUS] = true,
+                                                     [DLOCK__SCRIPT_SHARED_STATUS] = true};
+
 const char *const *dlock__script_sources(void)
 {
     return sources;
@@ -125,15 +130,32 @@ static int encode_evalsha(dlock__script_call *sc)
     return 0;
 }
 
+/* Whether some of the keys after the first exist (absent[i] false). */
+static bool others_exist(const bool *absent, int nkeys)
+{
+    for (int i = 1; i < nkeys; i++)
+        if (!absent[i])
+            return true;
+    return false;
+}
+
 /* Names the keys marked in absent[0..nkeys) as the first (none: every
- * key as given) and encodes the call again. */
+ * key as given) and encodes the call again. When the first exists
+ * nowhere, the name is free and every key is named as the first: a call
+ * of one key that does not exist is served by the importing node (ASK),
+ * where a release finds nothing of ours. A status would read the keys
+ * that exist (a free mutex's last fence) as absent: it goes on as given
+ * then (nonzero). */
 static int name_absent(dlock__call *call, const bool *absent)
 {
     dlock__script_call *sc = (dlock__script_call *)call;
+    bool free_name = absent && absent[0];
     char *was = call->cmd;
     int rc;
+    if (free_name && reads_only[sc->id] && others_exist(absent, sc->nkeys))
+        return DLOCK_ESERVER;
     for (size_t i = 0; i < (size_t)sc->nkeys; i++)
-        sc->named[i] = absent && absent[i] ? sc->keys[0] : sc->keys[i];
+        sc->named[i] = absent && (absent[i] || free_name) ? sc->keys[0] : sc->keys[i];
     rc = encode_evalsha(sc);
     if (rc < 0) {
         for (size_t i = 0; i < (size_t)sc->nkeys; i++)

@@ -86,11 +86,27 @@ static int cli_try(const char *url, const char *name, cli_proc *p)
     return rc;
 }
 
+/* A name none of whose keys exists reads free while its slot migrates,
+ * and a release of it is refused as not ours (exit 1): the calls go
+ * through ASK to the importing node, naming the name alone. */
+static void check_free_name(const char *url, const char *name)
+{
+    const char *status[] = {"-r", url, "status", name, NULL};
+    const char *release[] = {"-r", url, "release", name, "0123456789abcdef0123456789abcdef", NULL};
+    cli_proc p;
+    if (cli_run(&p, NULL, status, 20000 * test_slowdown()) != 1 || !strstr(p.out, "free"))
+        fail_msg("status of a free name mid-migration: exit %d: %s%s", p.status, p.out, p.err);
+    no_redirect_text(p.err);
+    if (cli_run(&p, NULL, release, 20000 * test_slowdown()) != 1)
+        fail_msg("release of a free name mid-migration: exit %d: %s", p.status, p.err);
+    no_redirect_text(p.err);
+}
+
 /* What a held name and a name never used show at one step of a migration:
  * the held one is busy (75), and not said to be released since (its
  * status cannot run while its keys are split); the free one cannot be
  * taken (its keys cannot be written while the slot migrates) and says so
- * without the server's redirect. */
+ * without the server's redirect, but reads free. */
 static void check_mid_migration(const char *url, dlock_lock *held, const char *free_name)
 {
     cli_proc p;
@@ -99,6 +115,7 @@ static void check_mid_migration(const char *url, dlock_lock *held, const char *f
         fail_msg("a held name mid-migration: %s", p.err);
     if (cli_try(url, free_name, &p) != 69 || !strstr(p.err, "being migrated"))
         fail_msg("a free name mid-migration: exit %d: %s", p.status, p.err);
+    check_free_name(url, free_name);
 }
 
 /* While the held name's keys are on one node (source or target), its
