@@ -229,6 +229,13 @@ static void test_cli_busy_names_the_holder(void **state)
     }
     assert_int_equal(DLOCK(&p, 10000, "status", "cli:busy-who"), 0);
     assert_non_null(strstr(p.out, want + strlen("dlock: cli:busy-who is busy: ")));
+    {
+        /* Quiet, it says nothing, and asks nothing more than the acquire. */
+        long long before = script_calls(redis);
+        assert_int_equal(DLOCK(&p, 10000, "-q", "acquire", "-n", "cli:busy-who"), 75);
+        assert_string_equal(p.err, "");
+        assert_int_equal(script_calls(redis) - before, 1);
+    }
 
     freeReplyObject(run(redis, "SET cli:busy-forever x"));
     assert_int_equal(DLOCK(&p, 10000, "acquire", "-n", "cli:busy-forever"), 75);

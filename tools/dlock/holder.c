@@ -2,6 +2,7 @@
  * the "is busy" message after a refused acquire. */
 #include "holder.h"
 
+#include "global_options.h"
 #include "messages.h"
 
 #include <stdio.h>
@@ -28,7 +29,10 @@ int cli_busy(const struct cli *cli, dlock_client *client, const char *name, int 
     char holder[400];
     int held;
     /* A server in its restart delay (--restart-delay) answers busy: that
-     * is the news, not who holds the lock elsewhere. */
+     * is the news, not who holds the lock elsewhere. Quiet, nothing is
+     * said: nothing is asked either. */
+    if (cli->quiet)
+        return busy_code;
     if (strstr(dlock_client_errmsg(client), "(restart delay)")) {
         cli_info(cli, "%s is busy: %s", name, dlock_client_errmsg(client));
     } else if ((held = ask_holder(client, name, holder, sizeof(holder))) == 1) {
