@@ -22,7 +22,7 @@
  * pin src/kinds/lua/fair_helpers.lua 074fa4cd425b0786d5aeac7f4dd23b61d8bf33d5
  * pin src/kinds/lua/fair_release.lua 07a78b47a43a92291f48697032be2bda7f30a13d
  * pin src/kinds/lua/mutex_acquire.lua 154864fa89a2cd4b91a65d630a2181fe4021a592
- * pin src/kinds/lua/mutex_release.lua 9ff20e9211ec75d4ece260503a7da57cf9a7af39
+ * pin src/kinds/lua/mutex_release.lua 85f26fd4b7d7008ff576c7114a641a60ca6df355
  * pin src/kinds/lua/mutex_extend.lua 8840a10719bea4dbda3451084c3d9b01672b822f
  * pin src/kinds/fair.c bf0b730a195478149035a070432c28aafac10129
  * pin src/engine/attempt.c b6b559d07eede1b96cce2bd9ffa7e894f3d31db2

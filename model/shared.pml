@@ -22,7 +22,7 @@
  * pin src/kinds/lua/shared_release.lua 317a5067a1757c89a2831f6c96d0499cb813e4f1
  * pin src/kinds/lua/shared_status.lua cd1000d86a93579cc2d6e7a123205b373dad2d53
  * pin src/kinds/lua/mutex_acquire.lua 154864fa89a2cd4b91a65d630a2181fe4021a592
- * pin src/kinds/lua/mutex_release.lua 9ff20e9211ec75d4ece260503a7da57cf9a7af39
+ * pin src/kinds/lua/mutex_release.lua 85f26fd4b7d7008ff576c7114a641a60ca6df355
  * pin src/kinds/lua/mutex_extend.lua 8840a10719bea4dbda3451084c3d9b01672b822f
  * pin src/kinds/shared.c bed03cbca8044e28a56b25e501b4a1432441d4f1
  * pin src/engine/attempt.c b6b559d07eede1b96cce2bd9ffa7e894f3d31db2

@@ -29,7 +29,7 @@
 -- none: it held nothing.
 
 local one_server = ARGV[4] == 'queue'
-local freed = not one_server and ARGV[4] and KEYS[#KEYS]
+local freed = not one_server and ARGV[4] and present_key(#KEYS)
 local writer = present_key(one_server and 4 or 3)
 writer = writer ~= freed and writer
 local ours = redis.call('GET', KEYS[1]) == ARGV[1]

@@ -44,20 +44,25 @@ for i = 1, #live, 2 do
     holders[#holders + 1], last_end = live[i], tonumber(live[i + 1])
   end
 end
--- The first `free` live waiters, but our token when `leaving`.
-local function entitled(free, leaving)
-  local first, ends = {}, {}
-  if free <= 0 then
-    return first, ends
-  end
-  local waiters, leases = live_waiters(queue, presence, wake, now, free + 1)
-  for i, waiter in ipairs(waiters) do
-    if #first < free and not (leaving and waiter == token) then
-      first[#first + 1], ends[#ends + 1] = waiter, leases[i]
+-- A waiter that gives up leaves the queue (not in a cleanup), if its
+-- lease runs: a dead one is dropped with the others.
+local leaving = queued and ARGV[3] == '1' and
+  tonumber(redis.call('ZSCORE', presence, token) or 0) > now
+-- The waiters the free permits were kept for (`told`), and those they
+-- are kept for once ours is given back and a leaving token has left
+-- (`after`, with the ends of their leases): one read of the queue's head.
+local told, after, ends = {}, {}, {}
+local free_before, free_after = permits - #live / 2, permits - #holders
+if queued and free_after > 0 then
+  local waiters, leases = live_waiters(queue, presence, wake, now, free_after + 1)
+  for n, waiter in ipairs(waiters) do
+    told[waiter] = told[waiter] or n <= free_before
+    if #after < free_after and not (leaving and waiter == token) then
+      after[#after + 1], ends[#ends + 1] = waiter, leases[n]
     end
   end
-  return first, ends
 end
+local handed = {}
 -- Hands `waiter`, whose lease ends at `ends`, a free permit, or tells it
 -- to try.
 local function hand_over(waiter, ends)
@@ -77,33 +82,32 @@ local function hand_over(waiter, ends)
   local f = grant_permit(name, slots, owners, fences, waiter, slot, last, px, fence_ttl,
     handed_record(record, now), now_us)
   holders[#holders + 1], last_end = waiter, math.max(last_end or 0, now + px)
+  handed[waiter] = true
   publish(channel, 'grant:' .. waiter .. ':' .. f .. ':' .. string.format('%d', ends) .. ':' ..
     slot)
 end
 audit_end(token, mine, 'permit')
-if queued then
-  local before = entitled(permits - #live / 2, false)
-  local after, ends = entitled(permits - #holders, ARGV[3] == '1')
-  if ARGV[3] == '1' then
-    leave(queue, presence, wake, token)
+if leaving then
+  leave(queue, presence, wake, token)
+end
+for n, waiter in ipairs(after) do
+  if not told[waiter] then
+    hand_over(waiter, ends[n])
   end
-  local told = {}
-  for _, waiter in ipairs(before) do
-    told[waiter] = true
-  end
-  for i, waiter in ipairs(after) do
-    if not told[waiter] then
-      hand_over(waiter, ends[i])
-    end
-  end
-elseif mine and ARGV[3] == '1' then
+end
+if mine and ARGV[3] == '1' and not queued then
   publish(ARGV[2], token)
 end
--- Our permit and the expired ones go, in one step per key and after
--- every read of them: a node of a migrating slot refuses a script's
--- access to a key that it emptied.
+-- Our permit and the expired ones go (but a permit just handed over), in
+-- one step per key and after every read of them: a node of a migrating
+-- slot refuses a script's access to a key that it emptied.
 if mine then
   gone[#gone + 1] = token
+end
+for n = #gone, 1, -1 do
+  if handed[gone[n]] then
+    table.remove(gone, n)
+  end
 end
 if #holders == 0 then
   redis.call('DEL', name, limit or name, slots or name, owners or name)
