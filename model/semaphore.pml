@@ -26,7 +26,7 @@
  * pin src/kinds/lua/sem_acquire.lua 0fbccede4b38a37f6e676e29e5ae25b28a162f1f
  * pin src/kinds/lua/sem_extend.lua caf4af26783a350dc0520097470913b6d0f6afa8
  * pin src/kinds/lua/sem_helpers.lua 8e1fd907e9e45f4f1bc30d69c719a7aaef218a12
- * pin src/kinds/lua/sem_release.lua 6a04578395e822eef2673064f65c20ffa59ad13f
+ * pin src/kinds/lua/sem_release.lua 0122bd5b083ac17ca049959e696d99cad81addf3
  * pin src/kinds/lua/sem_status.lua dbbd592f11049a184e31108de40b970e3ede2095
  * pin src/kinds/semaphore.c 90aa1d37bab14d9c93805319a67b8cd42a5cd852
  * pin src/engine/attempt.c b6b559d07eede1b96cce2bd9ffa7e894f3d31db2

@@ -51,14 +51,14 @@ local leaving = queued and ARGV[3] == '1' and
 -- The waiters the free permits were kept for (`told`), and those they
 -- are kept for once ours is given back and a leaving token has left
 -- (`after`, with the ends of their leases): one read of the queue's head.
-local told, after, ends = {}, {}, {}
+local told, after, after_ends = {}, {}, {}
 local free_before, free_after = permits - #live / 2, permits - #holders
 if queued and free_after > 0 then
   local waiters, leases = live_waiters(queue, presence, wake, now, free_after + 1)
   for n, waiter in ipairs(waiters) do
     told[waiter] = told[waiter] or n <= free_before
     if #after < free_after and not (leaving and waiter == token) then
-      after[#after + 1], ends[#ends + 1] = waiter, leases[n]
+      after[#after + 1], after_ends[#after_ends + 1] = waiter, leases[n]
     end
   end
 end
@@ -92,7 +92,7 @@ if leaving then
 end
 for n, waiter in ipairs(after) do
   if not told[waiter] then
-    hand_over(waiter, ends[n])
+    hand_over(waiter, after_ends[n])
   end
 end
 if mine and ARGV[3] == '1' and not queued then
