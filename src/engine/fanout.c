@@ -278,6 +278,16 @@ static void fanout_direct(dlock__conn *conns, size_t n, dlock__call *const *call
         timeout = dlock__ms_until(deadline_ns, now);
         if ((decided && !undelivered(&b, start)) || timeout == 0)
             break;
+        if (pending == 1 && (ready = dlock__conn_await(&conns[index[0]], deadline_ns)) != 0) {
+            /* One connection to wait for: its recv() waits (conn.h). */
+            if (ready < 0)
+                settle_owed(&b, index[0], ready);
+            else
+                take_replies(&b, index[0], 0);
+            now = dlock__now_ns();
+            continue;
+        }
+        now = dlock__now_ns(); /* after an await that did not end it */
         ready = poll(fds, pending, dlock__ms_until(first_setup_end(&b, deadline_ns), now));
         now = dlock__now_ns();
         if (ready < 0 && errno != EINTR)

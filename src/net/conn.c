@@ -7,6 +7,7 @@
 #include "wipe.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -26,6 +28,15 @@
  * cap: a dead server costs later calls nothing, not a connect each. */
 #define RECONNECT_FIRST_MS 100
 #define RECONNECT_MAX_MS 1000
+/* A connection whose last call began less than this long ago is taken to be
+ * up: a look for a close before each call (refresh_idle()) would cost a
+ * system call per request, for a close that could come just after it as
+ * well. */
+#define FRESH_MS 5
+/* dlock__conn_await() leaves the last of a deadline to poll(), which keeps
+ * it to the ms: a receive timeout ends on a tick of the kernel's timer
+ * wheel, up to an eighth of it late. */
+#define AWAIT_MARGIN_MS 10
 
 
 static int fail(dlock__conn *c, int code, const char *fmt, ...)
@@ -261,7 +272,14 @@ static int connect_from(dlock__conn *c, const struct addrinfo *ai)
 static int after_connect(dlock__conn *c)
 {
     if (!c->tls_ctx) {
+        /* Blocking from now on, so that dlock__conn_await() can wait in
+         * recv(); every other send and recv says MSG_DONTWAIT. (OpenSSL
+         * reads and writes the socket itself: a TLS one stays
+         * non-blocking.) */
         c->state = DLOCK__CONN_READY;
+        c->recv_timeout_ms = 0;
+        if (fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) & ~O_NONBLOCK) < 0)
+            return fail(c, DLOCK_ECONN, "%s: fcntl: %s", c->ep->label, strerror(errno));
         return 0;
     }
     if (dlock__tls_open(c) < 0)
@@ -335,8 +353,9 @@ int dlock__conn_begin(dlock__conn *c, const char *cmd, size_t len, int64_t now_n
     if (c->state == DLOCK__CONN_CLOSED && now_ns < c->reconnect_at_ns)
         return DLOCK_ECONN; /* c->err still says why the last connect failed */
     c->err[0] = '\0';
-    if (c->state == DLOCK__CONN_READY)
+    if (c->state == DLOCK__CONN_READY && now_ns - c->begun_ns >= FRESH_MS * DLOCK__NS_PER_MS)
         refresh_idle(c);
+    c->begun_ns = now_ns;
     if (dlock__conn_setup_expired(c, now_ns))
         return DLOCK_ECONN;
     if (c->state == DLOCK__CONN_CLOSED) {
@@ -424,7 +443,7 @@ static int flush_output(dlock__conn *c)
     while (c->out_sent < c->out_len) {
         ssize_t n = c->ssl ? dlock__tls_send(c, c->out + c->out_sent, c->out_len - c->out_sent)
                            : send(c->fd, c->out + c->out_sent, c->out_len - c->out_sent,
-                                  MSG_NOSIGNAL);
+                                  MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -528,31 +547,73 @@ static int take_replies(dlock__conn *c, dlock__reply **reply)
     return 0;
 }
 
+/* What one read of the socket returned, `n` bytes of `buf` (0: the end of
+ * the stream; < 0: errno says why). Returns 0 or a negative code (closed). */
+static int take_input(dlock__conn *c, const char *buf, ssize_t n)
+{
+    if (n < 0)
+        return io_failure(c, "recv");
+    if (n == 0 && refused_after_handshake(c))
+        return fail(c, DLOCK_ETLS,
+                    "%s: TLS: the server closed the connection after the handshake "
+                    "(does it want a client certificate?)",
+                    c->ep->label);
+    if (n == 0)
+        return fail(c, DLOCK_ECONN, "%s: connection closed by the server", c->ep->label);
+    if (dlock__reader_feed(c->reader, buf, (size_t)n) < 0)
+        return fail(c, DLOCK_EPROTO, "%s: reply too large", c->ep->label);
+    return 0;
+}
+
 static int read_input(dlock__conn *c, dlock__reply **reply)
 {
     char buf[READ_CHUNK];
     ssize_t n;
 
     do {
+        int rc;
         do
-            n = c->ssl ? dlock__tls_recv(c, buf, sizeof(buf)) : recv(c->fd, buf, sizeof(buf), 0);
+            n = c->ssl ? dlock__tls_recv(c, buf, sizeof(buf))
+                       : recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
         while (n < 0 && errno == EINTR);
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             break;
-        if (n < 0)
-            return io_failure(c, "recv");
-        if (n == 0 && refused_after_handshake(c))
-            return fail(c, DLOCK_ETLS,
-                        "%s: TLS: the server closed the connection after the handshake "
-                        "(does it want a client certificate?)",
-                        c->ep->label);
-        if (n == 0)
-            return fail(c, DLOCK_ECONN, "%s: connection closed by the server", c->ep->label);
-        if (dlock__reader_feed(c->reader, buf, (size_t)n) < 0)
-            return fail(c, DLOCK_EPROTO, "%s: reply too large", c->ep->label);
+        rc = take_input(c, buf, n);
+        if (rc < 0)
+            return rc;
         /* TLS may hold decrypted bytes that poll() cannot see: drain it. */
     } while (c->ssl);
     return take_replies(c, reply);
+}
+
+/* The receive timeout of a plain socket (SO_RCVTIMEO), kept near `ms`: set
+ * again only when the one it has is longer, or much shorter. */
+static int set_recv_timeout(dlock__conn *c, int64_t ms)
+{
+    struct timeval tv = {.tv_sec = (time_t)(ms / 1000), .tv_usec = (suseconds_t)(ms % 1000) * 1000};
+    if (c->recv_timeout_ms <= ms && c->recv_timeout_ms >= ms - ms / 4)
+        return 0;
+    if (setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0)
+        return -1;
+    c->recv_timeout_ms = ms;
+    return 0;
+}
+
+int dlock__conn_await(dlock__conn *c, int64_t deadline_ns)
+{
+    char buf[READ_CHUNK];
+    int64_t ms = (dlock__ms_until(deadline_ns, dlock__now_ns()) - AWAIT_MARGIN_MS) * 7 / 8;
+    ssize_t n;
+    int rc;
+    if (c->ssl || c->state != DLOCK__CONN_READY || c->out_sent < c->out_len ||
+        dlock__conn_setup_deadline(c) != INT64_MAX || ms < AWAIT_MARGIN_MS ||
+        set_recv_timeout(c, ms) < 0)
+        return 0;
+    n = recv(c->fd, buf, sizeof(buf), 0);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+        return 0;
+    rc = take_input(c, buf, n);
+    return rc < 0 ? rc : 1;
 }
 
 static int step_handshake(dlock__conn *c)

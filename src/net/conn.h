@@ -1,5 +1,6 @@
-/* One connection to one Redis server: a non-blocking socket with a small
- * state machine, driven by the fan-out's poll loop. It connects on demand
+/* One connection to one Redis server: a socket used without blocking (but
+ * for dlock__conn_await()) with a small state machine, driven by the
+ * fan-out's poll loop. It connects on demand
  * (trying every resolved address), pipelines AUTH and SELECT in front of the
  * first command, and discards replies owed to calls that were abandoned, so
  * a late reply is never read as the answer to a newer command. */
@@ -58,6 +59,8 @@ typedef struct dlock__conn {
     short tls_wants;            /* poll() event the handshake waits for */
     bool answered;              /* a reply arrived since the connection was made */
     int64_t opened_ns;          /* when the current connection was begun */
+    int64_t begun_ns;           /* when the last call began (dlock__conn_begin()) */
+    int64_t recv_timeout_ms;    /* the plain socket's SO_RCVTIMEO; 0: none */
     struct dlock__node_counters *counters; /* the client's, for its stats; may be NULL */
     struct dlock__router *router; /* route.h: a cluster's or a sentinel-named primary's */
     bool learnt;                  /* route.h: dlock__route_learn() asked what it talks to */
@@ -101,6 +104,15 @@ short dlock__conn_events(const dlock__conn *c);
  * frees it), 0 when nothing is complete yet, or a negative code; on failure
  * the connection is closed. */
 int dlock__conn_progress(dlock__conn *c, short revents, dlock__reply **reply);
+
+/* Waits for the reply to a call in recv() itself, until shortly before
+ * `deadline_ns`, where this one connection is all the caller waits for: a
+ * poll() and then a recv() are two system calls per reply, this is one.
+ * Only on a plain connection that is set up and has sent all it had.
+ * Returns 1 when bytes came in (dlock__conn_progress() with no events hands
+ * out the replies they complete), 0 when it did not wait so or nothing came
+ * (poll() for the rest), or a negative code (the connection is closed). */
+int dlock__conn_await(dlock__conn *c, int64_t deadline_ns);
 
 /* For a connection begun at `since_ns` or later (by the current call):
  * true once everything queued is out on the socket and the server answered
