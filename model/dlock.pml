@@ -15,14 +15,14 @@
  * (src/kinds/KIND.c) and the attempt layer; and
  * fence_max.lua, the write-back:
  * kind mutex
- * pin src/kinds/lua/helpers.lua 05d7ee74e7d17bf055d0867af4e86ad95a0ca258
+ * pin src/kinds/lua/helpers.lua e105d7cba4d8250b862be17fd0996d1734198c1b
  * pin src/kinds/lua/mutex_acquire.lua 154864fa89a2cd4b91a65d630a2181fe4021a592
  * pin src/kinds/lua/mutex_extend.lua 8840a10719bea4dbda3451084c3d9b01672b822f
- * pin src/kinds/lua/mutex_release.lua 85f26fd4b7d7008ff576c7114a641a60ca6df355
+ * pin src/kinds/lua/mutex_release.lua a5d29f39a3f99971f6270cc88e40157d76ede69d
  * pin src/kinds/lua/mutex_status.lua b45ab2ae5b2e63e420212a460678f668e8b7975a
  * pin src/kinds/lua/fence_max.lua 1c0fb9d4b62f4543e41e2dae4e0bc3eada524e74
- * pin src/kinds/mutex.c 2b05087169767d5c28aa6a290b37ad76309fb16a
- * pin src/engine/attempt.c b6b559d07eede1b96cce2bd9ffa7e894f3d31db2
+ * pin src/kinds/mutex.c dba30ffc4a4e1e99ebd9753cbc27e804086fb966
+ * pin src/engine/attempt.c 016749ddd578ea48d5d92ff0eeb02dc4b631cec4
  *
  * Time. There is no absolute clock: every time in the model is kept
  * relative to "now" and moved by the clock process, one tick at a time, so
@@ -538,9 +538,12 @@ inline settle() {
 /* The cleanup release of a failed attempt (FLOOR: it held nothing; a lost
  * lock's, below, carries its fence): sent to every node, not waited for
  * (it publishes nothing either way). A release records its fence (in
- * `freed`) with N > 1 only, as the code: with one node nothing repairs. */
-#if NN > 1
-#define RELEASED(f) f
+ * `freed`) with N > 1 only, as the code: with one node nothing repairs;
+ * and only once an extend that may repair went out for this hold
+ * (`repairs`): no extend can run after the release otherwise. The
+ * negative control NO_FREED records it never. */
+#if NN > 1 && !defined(NO_FREED)
+#define RELEASED(f) (repairs -> f : FLOOR)
 #else
 #define RELEASED(f) FLOOR
 #endif
@@ -561,11 +564,13 @@ inline forget() {
 /* A lost lock: the belief ends, then its cleanup goes out, with its fence. */
 inline lost() {
     held[c] = false; vu[c] = 0; HOLDS(0);
-    d_step { call_all(REL, tok, RELEASED(cF[c]), 0, 0); open[c] = false; cF[c] = FLOOR }
+    d_step { rf = RELEASED(cF[c]); call_all(REL, tok, rf, 0, 0); rf = 0; open[c] = false; cF[c] = FLOOR }
 }
 
 proctype client(byte c) {
     byte tok, k, calls, extends;
+    bool repairs; /* this hold sent an extend that may repair */
+    short rf;     /* what a release records in `freed`, for the moment of the call */
 
 idle:
     do
@@ -598,7 +603,7 @@ idle:
             if
             :: d_step {
                     (NN == 1 || cyes[c] >= QUORUM) && cvu[c] > 0;
-                    held[c] = true; vu[c] = cvu[c]; HOLDS(tok); ATTEMPT_DONE;
+                    held[c] = true; vu[c] = cvu[c]; HOLDS(tok); ATTEMPT_DONE; repairs = false;
 #if CHECK_MUTEX
                     assert(!(BELIEVES(0) && BELIEVES(1)));
 #endif
@@ -641,7 +646,8 @@ holding:
             extends++;
             /* repair with N > 1 only, and only inside the validity */
 #if NN > 1
-            call_extend(tok, cF[c], MIN(NDL, vu[c]), TTL - DRIFT)
+            call_extend(tok, cF[c], MIN(NDL, vu[c]), TTL - DRIFT);
+            repairs = true
 #else
             call_extend(tok, NO_REPAIR, MIN(NDL, vu[c]), TTL - DRIFT)
 #endif
@@ -664,7 +670,7 @@ holding:
         fi
     :: true ->
         /* the caller releases: from here on it does not hold the lock */
-        d_step { call_all(REL, tok, RELEASED(cF[c]), 0, 0); open[c] = false; forget() }
+        d_step { rf = RELEASED(cF[c]); call_all(REL, tok, rf, 0, 0); rf = 0; open[c] = false; forget() }
         goto idle
     od;
 

@@ -17,15 +17,15 @@
  * mutex's acquire, release and extend, which it models too (a plain
  * acquire reads the queue's mark; the fair lock's extend is the mutex's):
  * kind fair
- * pin src/kinds/lua/helpers.lua 05d7ee74e7d17bf055d0867af4e86ad95a0ca258
+ * pin src/kinds/lua/helpers.lua e105d7cba4d8250b862be17fd0996d1734198c1b
  * pin src/kinds/lua/fair_acquire.lua e3db299e5245767fe0e0f4b71420a800fcb351ce
  * pin src/kinds/lua/fair_helpers.lua 074fa4cd425b0786d5aeac7f4dd23b61d8bf33d5
  * pin src/kinds/lua/fair_release.lua 07a78b47a43a92291f48697032be2bda7f30a13d
  * pin src/kinds/lua/mutex_acquire.lua 154864fa89a2cd4b91a65d630a2181fe4021a592
- * pin src/kinds/lua/mutex_release.lua 85f26fd4b7d7008ff576c7114a641a60ca6df355
+ * pin src/kinds/lua/mutex_release.lua a5d29f39a3f99971f6270cc88e40157d76ede69d
  * pin src/kinds/lua/mutex_extend.lua 8840a10719bea4dbda3451084c3d9b01672b822f
  * pin src/kinds/fair.c bf0b730a195478149035a070432c28aafac10129
- * pin src/engine/attempt.c b6b559d07eede1b96cce2bd9ffa7e894f3d31db2
+ * pin src/engine/attempt.c 016749ddd578ea48d5d92ff0eeb02dc4b631cec4
  *
  * Time is kept as in dlock.pml: relative to "now", moved one tick at a time
  * by the clock process. The lock key, each presence lease and the queue's

@@ -22,14 +22,14 @@
  * and the waiter (src/kinds/queue.c, src/engine/wait.c), which QUEUE
  * models:
  * kind sem
- * pin src/kinds/lua/helpers.lua 05d7ee74e7d17bf055d0867af4e86ad95a0ca258
+ * pin src/kinds/lua/helpers.lua e105d7cba4d8250b862be17fd0996d1734198c1b
  * pin src/kinds/lua/sem_acquire.lua 0fbccede4b38a37f6e676e29e5ae25b28a162f1f
  * pin src/kinds/lua/sem_extend.lua caf4af26783a350dc0520097470913b6d0f6afa8
  * pin src/kinds/lua/sem_helpers.lua 8e1fd907e9e45f4f1bc30d69c719a7aaef218a12
  * pin src/kinds/lua/sem_release.lua 0122bd5b083ac17ca049959e696d99cad81addf3
  * pin src/kinds/lua/sem_status.lua dbbd592f11049a184e31108de40b970e3ede2095
  * pin src/kinds/semaphore.c 90aa1d37bab14d9c93805319a67b8cd42a5cd852
- * pin src/engine/attempt.c b6b559d07eede1b96cce2bd9ffa7e894f3d31db2
+ * pin src/engine/attempt.c 016749ddd578ea48d5d92ff0eeb02dc4b631cec4
  * pin src/kinds/queue.c 1d8cfc70b13000e3014359f99ceeade73883b3ab
  * pin src/engine/wait.c cfd4ac4eecacf4d87b832e9510adeaea3741aef1
  *

@@ -15,17 +15,17 @@
  * mutex's acquire, release and extend, which it models too (a writer
  * waits, gives up and extends through them):
  * kind shared
- * pin src/kinds/lua/helpers.lua 05d7ee74e7d17bf055d0867af4e86ad95a0ca258
+ * pin src/kinds/lua/helpers.lua e105d7cba4d8250b862be17fd0996d1734198c1b
  * pin src/kinds/lua/shared_acquire.lua 6b509e582470ba27667c46a6eefa34af131450f6
  * pin src/kinds/lua/shared_extend.lua 07bb2c930e6a5cb0e59d46b23ce15677e7fb73ae
  * pin src/kinds/lua/shared_helpers.lua 7607a20d47e546c7143beb5de3a87a2aecbd0b87
  * pin src/kinds/lua/shared_release.lua 317a5067a1757c89a2831f6c96d0499cb813e4f1
  * pin src/kinds/lua/shared_status.lua cd1000d86a93579cc2d6e7a123205b373dad2d53
  * pin src/kinds/lua/mutex_acquire.lua 154864fa89a2cd4b91a65d630a2181fe4021a592
- * pin src/kinds/lua/mutex_release.lua 85f26fd4b7d7008ff576c7114a641a60ca6df355
+ * pin src/kinds/lua/mutex_release.lua a5d29f39a3f99971f6270cc88e40157d76ede69d
  * pin src/kinds/lua/mutex_extend.lua 8840a10719bea4dbda3451084c3d9b01672b822f
  * pin src/kinds/shared.c bed03cbca8044e28a56b25e501b4a1432441d4f1
- * pin src/engine/attempt.c b6b559d07eede1b96cce2bd9ffa7e894f3d31db2
+ * pin src/engine/attempt.c 016749ddd578ea48d5d92ff0eeb02dc4b631cec4
  *
  * Time is kept as in dlock.pml and fair.pml: relative to "now", moved one
  * tick at a time by the clock process. NAME, each reader's entry and each

@@ -938,6 +938,8 @@ static void extend_batch(dlock__claim *const *claims, size_t k, dlock__lane *lan
     for (; rc == 0 && encoded < k; encoded++) {
         rc = encode_extend(&jobs[encoded], claims[encoded], ttls[encoded], start);
         calls[encoded] = &jobs[encoded].call.call.call;
+        if (jobs[encoded].repair)
+            atomic_store(&claims[encoded]->repair_sent, true);
     }
     if (rc == 0)
         rc = dlock__guard_init(&g, c, lane->conns, c->n, DLOCK__GUARD_WAIT, calls, k, deadline);

@@ -40,6 +40,10 @@ typedef struct dlock__claim {
     unsigned attempts;              /* acquire attempts made, a hand-over taken counted */
     bool waited;                    /* a wait found it busy and kept waiting */
     bool repaired;                  /* a refused extend put our key back somewhere */
+    /* An extend that may repair was sent (Redlock): one could still run
+     * after our release, which records our fence in `freed` for it. Set
+     * by the renewal thread before it sends; read after it finished. */
+    atomic_bool repair_sent;
     int64_t last_pttl_ms;           /* busy: how long the holder's key lives (-1: no TTL) */
     /* Busy: the start of that attempt and the end of the presence lease
      * it set (server ms; 0: none), for a grant handed over by a release. */

@@ -65,8 +65,10 @@ static void words(const dlock__claim *cl, enum dlock__step step, dlock__words *w
         if (cl->params->writer)
             dlock__words_keys(w, cl->aux, 1);
         /* A lock taken here (an adopted one has no fence) records its
-         * release where a late extend of its own could repair it. */
-        if (c->n > 1 && cl->fence > 0) {
+         * release where a late extend of its own could repair it: once
+         * such an extend went out (none can run after the release
+         * otherwise). */
+        if (c->n > 1 && cl->fence > 0 && atomic_load(&cl->repair_sent)) {
             dlock__words_keys(w, &cl->keys.freed, 1);
             dlock__words_number(w, cl->fence);
             dlock__words_number(w, (uint64_t)c->fence_ttl_ms);

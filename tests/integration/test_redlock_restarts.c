@@ -117,6 +117,28 @@ static void test_redlock_extend_repairs_a_restarted_node(void **state)
     }
 }
 
+/* `freed` guards against a late extend of our own: a lock that sent none
+ * (not renewed, not extended) records nothing at its release, and one
+ * that sent one does, on every node. */
+static void test_redlock_release_records_freed_only_after_an_extend(void **state)
+{
+    dlock_client *c = client_on_all_nodes(0, 0);
+    dlock_lock *lock = take(c, "rl:freed", 30000, NULL);
+    (void)state;
+    assert_int_equal(dlock_lock_release(lock), 0);
+    cleanup_now(lock);
+    usleep(20 * 1000);
+    for (int i = 0; i < NODES; i++)
+        assert_false(key_exists(connect_to(&nodes[i]), aux_key("rl:freed", "freed")));
+    lock = take(c, "rl:freed", 30000, NULL);
+    assert_int_equal(dlock_lock_extend(lock, 30000), 0);
+    assert_int_equal(dlock_lock_release(lock), 0);
+    usleep(20 * 1000);
+    for (int i = 0; i < NODES; i++)
+        assert_int_equal(fence_at(connect_to(&nodes[i]), aux_key("rl:freed", "freed")),
+                         dlock_lock_fence(lock));
+}
+
 /* A release decided by the others still reaches a server whose connection
  * broke meanwhile (a restart does that; here CLIENT KILL), slower than the
  * rest (2 ms away): the client reconnects and waits, up to 20 ms, until
@@ -376,6 +398,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_redlock_fences_increase_across_restarts),
         T(test_redlock_extend_repairs_a_restarted_node),
+        T(test_redlock_release_records_freed_only_after_an_extend),
         T(test_redlock_release_reaches_a_server_it_reconnects_to),
         T(test_redlock_three_node_holder_loses_on_a_restart),
         T(test_redlock_holder_survives_restarts_one_at_a_time_with_a_competitor),

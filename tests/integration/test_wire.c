@@ -521,8 +521,9 @@ static void test_wire_restart_delay(void **state)
 }
 
 /* Three servers: the scripts loaded on connect, the fence write-back (and
- * the epoch), an extend that may repair, a release that records `freed`,
- * shared holders of several servers. Node 0's view (a status asks one
+ * the epoch), an extend that may repair, a release that records `freed`
+ * after it and one that need not (no extend went out), shared holders of
+ * several servers. Node 0's view (a status asks one
  * of the servers that hold: not always node 0). */
 static void test_wire_redlock(void **state)
 {

@@ -23,11 +23,12 @@ local function present_key(i)
   return KEYS[i] ~= KEYS[1] and KEYS[i] or nil
 end
 
--- The server's clock, in ms and in µs: the one reading of TIME.
+-- The server's clock, in ms and in µs: the one reading of TIME. (Its two
+-- strings become numbers in the arithmetic: exact, as µs stay below 2^53.)
 local function clock()
   local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000),
-    tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local us = t[1] * 1000000 + t[2]
+  return math.floor(us / 1000), us
 end
 
 -- The one parser of a stored fencing token, shared by every script that
@@ -42,12 +43,12 @@ local function fence_parse(s, where)
   if not s then
     return 0
   end
-  if #s > 16 or not (s == '0' or string.match(s, '^[1-9]%d*$')) or
-      tonumber(s) > 9007199254740990 then
+  local n = #s <= 16 and (s == '0' or string.match(s, '^[1-9]%d*$')) and tonumber(s)
+  if not n or n > 9007199254740990 then
     return nil, 'ERR ' .. where .. ' holds ' .. string.format('%q', string.sub(s, 1, 40)) ..
       ', not a fencing token (a decimal integer from 0 to 9007199254740990)'
   end
-  return tonumber(s)
+  return n
 end
 
 -- The fence stored in a string key, by fence_parse(), and the mark a fair
@@ -59,7 +60,11 @@ end
 -- and an error; fence_read() reads a value got otherwise. A key of another
 -- type makes GET raise WRONGTYPE.
 local function fence_read(s, key)
-  local token, ends = string.match(s or '', '^(%d+) queue ([1-9]%d*)$')
+  if not s or not string.find(s, ' ', 1, true) then
+    local fence, err = fence_parse(s, key) -- no mark: the common case
+    return fence, fence and 0 or err
+  end
+  local token, ends = string.match(s, '^(%d+) queue ([1-9]%d*)$')
   if ends and #ends > 15 then
     token, ends = nil, nil
   end
@@ -83,7 +88,11 @@ end
 -- Writes fence_value() to `key` for `px` ms, and at least as long as the
 -- mark lasts.
 local function set_fence(key, f, px, ends, now)
-  redis.call('SET', key, fence_value(f, ends, now), 'PX', math.max(tonumber(px), ends - now))
+  if ends <= now then
+    redis.call('SET', key, f, 'PX', px)
+  else
+    redis.call('SET', key, fence_value(f, ends, now), 'PX', math.max(tonumber(px), ends - now))
+  end
 end
 
 -- The fence rule of every grant: a token is max(last + 1, server clock in
@@ -326,6 +335,9 @@ local function audit(event, token, fence, ttl, record, kind)
   redis.call('PEXPIRE', audit_key, audit_arg[8])
 end
 local function audit_end(token, ours, kind)
+  if not audit_key then
+    return
+  end
   local note = audit_arg[5]
   if note == 'loss' then
     audit('loss', token, nil, nil, nil, kind)

@@ -37,10 +37,13 @@ local gives_up = not ours and writer and ARGV[3] == '1' and redis.call('PTTL', w
 local raise = freed and
   (fence_parse(redis.call('GET', freed), freed) or -1) < tonumber(ARGV[4])
 if ours and one_server and present_key(3) then
+  -- Only a value with a blank can hold a mark: a token alone is not read.
   local stored = redis.pcall('GET', KEYS[3])
-  local last, queued = fence_read(type(stored) == 'string' and stored or nil, KEYS[3])
-  if last and queued > 0 and queued > clock() then
-    return 2
+  if type(stored) == 'string' and string.find(stored, ' ', 1, true) then
+    local last, queued = fence_read(stored, KEYS[3])
+    if last and queued > clock() then
+      return 2
+    end
   end
 end
 local message = ours and ARGV[3] == '1' and release_message(writer, ARGV[1], writer and clock())
