@@ -17,7 +17,7 @@
  * mutex's acquire, release and extend, which it models too (a plain
  * acquire reads the queue's mark; the fair lock's extend is the mutex's):
  * kind fair
- * pin src/kinds/lua/helpers.lua e105d7cba4d8250b862be17fd0996d1734198c1b
+ * pin src/kinds/lua/helpers.lua cfee91862f9c8c29394504d445d5c1d8136300c2
  * pin src/kinds/lua/fair_acquire.lua e3db299e5245767fe0e0f4b71420a800fcb351ce
  * pin src/kinds/lua/fair_helpers.lua 074fa4cd425b0786d5aeac7f4dd23b61d8bf33d5
  * pin src/kinds/lua/fair_release.lua 07a78b47a43a92291f48697032be2bda7f30a13d

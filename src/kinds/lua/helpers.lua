@@ -23,12 +23,19 @@ local function present_key(i)
   return KEYS[i] ~= KEYS[1] and KEYS[i] or nil
 end
 
--- The server's clock, in ms and in µs: the one reading of TIME. (Its two
--- strings become numbers in the arithmetic: exact, as µs stay below 2^53.)
+-- The server's clock, in ms and in µs: TIME, read once per call of a
+-- script (Redis holds a script's time still for its keys' expiry too), so
+-- that the audit's entry costs no second reading. Its two strings become
+-- numbers in the arithmetic: exact, as µs stay below 2^53.
+local clock_ms = nil
+local clock_us = nil
 local function clock()
-  local t = redis.call('TIME')
-  local us = t[1] * 1000000 + t[2]
-  return math.floor(us / 1000), us
+  if not clock_us then
+    local t = redis.call('TIME')
+    clock_us = t[1] * 1000000 + t[2]
+    clock_ms = math.floor(clock_us / 1000)
+  end
+  return clock_ms, clock_us
 end
 
 -- The one parser of a stored fencing token, shared by every script that
@@ -118,6 +125,9 @@ end
 -- The host and pid (a decimal string) an owner record names, or nil when
 -- it is not a JSON object with both.
 local function process_of(record)
+  if not record then
+    return nil
+  end
   local ok, o = pcall(cjson.decode, record)
   if ok and type(o) == 'table' and type(o.host) == 'string' and type(o.pid) == 'number' then
     return o.host, string.format('%d', o.pid)
@@ -294,13 +304,14 @@ end
 -- whose grant was trimmed off the stream still tells).
 local audit_key, audit_arg = nil, {}
 if ARGV[#ARGV] == 'dlock:audit' then
-  for i = 8, 1, -1 do
-    audit_arg[i] = ARGV[#ARGV - 9 + i]
+  -- The trailer comes off the end (nil there shortens the arrays).
+  local n = #ARGV
+  for i = 1, 9 do
+    audit_arg[i] = ARGV[n - 9 + i]
+    ARGV[n - 9 + i] = nil
   end
-  for _ = 1, 9 do
-    table.remove(ARGV)
-  end
-  audit_key = table.remove(KEYS)
+  audit_key = KEYS[#KEYS]
+  KEYS[#KEYS] = nil
   if audit_key == KEYS[1] then
     -- Named as NAME (present_key()): absent while the slot migrates, where
     -- no script may create it.
