@@ -586,16 +586,19 @@ static int read_input(dlock__conn *c, dlock__reply **reply)
     return take_replies(c, reply);
 }
 
-/* The receive timeout of a plain socket (SO_RCVTIMEO), kept near `ms`: set
- * again only when the one it has is longer, or much shorter. */
+/* The receive timeout of a plain socket (SO_RCVTIMEO), from three quarters
+ * of `ms` to `ms`: set again only when the one it has is longer, or
+ * shorter still, and then to three quarters, so that the deadlines of a
+ * wait's end, which shrink call by call, set it a few times, not each. */
 static int set_recv_timeout(dlock__conn *c, int64_t ms)
 {
-    struct timeval tv = {.tv_sec = (time_t)(ms / 1000), .tv_usec = (suseconds_t)(ms % 1000) * 1000};
-    if (c->recv_timeout_ms <= ms && c->recv_timeout_ms >= ms - ms / 4)
+    int64_t set = ms - ms / 4;
+    struct timeval tv = {.tv_sec = (time_t)(set / 1000), .tv_usec = (suseconds_t)(set % 1000) * 1000};
+    if (c->recv_timeout_ms <= ms && c->recv_timeout_ms >= set)
         return 0;
     if (setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0)
         return -1;
-    c->recv_timeout_ms = ms;
+    c->recv_timeout_ms = set;
     return 0;
 }
 
