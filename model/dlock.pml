@@ -540,12 +540,20 @@ inline settle() {
  * (it publishes nothing either way). A release records its fence (in
  * `freed`) with N > 1 only, as the code: with one node nothing repairs;
  * and only once an extend that may repair went out for this hold
- * (`repairs`): no extend can run after the release otherwise. The
- * negative control NO_FREED records it never. */
-#if NN > 1 && !defined(NO_FREED)
-#define RELEASED(f) (repairs -> f : FLOOR)
+ * (`repairs`, which exists only where extends may repair): no extend can
+ * run after the release otherwise. RELEASE_ARG() makes a release's
+ * argument FLOOR where it records nothing. The negative control NO_FREED
+ * records it never. */
+#if NN > 1 && EXTENDS > 0 && !defined(NO_FREED)
+#define REPAIRS 1
+#define NO_REPAIRS_YET repairs = false
+#define REPAIRS_SENT repairs = true
+#define RELEASE_ARG() if :: !repairs -> carg[c] = FLOOR :: else -> skip fi
 #else
-#define RELEASED(f) FLOOR
+#define REPAIRS 0
+#define NO_REPAIRS_YET skip
+#define REPAIRS_SENT skip
+#define RELEASE_ARG() carg[c] = FLOOR
 #endif
 inline clean_up() {
     d_step { call_all(REL, tok, FLOOR, 0, 0); open[c] = false }
@@ -564,13 +572,14 @@ inline forget() {
 /* A lost lock: the belief ends, then its cleanup goes out, with its fence. */
 inline lost() {
     held[c] = false; vu[c] = 0; HOLDS(0);
-    d_step { rf = RELEASED(cF[c]); call_all(REL, tok, rf, 0, 0); rf = 0; open[c] = false; cF[c] = FLOOR }
+    d_step { call_all(REL, tok, cF[c], 0, 0); RELEASE_ARG(); open[c] = false; cF[c] = FLOOR }
 }
 
 proctype client(byte c) {
     byte tok, k, calls, extends;
+#if REPAIRS
     bool repairs; /* this hold sent an extend that may repair */
-    short rf;     /* what a release records in `freed`, for the moment of the call */
+#endif
 
 idle:
     do
@@ -603,7 +612,7 @@ idle:
             if
             :: d_step {
                     (NN == 1 || cyes[c] >= QUORUM) && cvu[c] > 0;
-                    held[c] = true; vu[c] = cvu[c]; HOLDS(tok); ATTEMPT_DONE; repairs = false;
+                    held[c] = true; vu[c] = cvu[c]; HOLDS(tok); ATTEMPT_DONE; NO_REPAIRS_YET;
 #if CHECK_MUTEX
                     assert(!(BELIEVES(0) && BELIEVES(1)));
 #endif
@@ -647,7 +656,7 @@ holding:
             /* repair with N > 1 only, and only inside the validity */
 #if NN > 1
             call_extend(tok, cF[c], MIN(NDL, vu[c]), TTL - DRIFT);
-            repairs = true
+            REPAIRS_SENT
 #else
             call_extend(tok, NO_REPAIR, MIN(NDL, vu[c]), TTL - DRIFT)
 #endif
@@ -670,7 +679,7 @@ holding:
         fi
     :: true ->
         /* the caller releases: from here on it does not hold the lock */
-        d_step { rf = RELEASED(cF[c]); call_all(REL, tok, rf, 0, 0); rf = 0; open[c] = false; forget() }
+        d_step { call_all(REL, tok, cF[c], 0, 0); RELEASE_ARG(); open[c] = false; forget() }
         goto idle
     od;
 
