@@ -159,6 +159,12 @@ def dlock_worker(url, name, start, end, out, _sleep, fair=False):
                     grants.append(time.time())
             except dlock.Busy:
                 break
+            except dlock.Timeout:
+                # The try begun as the window ends is given 50 ms; on two
+                # cores busy with 64 processes its reply can come later.
+                if time.time() < end:
+                    raise
+                break
     out.put((os.getpid(), grants))
 
 
