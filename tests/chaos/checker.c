@@ -191,17 +191,29 @@ static void store_write(struct checker *k, int sock, const struct chaos_msg *m)
         perror("checker: answer");
 }
 
+/* The library's node deadline (dlock__node_deadline()): TTL/20 with
+ * several servers, TTL/4 with one, at least 5 ms, at most the command
+ * timeout (dlock.h). */
+static int64_t node_deadline_ms(const struct chaos_config *cfg)
+{
+    int64_t cap = cfg->command_timeout_ms > 0 ? cfg->command_timeout_ms : 1000; /* its default */
+    int64_t ms = cfg->ttl_ms / (cfg->nodes > 1 ? 20 : 4);
+    ms = ms > 5 ? ms : 5;
+    return ms < cap ? ms : cap;
+}
+
 /* A single attempt (try_only) takes at most a node deadline for the vote,
- * one for the fence write-back and one for the cleanup of a failure. */
+ * one for the fence write-back (Redlock only) and one for the cleanup of a
+ * failure. */
 static void note_attempt(struct checker *k, const struct chaos_msg *m)
 {
-    int64_t deadline_ms = k->cfg->ttl_ms / 20 > 5 ? k->cfg->ttl_ms / 20 : 5;
+    int64_t rounds = k->cfg->nodes > 1 ? 3 : 2;
     long ms = (long)(m->duration_ns / 1000000);
     if (!k->cfg->try_only)
         return;
     if (ms > k->live.max_attempt_ms)
         k->live.max_attempt_ms = ms;
-    k->live.slow_attempts += ms > 3 * deadline_ms + ATTEMPT_SLACK_MS;
+    k->live.slow_attempts += ms > rounds * node_deadline_ms(k->cfg) + ATTEMPT_SLACK_MS;
 }
 
 static const char *const type_names[] = {"grant", "enter", "write", "exit",
