@@ -17,10 +17,10 @@
  * mutex's acquire, release and extend, which it models too (a plain
  * acquire reads the queue's mark; the fair lock's extend is the mutex's):
  * kind fair
- * pin src/kinds/lua/helpers.lua cfee91862f9c8c29394504d445d5c1d8136300c2
- * pin src/kinds/lua/fair_acquire.lua e3db299e5245767fe0e0f4b71420a800fcb351ce
- * pin src/kinds/lua/fair_helpers.lua 074fa4cd425b0786d5aeac7f4dd23b61d8bf33d5
- * pin src/kinds/lua/fair_release.lua 07a78b47a43a92291f48697032be2bda7f30a13d
+ * pin src/kinds/lua/helpers.lua 05b53aa2810f0071d78013f973f5deb5f286b3cd
+ * pin src/kinds/lua/fair_acquire.lua e3f341d97769b63a59e0194f3ce5f77ca267a378
+ * pin src/kinds/lua/fair_helpers.lua 6114f642f930568e4cb908d9078300bba24da28a
+ * pin src/kinds/lua/fair_release.lua f01a4f84ae913b23bebe2aefb9f8beb96995c86b
  * pin src/kinds/lua/mutex_acquire.lua 154864fa89a2cd4b91a65d630a2181fe4021a592
  * pin src/kinds/lua/mutex_release.lua a5d29f39a3f99971f6270cc88e40157d76ede69d
  * pin src/kinds/lua/mutex_extend.lua 8840a10719bea4dbda3451084c3d9b01672b822f
@@ -379,16 +379,23 @@ inline lid_fresh(t) {
     k = 0; lid[t] = 1; n = 0; v = 0; qe = false
 }
 
-/* fair_acquire: the dead go if the head is dead; ours already, or free
- * with no head or us at the head: granted, and we leave the queue. Else a
- * waiter whose own lease ended leaves; join at the tail (or keep our place)
- * and renew our lease; the keys live as long as the longest lease, which
- * is ours now. */
+/* fair_acquire: held by another, it is refused without reading the head;
+ * else the dead go if the head is dead. Ours already, or free with no
+ * head or us at the head: granted, and we leave the queue. Else a waiter
+ * whose own lease ended leaves; join at the tail (or keep our place) and
+ * renew our lease; the keys live as long as the longest lease, which is
+ * ours now (a renewal that ends within the queue's mark, which the keys
+ * live to already, writes neither: the same ends, in ms below a tick). */
 inline fair_acquire(t) {
+    head = NONE;
+    if
+    :: lk != 0 && lk != t + 1 -> skip
+    :: else ->
 #ifndef NO_LEASE_END
-    drop_dead_at_head();
+        drop_dead_at_head();
 #endif
-    find_head();
+        find_head()
+    fi;
     if
     :: lk == t + 1 || (lk == 0 && (head == NONE || head == t)) ->
         grant(t); leave(t); queue_empty()

@@ -17,7 +17,11 @@ if not last then
   return redis.error_reply(marked)
 end
 local now, now_us = clock()
-local head, head_ends = live_head(queue, presence, wake, now)
+-- Held by another, we are refused whoever heads the queue: it is not read.
+local head, head_ends
+if not current or current == token then
+  head, head_ends = live_head(queue, presence, wake, now)
+end
 if current == token or (not current and (not head or head == token)) then
   local ends = queue_ends(presence, head == token and token)
   if head == token then
@@ -32,7 +36,7 @@ if current == token or (not current and (not head or head == token)) then
 end
 local ends = head == token and head_ends or tonumber(redis.call('ZSCORE', presence, token))
 local longest = keep_place(queue, presence, wake, token, ends, ARGV[4],
-  direct and ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. ARGV[4], lease, now, now_us)
+  direct and ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. ARGV[4], lease, now, now_us, marked)
 mark_queue(KEYS[2], longest, last, marked, now)
 local wait = math.max(1, math.floor(lease / 3))
 if current then

@@ -20,11 +20,11 @@ end
 -- node of a migrating slot refuses a script's access to a key the script
 -- emptied.
 local function queue_ends(presence, leaving)
-  local longest = redis.call('ZRANGE', presence, -2, -1, 'WITHSCORES')
-  if longest[#longest - 1] == leaving then
-    return tonumber(longest[#longest - 2]) or 0
+  local longest = redis.call('ZRANGE', presence, -1, -1, 'WITHSCORES')
+  if longest[1] and longest[1] == leaving then
+    longest = redis.call('ZRANGE', presence, -2, -2, 'WITHSCORES')
   end
-  return tonumber(longest[#longest]) or 0
+  return tonumber(longest[2]) or 0
 end
 
 -- Makes the mark in the fence key true of a queue whose life ends at
@@ -41,6 +41,6 @@ local function mark_queue(fence, ends, last, marked, now)
   if pttl == -1 or pttl >= ends - now then
     redis.call('SET', fence, value, 'KEEPTTL')
   else
-    redis.call('SET', fence, value, 'PX', ends - now)
+    redis.call('SET', fence, value, 'PX', string.format('%d', ends - now))
   end
 end

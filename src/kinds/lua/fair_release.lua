@@ -39,7 +39,7 @@ if current == token then
     channel, ttl, fence_ttl, record = waiter_channel(wake, head, ARGV[2])
   end
   if ttl and last then
-    local px = math.min(ttl, head_ends - now)
+    local px = string.format('%d', math.min(ttl, head_ends - now))
     local f = next_fence(last, now_us)
     local ends = ends_without(head)
     leave(queue, presence, wake, head)
@@ -49,7 +49,7 @@ if current == token then
     redis.call('SET', KEYS[2], record, 'PX', px)
     publish(channel, 'grant:' .. head .. ':' .. f .. ':' .. string.format('%d', head_ends))
     audit_end(token, true)
-    audit('grant', head, f, string.format('%d', px), record)
+    audit('grant', head, f, px, record)
     return 1
   end
   redis.call('DEL', lock, KEYS[2])

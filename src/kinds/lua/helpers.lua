@@ -98,7 +98,8 @@ local function set_fence(key, f, px, ends, now)
   if ends <= now then
     redis.call('SET', key, f, 'PX', px)
   else
-    redis.call('SET', key, fence_value(f, ends, now), 'PX', math.max(tonumber(px), ends - now))
+    redis.call('SET', key, fence_value(f, ends, now), 'PX',
+      string.format('%d', math.max(tonumber(px), ends - now)))
   end
 end
 
@@ -123,10 +124,16 @@ local function next_fence(last, now_us, proposal)
 end
 
 -- The host and pid (a decimal string) an owner record names, or nil when
--- it is not a JSON object with both.
+-- it is not a JSON object with both. A record as dlock's clients write it
+-- (src/base/owner.c), with a host that needs no escape, is matched
+-- without decoding the JSON: a waiter's every join reads one.
 local function process_of(record)
   if not record then
     return nil
+  end
+  local host, pid = string.match(record, '^{"host":"([^"\\]*)","pid":([1-9]%d*),')
+  if host and #pid <= 15 then
+    return host, pid
   end
   local ok, o = pcall(cjson.decode, record)
   if ok and type(o) == 'table' and type(o.host) == 'string' and type(o.pid) == 'number' then
@@ -192,25 +199,36 @@ local function live_waiters(queue, presence, wake, now, k)
 end
 
 -- Puts `token` at the tail of the queue, after every arrival (two in one
--- µs keep their order), with `where` its entry in `wake`.
+-- µs keep their order), with `where` its entry in `wake`. It arrives at
+-- the server's clock, which is usually the tail already; when it is not
+-- (a clock set back, or a token that sorts before another's of the same
+-- µs), it goes after the tail. Scores are written as integers: Redis
+-- spells a Lua number with "%.17g", which costs more.
 local function join(queue, wake, token, where, now_us)
-  local seq = now_us
-  local tail = redis.call('ZRANGE', queue, -1, -1, 'WITHSCORES')
-  if #tail > 0 and tonumber(tail[2]) >= seq then
-    seq = tonumber(tail[2]) + 1
-  end
   redis.call('HSET', wake, token, where)
-  redis.call('ZADD', queue, seq, token)
+  redis.call('ZADD', queue, string.format('%d', now_us), token)
+  if redis.call('ZRANGE', queue, -1, -1)[1] ~= token then
+    local tail = redis.call('ZRANGE', queue, -1, -1, 'WITHSCORES')
+    redis.call('ZADD', queue, string.format('%d', tonumber(tail[2]) + 1), token)
+  end
 end
 
 -- Renews the presence lease of `token`, a waiter, to `lease` ms from now,
 -- and gives the queue's keys the life of the longest lease, whose end it
--- returns.
-local function renew(queue, presence, wake, token, lease, now)
-  redis.call('ZADD', presence, now + lease, token)
+-- returns. `marked` (nil: not known) is an end the keys already live to,
+-- at least the longest lease's: a fair queue's mark (fair_helpers.lua),
+-- which every fair script keeps so. A lease that ends by then changes
+-- neither the longest lease nor the keys' life.
+local function renew(queue, presence, wake, token, lease, now, marked)
+  local ends = now + lease
+  redis.call('ZADD', presence, string.format('%d', ends), token)
+  if marked and ends <= marked then
+    return marked
+  end
   local longest = tonumber(redis.call('ZRANGE', presence, -1, -1, 'WITHSCORES')[2])
+  local px = string.format('%d', longest - now)
   for _, key in ipairs({queue, presence, wake}) do
-    redis.call('PEXPIRE', key, longest - now)
+    redis.call('PEXPIRE', key, px)
   end
   return longest
 end
@@ -220,8 +238,10 @@ end
 -- `wake` the host and pid of its owner `record`, then a newline and
 -- `handover` when given (a waiter that may be handed the lock or a
 -- permit: what the release needs to grant it); then its lease is
--- renewed. Returns renew()'s end of the longest lease.
-local function keep_place(queue, presence, wake, token, ends, record, handover, lease, now, now_us)
+-- renewed (renew(), with `marked`). Returns renew()'s end of the longest
+-- lease.
+local function keep_place(queue, presence, wake, token, ends, record, handover, lease, now, now_us,
+                          marked)
   if ends and ends <= now then
     leave(queue, presence, wake, token)
     ends = nil
@@ -234,7 +254,7 @@ local function keep_place(queue, presence, wake, token, ends, record, handover, 
     end
     join(queue, wake, token, where, now_us)
   end
-  return renew(queue, presence, wake, token, lease, now)
+  return renew(queue, presence, wake, token, lease, now, marked)
 end
 
 -- The owner record of a waiter a release hands the lock or a permit to,
