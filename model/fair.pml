@@ -17,7 +17,7 @@
  * mutex's acquire, release and extend, which it models too (a plain
  * acquire reads the queue's mark; the fair lock's extend is the mutex's):
  * kind fair
- * pin src/kinds/lua/helpers.lua 05b53aa2810f0071d78013f973f5deb5f286b3cd
+ * pin src/kinds/lua/helpers.lua 861c27fdbc25fb282c182d0eabd6dccd29666296
  * pin src/kinds/lua/fair_acquire.lua e3f341d97769b63a59e0194f3ce5f77ca267a378
  * pin src/kinds/lua/fair_helpers.lua 6114f642f930568e4cb908d9078300bba24da28a
  * pin src/kinds/lua/fair_release.lua f01a4f84ae913b23bebe2aefb9f8beb96995c86b

@@ -22,7 +22,7 @@
  * and the waiter (src/kinds/queue.c, src/engine/wait.c), which QUEUE
  * models:
  * kind sem
- * pin src/kinds/lua/helpers.lua 05b53aa2810f0071d78013f973f5deb5f286b3cd
+ * pin src/kinds/lua/helpers.lua 861c27fdbc25fb282c182d0eabd6dccd29666296
  * pin src/kinds/lua/sem_acquire.lua 0fbccede4b38a37f6e676e29e5ae25b28a162f1f
  * pin src/kinds/lua/sem_extend.lua caf4af26783a350dc0520097470913b6d0f6afa8
  * pin src/kinds/lua/sem_helpers.lua 8e1fd907e9e45f4f1bc30d69c719a7aaef218a12

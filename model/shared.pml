@@ -15,7 +15,7 @@
  * mutex's acquire, release and extend, which it models too (a writer
  * waits, gives up and extends through them):
  * kind shared
- * pin src/kinds/lua/helpers.lua 05b53aa2810f0071d78013f973f5deb5f286b3cd
+ * pin src/kinds/lua/helpers.lua 861c27fdbc25fb282c182d0eabd6dccd29666296
  * pin src/kinds/lua/shared_acquire.lua 6b509e582470ba27667c46a6eefa34af131450f6
  * pin src/kinds/lua/shared_extend.lua 07bb2c930e6a5cb0e59d46b23ce15677e7fb73ae
  * pin src/kinds/lua/shared_helpers.lua 7607a20d47e546c7143beb5de3a87a2aecbd0b87

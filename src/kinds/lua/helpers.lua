@@ -199,18 +199,17 @@ local function live_waiters(queue, presence, wake, now, k)
 end
 
 -- Puts `token` at the tail of the queue, after every arrival (two in one
--- µs keep their order), with `where` its entry in `wake`. It arrives at
--- the server's clock, which is usually the tail already; when it is not
--- (a clock set back, or a token that sorts before another's of the same
--- µs), it goes after the tail. Scores are written as integers: Redis
--- spells a Lua number with "%.17g", which costs more.
-local function join(queue, wake, token, where, now_us)
-  redis.call('HSET', wake, token, where)
-  redis.call('ZADD', queue, string.format('%d', now_us), token)
-  if redis.call('ZRANGE', queue, -1, -1)[1] ~= token then
-    local tail = redis.call('ZRANGE', queue, -1, -1, 'WITHSCORES')
-    redis.call('ZADD', queue, string.format('%d', tonumber(tail[2]) + 1), token)
+-- µs keep their order): after `tail`, the queue's last member and score
+-- as keep_place() read them. `where` is its entry in `wake`. The score is
+-- written as an integer: Redis spells a Lua number with "%.17g", which
+-- costs more.
+local function join(queue, wake, token, where, now_us, tail)
+  local seq = now_us
+  if tail[2] and tonumber(tail[2]) >= seq then
+    seq = tonumber(tail[2]) + 1
   end
+  redis.call('HSET', wake, token, where)
+  redis.call('ZADD', queue, string.format('%d', seq), token)
 end
 
 -- Renews the presence lease of `token`, a waiter, to `lease` ms from now,
@@ -239,20 +238,22 @@ end
 -- `handover` when given (a waiter that may be handed the lock or a
 -- permit: what the release needs to grant it); then its lease is
 -- renewed (renew(), with `marked`). Returns renew()'s end of the longest
--- lease.
+-- lease. The caller read `presence` (`ends`); a waiter that joins reads
+-- the queue's tail before anything is written, so that a key of another
+-- type there fails first (a caller may not have read the queue).
 local function keep_place(queue, presence, wake, token, ends, record, handover, lease, now, now_us,
                           marked)
-  if ends and ends <= now then
-    leave(queue, presence, wake, token)
-    ends = nil
-  end
-  if not ends then
+  if not ends or ends <= now then
+    local tail = redis.call('ZRANGE', queue, -1, -1, 'WITHSCORES')
+    if ends then
+      leave(queue, presence, wake, token)
+    end
     local host, pid = process_of(record)
     local where = host and host .. ':' .. pid or ''
     if handover and where ~= '' and not string.find(where, '\n', 1, true) then
       where = where .. '\n' .. handover
     end
-    join(queue, wake, token, where, now_us)
+    join(queue, wake, token, where, now_us, tail)
   end
   return renew(queue, presence, wake, token, lease, now, marked)
 end
