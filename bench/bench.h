@@ -89,6 +89,7 @@ void bench_json_end(void);
 
 int bench_floor(const struct bench_args *a);
 int bench_floor_minimal(const struct bench_args *a);
+int bench_floor_null(const struct bench_args *a);
 int bench_floor_handoff(const struct bench_args *a); /* and floor-handoff-direct */
 int bench_uncontended(const struct bench_args *a);
 int bench_many(const struct bench_args *a);

@@ -4,6 +4,9 @@
  *                  src/lock.c calls them): what dlock's protocol costs.
  *   floor-minimal  the textbook lock: SET NX PX, then EVALSHA of the classic
  *                  compare-and-delete: what any Redis lock costs.
+ *   floor-null     two scripts that only answer, sent as `floor` sends
+ *                  dlock's (the same keys and arguments): the ceiling of any
+ *                  lock whose acquire is a script, as the fence rule needs.
  * The first needs the scripts' text and the auxiliary keys' names, so this
  * one file reads the library's private scripts.h and names.h. */
 #include "bench.h"
@@ -19,6 +22,10 @@
 
 #define TTL_MS "30000"
 #define FENCE_TTL_MS "86400000" /* the client's default fence_ttl_ms */
+
+/* What floor-null's scripts answer: a grant, and a release. */
+static const char null_acquire[] = "return {1, '1'}";
+static const char null_release[] = "return 1";
 
 static const char classic_release[] =
     "if redis.call('get',KEYS[1]) == ARGV[1] then return redis.call('del',KEYS[1]) "
@@ -123,7 +130,10 @@ static void floor_token(char token[DLOCK_TOKEN_LEN + 1])
     snprintf(token, DLOCK_TOKEN_LEN + 1, "%0*lx", DLOCK_TOKEN_LEN, (long)getpid());
 }
 
-int bench_floor(const struct bench_args *a)
+/* One server's plain acquire and release, in the shapes src/lock.c sends,
+ * with the scripts `acquire_source` and `release_source`. */
+static int floor_scripted(const struct bench_args *a, const char *acquire_source,
+                          const char *release_source)
 {
     redisContext *c = floor_connect(a);
     dlock__keys keys;
@@ -141,9 +151,8 @@ int bench_floor(const struct bench_args *a)
     gethostname(host, sizeof(host) - 1);
     snprintf(owner, sizeof(owner), "{\"host\":\"%s\",\"pid\":%ld,\"since\":%lld,\"token\":\"%s\"}",
              host, (long)getpid(), (long long)time(NULL) * 1000, token);
-    if (load_script(c, dlock__script_source(DLOCK__SCRIPT_ACQUIRE), acquire_sha) == 0 &&
-        load_script(c, dlock__script_source(DLOCK__SCRIPT_RELEASE), release_sha) == 0) {
-        /* The shapes of a plain acquire and release on one server. */
+    if (load_script(c, acquire_source, acquire_sha) == 0 &&
+        load_script(c, release_source, release_sha) == 0) {
         const char *acquire[] = {"EVALSHA", acquire_sha, "3", keys.lock, keys.fence, keys.owner,
                                  token, TTL_MS, FENCE_TTL_MS, owner};
         const char *release[] = {"EVALSHA", release_sha, "3", keys.lock, keys.owner, keys.fence,
@@ -154,6 +163,17 @@ int bench_floor(const struct bench_args *a)
     dlock__keys_clear(&keys);
     redisFree(c);
     return rc;
+}
+
+int bench_floor(const struct bench_args *a)
+{
+    return floor_scripted(a, dlock__script_source(DLOCK__SCRIPT_ACQUIRE),
+                          dlock__script_source(DLOCK__SCRIPT_RELEASE));
+}
+
+int bench_floor_null(const struct bench_args *a)
+{
+    return floor_scripted(a, null_acquire, null_release);
 }
 
 int bench_floor_minimal(const struct bench_args *a)

@@ -2,7 +2,7 @@
  *             [--locks K] [--clients M] [--ttl MS] [--max-cycles N]
  *             [--node-timeout MS] [--permits N] [--cs-us US] [--fair] [--renew]
  *             [--replicas K] [--restart-delay MS] [--writers W]
- * Workloads: floor, floor-minimal, uncontended, uncontended-audit (the
+ * Workloads: floor, floor-minimal, floor-null, uncontended, uncontended-audit (the
  * same with the client's audit on), redlock (uncontended on
  * every --port), redlock-minority (the same, on its own name, while
  * scripts/bench holds some of the nodes paused: the first --port must
@@ -27,6 +27,7 @@ static const struct {
 } workloads[] = {
     {"floor", bench_floor},
     {"floor-minimal", bench_floor_minimal},
+    {"floor-null", bench_floor_null},
     {"floor-handoff", bench_floor_handoff},
     {"floor-handoff-direct", bench_floor_handoff}, /* the release grants the lock */
     {"uncontended", bench_uncontended},
@@ -102,7 +103,7 @@ int main(int argc, char **argv)
     a.port = a.n_ports ? a.ports[0] : 0;
     if (optind != argc - 1 || a.n_ports == 0 || a.seconds <= 0 ||
         a.max_cycles < 1 || a.locks < 1 || a.clients < 1 || a.ttl_ms < 30) {
-        fprintf(stderr, "usage: dlock-bench floor|floor-minimal|floor-handoff|floor-handoff-direct|"
+        fprintf(stderr, "usage: dlock-bench floor|floor-minimal|floor-null|floor-handoff|floor-handoff-direct|"
                         "uncontended|uncontended-audit|redlock|"
                         "redlock-minority|contended|renew|many|semaphore|shared|replicas --port P "
                         "[--port P2 ...] [--seconds S] [--procs N] [--locks K] [--clients M] "

@@ -104,6 +104,9 @@ def main():
         "uncontended_vs_floor_minimal": ratio(get("uncontended", "cycles_per_s"),
                                               get("floor-minimal", "cycles_per_s")),
         "uncontended_vs_floor": ratio(get("uncontended", "cycles_per_s"), get("floor", "cycles_per_s")),
+        # The ceiling of any lock whose acquire is a script (bench/floor.c).
+        "floor_null_vs_floor_minimal": ratio(get("floor-null", "cycles_per_s"),
+                                             get("floor-minimal", "cycles_per_s")),
         "uncontended_audit_vs_uncontended": ratio(get("uncontended-audit", "cycles_per_s"),
                                                   get("uncontended", "cycles_per_s")),
         "redlock_5_nodes_vs_1_node": ratio(get("redlock", "cycles_per_s"), get("uncontended", "cycles_per_s")),
@@ -164,7 +167,7 @@ def markdown(by, ratios, m):
     lines += ["| uncontended (redlock: 5 nodes) | cycles/s | p50 µs | p99 µs "
               "| requests/cycle | commands/cycle | server µs/cycle |",
               "|---|---|---|---|---|---|---|"]
-    for label in ["floor-minimal", "floor", "uncontended", "uncontended-audit", "redis-py-uncontended",
+    for label in ["floor-minimal", "floor-null", "floor", "uncontended", "uncontended-audit", "redis-py-uncontended",
                   "node-redlock-uncontended", "redlock", "node-redlock-redlock",
                   "with-replica", "replicas-1"]:
         if label in by:
