@@ -356,8 +356,9 @@ typedef struct dlock_acquire_options {
 
     /* With fair, or permits > 1 and a wait (a semaphore's waiters queue
      * too: docs/semaphores.md): the presence lease, DLOCK_LEASE_MIN_MS to
-     * DLOCK_LEASE_MAX_MS; 0: DLOCK_LEASE_DEFAULT_MS. Renewed every third of
-     * it while waiting. Nonzero with neither: DLOCK_EINVAL. */
+     * DLOCK_LEASE_MAX_MS; 0: DLOCK_LEASE_DEFAULT_MS. Renewed with every
+     * try while waiting, at least every third of it. Nonzero with neither:
+     * DLOCK_EINVAL. */
     int64_t lease_ms;
 
     /* Nonzero: a shared hold (docs/shared.md): any number of shared

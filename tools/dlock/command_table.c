@@ -75,8 +75,8 @@ const struct cli_command cli_commands[CLI_CMD_COUNT] = {
                  "severity, evidence and fix. The commands dlock needs are tried on a scratch\n"
                  "lock (NAME-dlock-doctor-..., for a user allowed only NAME's keys), which is\n"
                  "removed; nothing else is written.\n",
-        .notes = "Exit 0 without a finding of severity error, 78 with one, 69 when a server\n"
-                 "could not be reached.\n",
+        .notes = "Exit 0 without a finding of severity error, 78 with one, 77 when a server\n"
+                 "refused the credentials, 69 when a server could not be reached.\n",
     },
     [CLI_CMD_CHECK] = {
         .name = "check",
@@ -115,7 +115,8 @@ const struct cli_command cli_commands[CLI_CMD_COUNT] = {
                  "ended (past-validity), and with several servers a hold that no majority\n"
                  "recorded (no-majority). Times are server time; two holds overlap when one\n"
                  "began before the other's end less TTL x 1 % + 2 ms. Exit 0: no finding;\n"
-                 "1: findings; 69: a server could not be read.\n",
+                 "1: findings; 64: the --svg file could not be written (without findings);\n"
+                 "69: a server could not be read.\n",
     },
 };
 

@@ -63,7 +63,8 @@ const struct cli_option cli_options[] = {
     {'c', NULL, "CMD", RUN, CLI_AFTER_NAME, "run CMD with /bin/sh -c"},
     {CLI_KEY_SINCE, "since", "DUR", AUDIT, 0,
      "only the entries of the last DUR (default: all kept)"},
-    {CLI_KEY_JSON, "json", NULL, ACQUIRE, 0, "print name, token, fence and validity_ms as JSON"},
+    {CLI_KEY_JSON, "json", NULL, ACQUIRE, 0,
+     "print name, token, fence, validity_ms and slot as JSON"},
     {CLI_KEY_JSON, "json", NULL, STATUS, 0, "print it as a JSON object"},
     {CLI_KEY_JSON, "json", NULL, LIST, 0, "print a JSON array of objects, one per lock"},
     {CLI_KEY_JSON, "json", NULL, DOCTOR, 0, "print {\"findings\":[...]} as JSON"},
@@ -78,7 +79,8 @@ const struct cli_option cli_options[] = {
     {CLI_KEY_FAIR, "fair", NULL, RUN | ACQUIRE, 0,
      "wait in a queue: first come, first served (one server)"},
     {CLI_KEY_LEASE, "lease", "DUR", RUN | ACQUIRE, 0,
-     "with --fair: how long a silent waiter keeps its place (30ms to 1h, default 2s)"},
+     "with --fair or --permits N: how long a silent waiter keeps its place (30ms to 1h, "
+     "default 2s)"},
     {'s', "shared", NULL, RUN | ACQUIRE, 0,
      "hold the lock shared: with other shared holders, never with an exclusive one (a "
      "waiting one keeps new ones out)"},
