@@ -423,8 +423,9 @@ class _Spec:
         if fair and shared:
             raise ValueError("a lock is fair or shared, not both")
         if lease is not None:
-            if not fair:
-                raise ValueError("lease is the presence lease of a fair lock's waiters")
+            if not fair and o.permits <= 1:
+                raise ValueError("lease is the presence lease of a queued waiter: "
+                                 "it needs fair=True or permits > 1")
             o.lease_ms = _args.ms(lease, "lease", _lib.LEASE_MIN_MS, _lib.LEASE_MAX_MS)
         if max_hold is not None:
             o.max_hold_ms = _args.ms(max_hold, "max_hold", 1, _lib.DURATION_MAX_MS)

@@ -48,7 +48,9 @@ BAD_LOCKS = [
     (ValueError, dict(renew=False, max_hold=60)),
     (ValueError, dict(ttl=30, max_hold=10)),
     (ValueError, dict(lease=1)),
+    (ValueError, dict(permits=1, lease=1)),
     (ValueError, dict(fair=True, lease=0.001)),
+    (ValueError, dict(permits=2, lease=3601)),
     (TypeError, dict(on_lost=3)),
 ]
 

@@ -128,6 +128,37 @@ def test_a_semaphore_hands_out_its_permits(client, name):
         p.release()
 
 
+def test_a_semaphore_waiter_keeps_its_place_for_its_lease(client, server, name):
+    """lease applies to a semaphore's waiters too: the queue keeps the
+    waiter's place until the end of the lease it asked for."""
+    holders = [client.lock(name, ttl=5, permits=2) for _ in range(2)]
+    got = []
+
+    def wait():
+        with client.lock(name, ttl=5, permits=2, lease=60, wait=generous(3)) as lock:
+            got.append(lock.slot)
+
+    def lease_left_ms():  # the waiters' lease ends, server ms (docs/semaphores.md)
+        ends = server.command("ZRANGE", "{%s}:dlock:waiter-leases:%s" % (name, name),
+                              "0", "-1", "WITHSCORES").split()
+        if not ends:
+            return None
+        now = server.command("TIME").split()
+        return int(ends[1]) - (int(now[0]) * 1000 + int(now[1]) // 1000)
+
+    waiter = threading.Thread(target=wait)
+    waiter.start()
+    deadline = time.monotonic() + generous(1)
+    while lease_left_ms() is None:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert 50000 < lease_left_ms() <= 60000  # not the default 2 s
+    holders[1].release()
+    waiter.join()
+    assert got == [1]
+    holders[0].release()
+
+
 def test_a_fair_lock_serves_its_waiters_in_order(client, server, name):
     order = []
     holder = client.lock(name, ttl=5, fair=True)
