@@ -124,8 +124,8 @@ class Client:
         if drift_factor is not None:
             if not _args.is_number(drift_factor):
                 raise TypeError(f"drift_factor must be a number, not {type(drift_factor).__name__}")
-            if not 0 < drift_factor < 1:
-                raise ValueError(f"drift_factor must be between 0 and 1, not {drift_factor}")
+            if not 0 < drift_factor < 0.5:  # as the library takes it
+                raise ValueError(f"drift_factor must be above 0 and below 0.5, not {drift_factor}")
             o.drift_factor = drift_factor
         o.tls = _args.flag(tls, "tls")
         o.tls_ca_file = _args.path(tls_ca_file, "tls_ca_file")

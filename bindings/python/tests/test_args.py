@@ -96,6 +96,7 @@ BAD_CLIENTS = [
     (TypeError, dict(connect_timeout="1")),
     (ValueError, dict(command_timeout=0)),
     (ValueError, dict(drift_factor=1.5)),
+    (ValueError, dict(drift_factor=0.5)),
     (TypeError, dict(tls="yes")),
     (TypeError, dict(tls_ca_file=3)),
     (ValueError, dict(replicas=-1)),
