@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -397,8 +398,10 @@ static void supervise(const struct cli *cli, const struct cli_command_opts *o, s
         int timeout = -1, status;
         ssize_t got;
         if (s->kill_at_ms) {
+            /* A --kill-after past poll()'s range (24.8 days) waits in
+             * turns of it. */
             int64_t left = s->kill_at_ms - cli_now_ms();
-            timeout = left > 0 ? (int)left : 0;
+            timeout = left <= 0 ? 0 : left > INT_MAX ? INT_MAX : (int)left;
         }
         if (poll(&p, 1, timeout) < 0 && errno != EINTR)
             break;
