@@ -158,6 +158,17 @@ static void test_cli_exit_codes(void **state)
     assert_non_null(strstr(p.err, "unknown option '-X'"));
     assert_int_equal(DLOCK(&p, 10000, "acquire", "--ttl=1x", "cli:x"), 64);
     assert_non_null(strstr(p.err, "bad value '1x' for --ttl"));
+    /* ... and say why a known one was refused */
+    assert_int_equal(DLOCK(&p, 10000, "acquire", "--js=1", "cli:x"), 64);
+    assert_non_null(strstr(p.err, "option '--json' takes no value"));
+    assert_int_equal(DLOCK(&p, 10000, "acquire", "--re", "1", "cli:x"), 64);
+    assert_non_null(strstr(p.err, "option '--re' is ambiguous: --replicas --restart-delay"));
+    assert_int_equal(DLOCK(&p, 10000, "--tls=1", "status", "cli:x"), 64);
+    assert_non_null(strstr(p.err, "option '--tls' takes no value"));
+    assert_int_equal(DLOCK(&p, 10000, "--ver"), 64);
+    assert_non_null(strstr(p.err, "option '--ver' is ambiguous: --verbose --version"));
+    assert_int_equal(DLOCK(&p, 10000, "run", "-c", "true", "cli:x"), 64);
+    assert_non_null(strstr(p.err, "option '-c' goes after NAME"));
     /* Options may follow the operands, except for run's (the command's). */
     assert_int_equal(DLOCK(&p, 10000, "acquire", "cli:late-opts", "-t", "1s", "--json"), 0);
     assert_non_null(strstr(p.out, "\"validity_ms\""));

@@ -52,7 +52,7 @@ const struct cli_command cli_commands[CLI_CMD_COUNT] = {
         .about = "Says whether the lock is held, by which host and process (when a dlock\n"
                  "client holds it), how long it still lives, and the last fencing token.\n"
                  "A semaphore: how many of its permits are held, and one line per holder.\n"
-                 "Exit 0 when held, 1 when free.\n",
+                 "Exit 0 when held, 1 when free; with --watch, 0 once SIGINT or SIGTERM ends it.\n",
     },
     [CLI_CMD_LIST] = {
         .name = "list",

@@ -5,11 +5,11 @@
 #ifndef DLOCK_EXIT_CODES_H
 #define DLOCK_EXIT_CODES_H
 
-/* X(code, name, text): the text fits one line of --help. */
+/* X(code, name, text): --help wraps the text beside the code. */
 #define CLI_EXIT_CODES(X)                                                                          \
     X(0, DONE, "done; status: held")                                                               \
     X(1, REFUSED, "release/extend refused: not the owner, or the lock is gone; status: free; "    \
-                  "audit: findings")                                                           \
+                  "audit: findings; check: not the newest, or not held")                       \
     X(64, USAGE, "usage error")                                                                    \
     X(69, UNAVAILABLE, "Redis unreachable or timed out, no quorum, or it refused the command")     \
     X(70, LOST, "run: the lock was lost while the command ran; the command was stopped")           \

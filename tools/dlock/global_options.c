@@ -110,7 +110,7 @@ static int urls_from_environment(struct cli *cli)
 int cli_parse_global(struct cli *cli, int argc, char **argv)
 {
     struct cli_getopt g;
-    char option[72];
+    char option[72], why[256];
     int opt, rc;
     cli_getopt_for(CLI_GLOBAL, true, &g);
     opterr = 0;
@@ -163,6 +163,8 @@ int cli_parse_global(struct cli *cli, int argc, char **argv)
             cli_offending_option(argv, g.longopts, option, sizeof(option));
             return cli_usage_error(NULL, "option '%s' needs a value", option);
         default:
+            if (cli_long_option_trouble(argv, g.longopts, why, sizeof(why)))
+                return cli_usage_error(NULL, "%s", why);
             cli_offending_option(argv, g.longopts, option, sizeof(option));
             return cli_usage_error(NULL, "unknown option '%s'", option);
         }

@@ -119,6 +119,15 @@ void cli_print_command_help(const struct cli_command *cmd, FILE *f)
         fputs(cmd->notes, f);
 }
 
+/* "  75   lock busy, ...", the text wrapped beside the code. */
+static void print_exit_code(FILE *f, int code, const char *text)
+{
+    struct lines l = {.f = f, .indent = 7};
+    l.col = (size_t)fprintf(f, "  %-4d ", code);
+    put_text(&l, text);
+    putc('\n', f);
+}
+
 void cli_print_help(FILE *f)
 {
     fputs("Usage: dlock [global options] COMMAND [options] NAME ...\n"
@@ -136,7 +145,7 @@ void cli_print_help(FILE *f)
           "\n"
           "Exit status:\n",
           f);
-#define CLI_EXIT_LINE(code, name, text) fprintf(f, "  %-4d %s\n", code, text);
+#define CLI_EXIT_LINE(code, name, text) print_exit_code(f, code, text);
     CLI_EXIT_CODES(CLI_EXIT_LINE)
 #undef CLI_EXIT_LINE
     fputs("  otherwise, run exits with the command's status (128+N if signal N ended it)\n", f);

@@ -55,11 +55,13 @@ const struct cli_option cli_options[] = {
     {'w', "wait", "DUR", RUN | ACQUIRE, 0,
      "wait at most this long for a busy lock, and through failing servers (default: forever)"},
     {'n', "nowait", NULL, RUN | ACQUIRE, 0, "do not wait: one try (same as -w 0)"},
-    {'E', "conflict-exit-code", "CODE", RUN | ACQUIRE, 0, "exit code when busy (default 75)"},
+    {'E', "conflict-exit-code", "CODE", RUN | ACQUIRE, 0,
+     "exit code when busy, 0 to 255 (default 75)"},
     {CLI_KEY_KILL_AFTER, "kill-after", "DUR", RUN, 0,
      "SIGKILL this long after SIGTERM on loss (default 5s)"},
     {CLI_KEY_MAX_HOLD, "max-hold", "DUR", RUN, 0,
-     "hold the lock at most this long (10ms or more), then stop the command"},
+     "hold the lock at most this long (10ms or more; the TTL too, if shorter), then stop the "
+     "command"},
     {'c', NULL, "CMD", RUN, CLI_AFTER_NAME, "run CMD with /bin/sh -c"},
     {CLI_KEY_SINCE, "since", "DUR", AUDIT, 0,
      "only the entries of the last DUR (default: all kept)"},
@@ -77,19 +79,19 @@ const struct cli_option cli_options[] = {
      "take one of N permits of the semaphore NAME (1 to 1024; 1: the lock alone, the "
      "default; one server only)"},
     {CLI_KEY_FAIR, "fair", NULL, RUN | ACQUIRE, 0,
-     "wait in a queue: first come, first served (one server)"},
+     "wait in a queue: first come, first served (one server; not with --permits N or -s)"},
     {CLI_KEY_LEASE, "lease", "DUR", RUN | ACQUIRE, 0,
      "with --fair or --permits N: how long a silent waiter keeps its place (30ms to 1h, "
      "default 2s)"},
     {'s', "shared", NULL, RUN | ACQUIRE, 0,
      "hold the lock shared: with other shared holders, never with an exclusive one (a "
-     "waiting one keeps new ones out)"},
+     "waiting one keeps new ones out); not with --fair or --permits N"},
     {CLI_KEY_REPLICAS, "replicas", "K", RUN, 0,
-     "a grant or extend counts only once K replicas acknowledged it (WAIT)"},
+     "a grant or extend counts only once K replicas (0 to 1000) acknowledged it (WAIT)"},
     {CLI_KEY_REPLICAS, "replicas", "K", ACQUIRE, 0,
-     "the grant counts only once K replicas acknowledged it"},
+     "the grant counts only once K replicas (0 to 1000) acknowledged it"},
     {CLI_KEY_REPLICAS, "replicas", "K", EXTEND, 0,
-     "the extend counts only once K replicas acknowledged it"},
+     "the extend counts only once K replicas (0 to 1000) acknowledged it"},
     {CLI_KEY_REPLICAS, "replicas", "K", DOCTOR, 0,
      "the --replicas your locks use: replicas beyond K are reported as asynchronous "
      "(ASYNC_REPLICAS)"},
@@ -160,6 +162,42 @@ void cli_getopt_for(unsigned where, bool stop_at_operand, struct cli_getopt *out
     }
     out->shortopts[s] = '\0';
     out->longopts[l] = (struct option){NULL, 0, NULL, 0};
+}
+
+bool cli_long_option_trouble(char **argv, const struct option *longopts, char *out, size_t len)
+{
+    const char *arg = argv[optind - 1];
+    const struct option *match = NULL;
+    size_t name_len, matches = 0;
+    int n;
+    if (strncmp(arg, "--", 2) != 0)
+        return false;
+    arg += 2;
+    name_len = strcspn(arg, "=");
+    if (name_len == 0) /* "--=...": no name to match */
+        return false;
+    for (const struct option *l = longopts; l->name; l++) {
+        if (strncmp(l->name, arg, name_len) != 0)
+            continue;
+        match = l;
+        if (strlen(l->name) == name_len) { /* the whole name: no abbreviation */
+            matches = 1;
+            break;
+        }
+        matches++;
+    }
+    if (matches == 1 && arg[name_len] == '=' && match->has_arg == no_argument) {
+        snprintf(out, len, "option '--%s' takes no value", match->name);
+        return true;
+    }
+    if (matches < 2)
+        return false;
+    n = snprintf(out, len, "option '--%.*s' is ambiguous:", (int)(name_len < 64 ? name_len : 64),
+                 arg);
+    for (const struct option *l = longopts; l->name && n > 0 && (size_t)n < len; l++)
+        if (strncmp(l->name, arg, name_len) == 0)
+            n += snprintf(out + n, len - (size_t)n, " --%s", l->name);
+    return true;
 }
 
 void cli_offending_option(char **argv, const struct option *longopts, char *out, size_t len)

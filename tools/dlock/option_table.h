@@ -85,4 +85,10 @@ void cli_getopt_for(unsigned where, bool stop_at_operand, struct cli_getopt *out
  * has not left). */
 void cli_offending_option(char **argv, const struct option *longopts, char *out, size_t len);
 
+/* What getopt_long's refusal of a long option means when the option is not
+ * simply unknown: a value given to one that takes none ("--json=1"), or an
+ * abbreviation of several ("--re"). Writes that sentence, which repeats
+ * no value, to `out` and returns true; false for an unknown option. */
+bool cli_long_option_trouble(char **argv, const struct option *longopts, char *out, size_t len);
+
 #endif
