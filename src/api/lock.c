@@ -64,6 +64,8 @@ static int check_acquire_options(dlock__lane *lane, const dlock_acquire_options 
         why = "max_hold_ms must not be shorter than the TTL";
     else if (o->lease_ms && !o->fair && o->permits <= 1)
         why = "lease_ms is a queued waiter's presence lease: it needs fair or permits > 1";
+    else if (o->lease_ms && (o->lease_ms < DLOCK_LEASE_MIN_MS || o->lease_ms > DLOCK_LEASE_MAX_MS))
+        why = "lease_ms must be 0 (the default) or from DLOCK_LEASE_MIN_MS to DLOCK_LEASE_MAX_MS";
     if (!why)
         return 0;
     dlock__set_error(lane, "%s", why);
@@ -209,6 +211,7 @@ int dlock_lock_acquire(dlock_lock **out, dlock_client *c, const char *name, int6
         dlock_lock_free(lock);
         return rc;
     }
+    c->main.errmsg[0] = '\0'; /* a wait's busy or failed tries said why */
     *out = lock;
     return 0;
 }

@@ -216,7 +216,7 @@ static int query(dlock_status *out, dlock_client *c, const char *name, size_t fi
             keep_node_views(out, views, &rd);
         if (rc == 0 && !out->permits)
             rc = query_holders(out, c, &keys, first, count);
-        else
+        else if (rc < 0)
             explain(c, name, rc, views, &rd);
         dlock__read_clear(&rd);
     }

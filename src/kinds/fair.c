@@ -42,7 +42,8 @@ static int setup(dlock__claim *cl, dlock__lane *lane, const dlock_acquire_option
                          cl->client->n);
         return DLOCK_EINVAL;
     }
-    return dlock__queue_setup(cl, lane, o->lease_ms);
+    dlock__queue_setup(cl, o->lease_ms);
+    return 0;
 }
 
 /* A waiter that did not get the lock leaves the queue now rather than

@@ -39,12 +39,12 @@ extern const dlock__kind dlock__kind_shared;
 /* The waiters' queue (queue.c), of the fair lock, a mutex that queued and
  * the semaphore: the hooks channel, message and away_max_ms of
  * dlock__kind, and the setup of a waiter's presence lease (0: the
- * default; DLOCK_EINVAL with the reason in the lane when out of range). */
+ * default; the API checked its range). */
 char *dlock__queue_channel(const dlock__claim *cl);
 enum dlock__wake dlock__queue_message(const dlock__claim *cl, const char *msg, size_t len,
                                       dlock__handover *h);
 int64_t dlock__queue_away_max_ms(const dlock__claim *cl);
-int dlock__queue_setup(dlock__claim *cl, dlock__lane *lane, int64_t lease_ms);
+void dlock__queue_setup(dlock__claim *cl, int64_t lease_ms);
 /* The acquire's last word for a waiter that a release may hand the lock
  * or a permit to: unless its grant must pass the restart check or WAIT,
  * which a release cannot run for it (it takes its grant itself then). */

@@ -119,14 +119,7 @@ void dlock__queue_words_handover(const dlock__claim *cl, dlock__words *w)
         dlock__words_arg(w, "1");
 }
 
-int dlock__queue_setup(dlock__claim *cl, dlock__lane *lane, int64_t lease_ms)
+void dlock__queue_setup(dlock__claim *cl, int64_t lease_ms)
 {
-    int64_t lease = lease_ms ? lease_ms : DLOCK_LEASE_DEFAULT_MS;
-    if (lease < DLOCK_LEASE_MIN_MS || lease > DLOCK_LEASE_MAX_MS) {
-        dlock__set_error(lane, "the presence lease must be from %d to %d ms, not %lld",
-                         DLOCK_LEASE_MIN_MS, DLOCK_LEASE_MAX_MS, (long long)lease_ms);
-        return DLOCK_EINVAL;
-    }
-    cl->params->lease_ms = (unsigned)lease;
-    return 0;
+    cl->params->lease_ms = (unsigned)(lease_ms ? lease_ms : DLOCK_LEASE_DEFAULT_MS);
 }

@@ -55,7 +55,9 @@ static int setup(dlock__claim *cl, dlock__lane *lane, const dlock_acquire_option
         return DLOCK_EINVAL;
     }
     cl->params->permits = o->permits;
-    return o->wait_ms ? dlock__queue_setup(cl, lane, o->lease_ms) : 0;
+    if (o->wait_ms)
+        dlock__queue_setup(cl, o->lease_ms);
+    return 0;
 }
 
 /* A waiter that did not get a permit leaves the queue now rather than

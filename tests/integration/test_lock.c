@@ -365,6 +365,16 @@ static void test_lock_errmsg_cleared_on_success(void **state)
     lock = take(f->a, "lock:errmsg", 1000, NULL);
     assert_string_equal(dlock_client_errmsg(f->a), "");
     assert_int_equal(dlock_lock_release(lock), 0);
+    /* A wait whose first tries were refused, once it is granted */
+    {
+        dlock_acquire_options o = wait_options(10000);
+        dlock_lock *other = take(f->b, "lock:errmsg", 300, NULL);
+        lock = take(f->a, "lock:errmsg", 1000, &o);
+        assert_true(dlock_lock_attempts(lock) > 1);
+        assert_string_equal(dlock_client_errmsg(f->a), "");
+        assert_int_equal(dlock_lock_release(lock), 0);
+        assert_int_equal(dlock_lock_release(other), DLOCK_ENOTOWNER);
+    }
 }
 
 static void test_lock_status_tells_holder_and_fence(void **state)

@@ -39,6 +39,7 @@ static void test_sem_three_holders_distinct_slots_fourth_busy(void **state)
 
     assert_int_equal(dlock_status_query(&st, c, "sem:three"), 0);
     kept_status(st);
+    assert_string_equal(dlock_client_errmsg(c), ""); /* the busy acquire's is gone */
     assert_int_equal(dlock_status_limit(st), 3);
     assert_int_equal(dlock_status_holders(st), 3);
     for (size_t i = 0; i < 3; i++) {
@@ -496,6 +497,16 @@ static void test_sem_bad_permits(void **state)
     dlock_acquire_options o = permits_options(DLOCK_PERMITS_MAX + 1);
     expect_acquire(DLOCK_EINVAL, c, "sem:bad", 30000, &o);
     assert_non_null(strstr(dlock_client_errmsg(c), "permits must be from 1 to"));
+    /* A lease out of range is refused whether the acquire waits or not. */
+    o = permits_options(3);
+    for (int wait = 0; wait < 2; wait++) {
+        o.wait_ms = wait ? 1000 : 0;
+        o.lease_ms = DLOCK_LEASE_MIN_MS - 1;
+        expect_acquire(DLOCK_EINVAL, c, "sem:bad", 30000, &o);
+        assert_non_null(strstr(dlock_client_errmsg(c), "lease_ms must be"));
+        o.lease_ms = DLOCK_LEASE_MAX_MS + 1;
+        expect_acquire(DLOCK_EINVAL, c, "sem:bad", 30000, &o);
+    }
     assert_false(key_exists(*state, "sem:bad"));
 }
 
