@@ -230,7 +230,9 @@ DLOCK_EXTERN int dlock_client_options_init(dlock_client_options *opts, unsigned 
  * On failure, if `why` is not NULL, a reason (never containing a password)
  * is written there, truncated to `why_len` bytes.
  * Returns 0, DLOCK_EINVAL (bad option or URL), DLOCK_ECONN (a host name
- * does not resolve), DLOCK_ENOMEM.
+ * does not resolve), DLOCK_ETLS (a CA, certificate or key file cannot be
+ * loaded, or the key does not match the certificate), DLOCK_ESYSTEM,
+ * DLOCK_ENOMEM.
  */
 DLOCK_EXTERN int dlock_client_open(dlock_client **out, const dlock_client_options *opts,
                                    char *why, size_t why_len);
@@ -260,8 +262,8 @@ typedef struct dlock_lock dlock_lock;
  * exclude us and we exclude them. Auxiliary keys (the fencing counter, the
  * owner record) and the release channel are {T}:dlock:fence:NAME,
  * {T}:dlock:owner:NAME and {T}:dlock:released:NAME, where T is the name's
- * hash tag if it has a valid one (a '{' followed later by a '}' with at
- * least one byte between), else the whole name: they sit in the lock key's
+ * hash tag if it has a valid one (Redis' rule: between the first '{' and
+ * the first '}' after it, at least one byte), else the whole name: they sit in the lock key's
  * Redis Cluster slot, and no two names share one. A name with a brace but
  * no valid hash tag is refused, and so is a name that starts like an
  * auxiliary key ("{...}:dlock:").
@@ -408,7 +410,7 @@ DLOCK_EXTERN int dlock_acquire_options_init(dlock_acquire_options *opts, unsigne
  * taken with another `permits`: the message names the number in force);
  * DLOCK_EINVAL (bad name, TTL or options); DLOCK_ENOQUORUM (several
  * servers: no majority answered; each one's failure is in the client's
- * message); DLOCK_ETIMEDOUT, DLOCK_ECONN,
+ * message); DLOCK_ETIMEDOUT, DLOCK_ECONN, DLOCK_ETLS,
  * DLOCK_EAUTH, DLOCK_ESERVER, DLOCK_EPROTO (the last cause, when a wait ran
  * out while the server failed), DLOCK_ENOMEM, DLOCK_ESYSTEM (no random
  * bytes, or no renewal thread); with the client's `replicas` option,
@@ -421,16 +423,17 @@ DLOCK_EXTERN int dlock_lock_acquire(dlock_lock **out, dlock_client *client, cons
 
 /*
  * Cancels the waiting acquire in progress on this client, which returns
- * DLOCK_ECANCELED; if none is waiting, the next waiting acquire returns
- * DLOCK_ECANCELED at once. Safe from any thread and from a signal handler.
+ * DLOCK_ECANCELED; if none is waiting, the next waiting acquire (or
+ * dlock_status_watch() with a `prev`) returns DLOCK_ECANCELED at once.
+ * Safe from any thread and from a signal handler.
  */
 DLOCK_EXTERN void dlock_client_cancel(dlock_client *client);
 
 /*
  * A handle for a lock taken earlier, maybe by another process, from its name
  * and owner token (DLOCK_TOKEN_LEN lower-case hex characters). Nothing is sent
- * to the server: the handle's validity is 0 and its fence 0 until an extend
- * succeeds. Use it to release or extend, whatever kind of lock the name is
+ * to the server: the handle's validity is 0 until an extend succeeds, and
+ * its fence and slot stay 0. Use it to release or extend, whatever kind of lock the name is
  * (a mutex or a semaphore's permit). Returns 0, DLOCK_EINVAL, DLOCK_ENOMEM.
  */
 DLOCK_EXTERN int dlock_lock_adopt(dlock_lock **out, dlock_client *client,
@@ -447,8 +450,9 @@ DLOCK_EXTERN int dlock_lock_adopt(dlock_lock **out, dlock_client *client,
  * DLOCK_ELOST (auto-renewed, and lost: the renewal thread found it lost and
  * cleaned up, or its validity ran out before a renewal, e.g. the process was
  * paused: then the compare-and-delete is still sent, for what may remain);
- * DLOCK_ETIMEDOUT, DLOCK_ECONN, DLOCK_EAUTH, DLOCK_ESERVER, DLOCK_EPROTO,
- * DLOCK_EWRONGTYPE, DLOCK_ENOMEM.
+ * DLOCK_ENOQUORUM (several servers: no majority answered); DLOCK_ETIMEDOUT,
+ * DLOCK_ECONN, DLOCK_ETLS, DLOCK_EAUTH, DLOCK_ESERVER, DLOCK_EPROTO,
+ * DLOCK_EWRONGTYPE, DLOCK_ENOMEM; DLOCK_EINVAL for a NULL lock.
  */
 DLOCK_EXTERN int dlock_lock_release(dlock_lock *lock);
 
@@ -469,7 +473,8 @@ DLOCK_EXTERN int dlock_lock_extend(dlock_lock *lock, int64_t ttl_ms);
  * Milliseconds the lock is still certainly held: ttl - elapsed - drift,
  * measured on CLOCK_BOOTTIME from the start of the acquire or extend that
  * set it (so it keeps running while the machine is suspended). 0 once it ran
- * out, after a release or a loss, and for an adopted handle. No round trip.
+ * out, after a release or a loss, and for an adopted handle until an extend
+ * succeeds. No round trip.
  * Safe from any thread while the handle exists.
  */
 DLOCK_EXTERN int64_t dlock_lock_validity_ms(const dlock_lock *lock);
@@ -675,9 +680,10 @@ typedef struct dlock_names dlock_names;
  * leaves one while it holds a lock), sorted, each once, that match the glob
  * `pattern` (the rules of fnmatch(3), like Redis' MATCH; NULL: all). Found
  * with SCAN, never KEYS, so a large data set is walked in small steps that
- * do not block the server. With several servers, the union of what a
- * majority of them hold: a lock that a majority holds is in it. A name may
- * be free again by the time it is read: ask dlock_status_query().
+ * do not block the server. With several servers, every name found on the
+ * servers that answered, which must be a majority: a lock that a majority
+ * holds is in it (a name one server alone holds may be too). A name may be
+ * free again by the time it is read: ask dlock_status_query().
  * Returns 0; DLOCK_ENOQUORUM (fewer than a majority answered); DLOCK_EINVAL,
  * DLOCK_ENOMEM and the I/O codes of dlock_lock_release().
  */
@@ -733,16 +739,19 @@ typedef struct dlock_report dlock_report;
 /*
  * Can these servers keep a lock? Checks every server of the client and
  * returns its findings (none: nothing to say), with the IDs EVICTABLE,
- * NO_PERSISTENCE, FSYNC_EVERYSEC, ASYNC_REPLICAS, ACL_MISSING, SAME_NODE,
- * TWO_SERVERS (a client opened with `inspect`), CLOCK_SKEW, SLOW, VERSION,
- * UNREACHABLE and NOT_CHECKED (the server did
- * not let us look, e.g. CONFIG GET refused). `ttl_ms` is the TTL the locks
- * will use (0: 30 s), for SLOW. The commands and scripts dlock needs are
- * tried on a scratch lock, `name` followed by "-dlock-doctor-" and random
- * hex (`name` NULL: "dlock-doctor-..."), so that a user allowed only some
- * keys is checked on those; nothing else is written, and the scratch keys
- * are removed. Returns 0 (whatever was found), DLOCK_EINVAL (bad name),
- * DLOCK_ENOMEM, DLOCK_ESYSTEM.
+ * NO_PERSISTENCE, FSYNC_EVERYSEC, ASYNC_REPLICAS, REPLICA, ACL_MISSING,
+ * ACL_KINDS, ACL_OPTIONAL, AUTH_FAILED, SAME_NODE, TWO_SERVERS (a client
+ * opened with `inspect`), CLOCK_SKEW, SLOW, VERSION, LOCK_FAILED,
+ * UNREACHABLE and NOT_CHECKED (the server did not let us look, e.g.
+ * CONFIG GET refused). `ttl_ms` is the TTL the locks will use (0: 30 s),
+ * for SLOW. The commands and scripts dlock needs are tried on a scratch
+ * lock, `name` followed by "-dlock-doctor-" and random hex (`name` NULL:
+ * "dlock-doctor-..."), so that a user allowed only some keys is checked on
+ * those; nothing else is written, and the scratch keys are removed, but
+ * for what expires after `fence_ttl_ms`: with several servers the scratch
+ * lock's `freed` key, and with the `audit` option its audit stream.
+ * Returns 0 (whatever was found), DLOCK_EINVAL (bad name, or `ttl_ms` not 0
+ * and out of DLOCK_TTL_MIN_MS..DLOCK_TTL_MAX_MS), DLOCK_ENOMEM.
  */
 DLOCK_EXTERN int dlock_doctor(dlock_report **out, dlock_client *client, const char *name,
                               int64_t ttl_ms);
