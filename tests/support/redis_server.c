@@ -166,8 +166,13 @@ static int spawn(test_redis *r)
 int test_redis_start(test_redis *r, const char *const *extra)
 {
     memset(r, 0, sizeof(*r));
-    for (int i = 0; extra && extra[i] && i < TEST_REDIS_MAX_ARGS - 1; i++)
+    for (int i = 0; extra && extra[i]; i++) {
+        if (i == TEST_REDIS_MAX_ARGS - 1) { /* cut short, the server would differ */
+            fprintf(stderr, "test_redis_start: more than %d arguments\n", TEST_REDIS_MAX_ARGS - 1);
+            return -1;
+        }
         r->extra[i] = extra[i];
+    }
     snprintf(r->dir, sizeof(r->dir), "/tmp/dlock-test-XXXXXX");
     if (!mkdtemp(r->dir)) {
         perror("mkdtemp");

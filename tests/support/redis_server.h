@@ -6,7 +6,7 @@
 #include <hiredis/hiredis.h>
 #include <sys/types.h>
 
-#define TEST_REDIS_MAX_ARGS 96
+#define TEST_REDIS_MAX_ARGS 192
 
 typedef struct test_redis {
     pid_t pid;
