@@ -374,13 +374,14 @@ static void check_set(const struct node *nds, size_t n, dlock_report *r)
 }
 
 static const char fix_acl[] =
-    "grant the user what dlock needs (docs/security.md): +evalsha +eval +subscribe +unsubscribe "
-    "+type +get +set +del +pttl +pexpire +time +publish, keys ~NAME* ~{NAME* and channels "
-    "&{NAME*; a user allowed only some keys: run 'dlock doctor NAME' with a name of those";
+    "grant the user what dlock needs (docs/security.md): +evalsha +eval +type +get +set +del "
+    "+pttl +pexpire +time +spublish +ssubscribe +sunsubscribe (+wait with --replicas, +xadd "
+    "with the audit), keys ~NAME* ~{NAME* and channels &{NAME*; a user allowed only some keys: "
+    "run 'dlock doctor NAME' with a name of those";
 static const char fix_acl_kinds[] =
-    "for semaphores, fair and shared locks (and a mutex on a name held shared) grant +zadd "
-    "+zrem +zscore +zrange +zrangebyscore +zremrangebyscore +hget +hset +hdel "
-    "(docs/security.md)";
+    "for semaphores, fair and shared locks (and a mutex that waits on one server or on a name "
+    "held shared) grant +zadd +zrem +zscore +zrange +zrangebyscore +zremrangebyscore +zcount "
+    "+hget +hset +hdel (docs/security.md)";
 static const char fix_acl_optional[] =
     "nothing fails without these; grant them for what they give (docs/security.md)";
 static const char fix_lock[] =
@@ -439,14 +440,15 @@ static bool found(const dlock_report *r, const char *id)
 }
 
 /* When a command is needed: by every lock; by semaphores, fair and shared
- * locks; with the replicas option; or never, an optional one (with several
- * servers only: NEED_REDLOCK), whose refusal costs what its finding says. */
-enum need { NEED_LOCK, NEED_KINDS, NEED_REPLICAS, NEED_OPTIONAL, NEED_REDLOCK };
+ * locks (and a mutex that queues); with the replicas option; with the
+ * audit option; or never, an optional one (with several servers only:
+ * NEED_REDLOCK), whose refusal costs what its finding says. */
+enum need { NEED_LOCK, NEED_KINDS, NEED_REPLICAS, NEED_AUDIT, NEED_OPTIONAL, NEED_REDLOCK };
 
 struct command {
     enum need need;
     int argc;
-    const char *argv[6];
+    const char *argv[7];
 };
 
 /* The refusals of one kind of need, as a finding's evidence. */
@@ -465,7 +467,8 @@ static void refused(struct refusals *f, const struct command *cmd, const char *r
 
 static bool applies(const struct command *cmd, const dlock_client *c)
 {
-    return (cmd->need != NEED_REPLICAS || c->replicas) && (cmd->need != NEED_REDLOCK || c->n > 1);
+    return (cmd->need != NEED_REPLICAS || c->replicas) && (cmd->need != NEED_AUDIT || c->audit) &&
+           (cmd->need != NEED_REDLOCK || c->n > 1);
 }
 
 /* SSUBSCRIBE and SUBSCRIBE leave their connection in subscribed mode. */
@@ -487,7 +490,7 @@ static bool subscribes(const struct command *cmd)
  * the scratch name: other names may fall under other patterns. The last
  * one removes the scratch keys. */
 static void try_commands(dlock_client *c, size_t i, const dlock__keys *k, const char *zset,
-                         const char *hash, dlock_report *r)
+                         const char *hash, const char *stream, dlock_report *r)
 {
     const struct command cmds[] = {
         {NEED_LOCK, 3, {"EVAL", "return 1", "0"}},
@@ -506,6 +509,7 @@ static void try_commands(dlock_client *c, size_t i, const dlock__keys *k, const 
         {NEED_KINDS, 4, {"ZRANGE", zset, "0", "-1"}},
         {NEED_KINDS, 4, {"ZRANGEBYSCORE", zset, "-inf", "+inf"}},
         {NEED_KINDS, 4, {"ZREMRANGEBYSCORE", zset, "-inf", "0"}},
+        {NEED_KINDS, 4, {"ZCOUNT", zset, "-inf", "+inf"}},
         {NEED_KINDS, 3, {"ZREM", zset, "doctor"}},
         {NEED_KINDS, 4, {"HSET", hash, "doctor", "1"}},
         {NEED_KINDS, 3, {"HGET", hash, "doctor"}},
@@ -514,10 +518,12 @@ static void try_commands(dlock_client *c, size_t i, const dlock__keys *k, const 
         {NEED_OPTIONAL, 2, {"UNSUBSCRIBE", k->channel}},
         {NEED_OPTIONAL, 2, {"SUBSCRIBE", k->channel}},
         {NEED_REPLICAS, 3, {"WAIT", "0", "1"}},
+        {NEED_AUDIT, 7, {"XADD", stream, "MAXLEN", "1", "*", "doctor", "1"}},
+        {NEED_OPTIONAL, 1, {"ASKING"}},
         {NEED_OPTIONAL, 3, {"CLUSTER", "KEYSLOT", k->channel}},
         {NEED_OPTIONAL, 2, {"EXISTS", k->lock}},
         {NEED_REDLOCK, 3, {"SCRIPT", "LOAD", "return 1"}},
-        {NEED_LOCK, 6, {"DEL", k->lock, k->owner, k->fence, zset, hash}},
+        {NEED_LOCK, 7, {"DEL", k->lock, k->owner, k->fence, zset, hash, stream}},
     };
     struct refusals lock = {"", 0}, kinds = {"", 0}, optional = {"", 0};
     char reply[256];
@@ -539,12 +545,13 @@ static void try_commands(dlock_client *c, size_t i, const dlock__keys *k, const 
             "refused: %s", lock.text);
     if (kinds.used)
         add(r, "ACL_KINDS", DLOCK_SEVERITY_WARNING, c->endpoints[i].label, 0, fix_acl_kinds,
-            "refused, so semaphores, fair and shared locks fail (and a mutex on a name held "
-            "shared): %s", kinds.text);
+            "refused, so semaphores, fair and shared locks fail (and a mutex that waits on one "
+            "server or on a name held shared): %s", kinds.text);
     if (optional.used)
         add(r, "ACL_OPTIONAL", DLOCK_SEVERITY_INFO, c->endpoints[i].label, 0, fix_acl_optional,
             "refused, optional (CLUSTER KEYSLOT: where a waiter listens on a cluster; EXISTS: "
-            "a status while a cluster slot migrates; PUBLISH, "
+            "a status while a cluster slot migrates; ASKING: a call a slot migration "
+            "redirected; PUBLISH, "
             "SUBSCRIBE: the release channel before Redis 7; SCRIPT LOAD: Redlock's scripts ready "
             "on a fresh connection): %s", optional.text);
 }
@@ -615,6 +622,7 @@ int dlock_doctor(dlock_report **out, dlock_client *c, const char *name, int64_t 
     dlock_report *r;
     dlock__keys keys;
     char *zset, *hash; /* scratch keys of a semaphore's, fair or shared lock's types */
+    char *stream;      /* and of an audit stream's */
     bool any = false;
     int rc = dlock__call_start(c, out);
     if (rc == 0)
@@ -629,7 +637,8 @@ int dlock_doctor(dlock_report **out, dlock_client *c, const char *name, int64_t 
     r = calloc(1, sizeof(*r));
     zset = dlock__aux_key(scratch, "queue");
     hash = dlock__aux_key(scratch, "wake");
-    if (r && (!zset || !hash))
+    stream = dlock__aux_key(scratch, "audit");
+    if (r && (!zset || !hash || !stream))
         r->nomem = true;
     n = plan_nodes(c, &nds);
     for (size_t k = 0; r && k < n; k++) {
@@ -648,9 +657,9 @@ int dlock_doctor(dlock_report **out, dlock_client *c, const char *name, int64_t 
         bool tried[DLOCK__NODES_MAX] = {false};
         for (size_t k = 0; k < n; k++) {
             size_t i = nds[k].endpoint;
-            if (nds[k].reached && !tried[i] && zset && hash) {
+            if (nds[k].reached && !tried[i] && zset && hash && stream) {
                 tried[i] = true;
-                try_commands(c, i, &keys, zset, hash, r);
+                try_commands(c, i, &keys, zset, hash, stream, r);
             }
         }
     }
@@ -659,6 +668,7 @@ int dlock_doctor(dlock_report **out, dlock_client *c, const char *name, int64_t 
     free(nds);
     free(zset);
     free(hash);
+    free(stream);
     dlock__keys_clear(&keys);
     c->main.errmsg[0] = '\0';
     return r ? finish(r, out) : DLOCK_ENOMEM;

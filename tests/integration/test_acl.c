@@ -21,8 +21,9 @@
 #define RULE "-@all", "+evalsha", "+eval", "+subscribe", "+unsubscribe", \
              "+type", "+get", "+set", "+del", "+pttl", "+pexpire", "+time", "+publish", \
              "+zadd", "+zrem", "+zscore", "+zrange", "+zrangebyscore", "+zremrangebyscore", \
-             "+hget", "+hset", "+hdel", \
-             "+cluster|keyslot", "+exists", "+spublish", "+ssubscribe", "+sunsubscribe", "+wait"
+             "+zcount", "+hget", "+hset", "+hdel", \
+             "+cluster|keyslot", "+exists", "+asking", "+spublish", "+ssubscribe", "+sunsubscribe", \
+             "+wait", "+xadd", "+xrevrange"
 #define KEYS "~lock:*", "~{lock:*", "&{lock:*", "~dlock:restart-marker*"
 
 static test_redis server;
@@ -77,6 +78,32 @@ static void use_a_semaphore(dlock_client *c, dlock_client *other)
     assert_int_equal(dlock_lock_release(permits[0]), 0);
 }
 
+/* Shared holds, a writer queued behind them, and the audit: every call
+ * audited, and the stream read back. */
+static void use_shared_holds_and_the_audit(dlock_client *c, dlock_client *other)
+{
+    char url[128];
+    const char *url_p = url;
+    dlock_client_options co;
+    dlock_client *audited;
+    dlock_acquire_options shared = shared_options(0), writer = wait_options(200);
+    dlock_lock *readers[2];
+    dlock_audit *audit = NULL;
+    const dlock_audit_hold *holds;
+    for (int i = 0; i < 2; i++)
+        readers[i] = take(c, "lock:acl-shared", 30000, &shared);
+    expect_acquire(DLOCK_EBUSY, other, "lock:acl-shared", 30000, &writer);
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(dlock_lock_release(readers[i]), 0);
+    snprintf(url, sizeof(url), "redis://locker:locker-pw@127.0.0.1:%d", server.port);
+    co = client_options(&url_p, 1);
+    co.audit = 1;
+    audited = client_with(&co);
+    take_and_release(audited, "lock:acl-audit", 30000, NULL);
+    assert_int_equal(dlock_audit_read(&audit, audited, "lock:acl-audit", 0), 0);
+    assert_int_equal(dlock_audit_holds(kept_audit(audit), &holds), 1);
+}
+
 static void test_acl_exact_rule_is_enough(void **state)
 {
     dlock_client *c = as_user("locker", "locker-pw"), *other = as_user("locker", "locker-pw");
@@ -101,6 +128,7 @@ static void test_acl_exact_rule_is_enough(void **state)
     /* With a name in a hash tag of the pattern: {lock:...} keys. */
     take_and_release(c, "{lock:user7}:job", 30000, NULL);
     use_a_semaphore(c, other);
+    use_shared_holds_and_the_audit(c, other);
     /* Nothing was denied along the way (SUBSCRIBE, CLUSTER KEYSLOT...). */
     log = kept_reply(run(connect_to(&server), "ACL LOG"));
     for (size_t i = 0; i < log->elements; i++)
@@ -275,7 +303,7 @@ static void test_acl_doctor_finds_eval_missing_whatever_the_cache(void **state)
     cli_proc p;
     (void)state;
     set_user(admin, "noeval", (const char *const[]){"-eval", NULL});
-    set_user(admin, "nokinds", (const char *const[]){"-zadd", "-hset", NULL});
+    set_user(admin, "nokinds", (const char *const[]){"-zadd", "-zcount", "-hset", NULL});
     /* the cache holds the scripts */
     take_and_release(client_on(server.url), "lock:acl-warm", 30000, NULL);
     f = must_find("noeval", "ACL_MISSING", DLOCK_SEVERITY_ERROR);
@@ -293,8 +321,37 @@ static void test_acl_doctor_finds_eval_missing_whatever_the_cache(void **state)
     }
     f = must_find("nokinds", "ACL_KINDS", DLOCK_SEVERITY_WARNING);
     assert_non_null(strstr(f->evidence, "ZADD"));
+    assert_non_null(strstr(f->evidence, "ZCOUNT"));
     assert_non_null(strstr(f->evidence, "HSET"));
     assert_null(strstr(f->evidence, "ZREM "));
+}
+
+/* An audited client needs XADD: doctor asks for it when the client has
+ * the audit on, and says so as a missing command; a user with the rule
+ * but without XADD finds every audited grant refused. */
+static void test_acl_doctor_asks_an_audited_client_for_xadd(void **state)
+{
+    char url[128];
+    const char *url_p = url;
+    dlock_client_options co;
+    dlock_client *c;
+    dlock_report *report = NULL;
+    const char *missing = NULL;
+    (void)state;
+    set_user(connect_to(&server), "noxadd", (const char *const[]){"-xadd", NULL});
+    snprintf(url, sizeof(url), "redis://noxadd:noxadd-pw@127.0.0.1:%d", server.port);
+    co = client_options(&url_p, 1);
+    assert_null(doctor_finding("noxadd", "noxadd-pw", "ACL_MISSING")); /* no audit, no need */
+    co.audit = 1;
+    c = client_with(&co);
+    assert_int_equal(dlock_doctor(&report, c, "lock:acl-dr", 0), 0);
+    kept_report(report);
+    for (size_t i = 0; i < dlock_report_count(report); i++)
+        if (strcmp(dlock_report_finding(report, i)->id, "ACL_MISSING") == 0)
+            missing = dlock_report_finding(report, i)->evidence;
+    assert_non_null(missing);
+    assert_non_null(strstr(missing, "XADD"));
+    expect_acquire(DLOCK_EAUTH, c, "lock:acl-noxadd", 30000, NULL);
 }
 
 int main(void)
@@ -310,6 +367,7 @@ int main(void)
         T(test_acl_restart_rule_without_info),
         T(test_acl_doctor_without_info_says_what_it_missed),
         T(test_acl_doctor_finds_eval_missing_whatever_the_cache),
+        T(test_acl_doctor_asks_an_audited_client_for_xadd),
     };
 #undef T
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
