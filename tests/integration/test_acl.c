@@ -349,7 +349,10 @@ static void test_acl_doctor_asks_an_audited_client_for_xadd(void **state)
     for (size_t i = 0; i < dlock_report_count(report); i++)
         if (strcmp(dlock_report_finding(report, i)->id, "ACL_MISSING") == 0)
             missing = dlock_report_finding(report, i)->evidence;
-    assert_non_null(missing);
+    if (!missing) { /* cmocka's asserts return, as far as the analyser knows */
+        fail_msg("no ACL_MISSING for an audited client without XADD");
+        return;
+    }
     assert_non_null(strstr(missing, "XADD"));
     expect_acquire(DLOCK_EAUTH, c, "lock:acl-noxadd", 30000, NULL);
 }
