@@ -747,9 +747,7 @@ typedef struct dlock_report dlock_report;
  * for SLOW. The commands and scripts dlock needs are tried on a scratch
  * lock, `name` followed by "-dlock-doctor-" and random hex (`name` NULL:
  * "dlock-doctor-..."), so that a user allowed only some keys is checked on
- * those; nothing else is written, and the scratch keys are removed, but
- * for what expires after `fence_ttl_ms`: with several servers the scratch
- * lock's `freed` key, and with the `audit` option its audit stream.
+ * those; nothing else is written, and the scratch keys are removed.
  * Returns 0 (whatever was found), DLOCK_EINVAL (bad name, or `ttl_ms` not 0
  * and out of DLOCK_TTL_MIN_MS..DLOCK_TTL_MAX_MS), DLOCK_ENOMEM.
  */

@@ -448,7 +448,7 @@ enum need { NEED_LOCK, NEED_KINDS, NEED_REPLICAS, NEED_AUDIT, NEED_OPTIONAL, NEE
 struct command {
     enum need need;
     int argc;
-    const char *argv[7];
+    const char *argv[8];
 };
 
 /* The refusals of one kind of need, as a finding's evidence. */
@@ -519,11 +519,12 @@ static void try_commands(dlock_client *c, size_t i, const dlock__keys *k, const 
         {NEED_OPTIONAL, 2, {"SUBSCRIBE", k->channel}},
         {NEED_REPLICAS, 3, {"WAIT", "0", "1"}},
         {NEED_AUDIT, 7, {"XADD", stream, "MAXLEN", "1", "*", "doctor", "1"}},
+        {NEED_AUDIT, 3, {"PEXPIRE", stream, SCRATCH_TTL}},
         {NEED_OPTIONAL, 1, {"ASKING"}},
         {NEED_OPTIONAL, 3, {"CLUSTER", "KEYSLOT", k->channel}},
         {NEED_OPTIONAL, 2, {"EXISTS", k->lock}},
         {NEED_REDLOCK, 3, {"SCRIPT", "LOAD", "return 1"}},
-        {NEED_LOCK, 7, {"DEL", k->lock, k->owner, k->fence, zset, hash, stream}},
+        {NEED_LOCK, 8, {"DEL", k->lock, k->owner, k->fence, zset, hash, stream, k->freed}},
     };
     struct refusals lock = {"", 0}, kinds = {"", 0}, optional = {"", 0};
     char reply[256];

@@ -368,7 +368,7 @@ static void test_lock_errmsg_cleared_on_success(void **state)
     /* A wait whose first tries were refused, once it is granted */
     {
         dlock_acquire_options o = wait_options(10000);
-        dlock_lock *other = take(f->b, "lock:errmsg", 300, NULL);
+        dlock_lock *other = take(f->b, "lock:errmsg", 1000, NULL);
         lock = take(f->a, "lock:errmsg", 1000, &o);
         assert_true(dlock_lock_attempts(lock) > 1);
         assert_string_equal(dlock_client_errmsg(f->a), "");

@@ -186,11 +186,12 @@ bool cli_long_option_trouble(char **argv, const struct option *longopts, char *o
         }
         matches++;
     }
-    if (matches == 1 && arg[name_len] == '=' && match->has_arg == no_argument) {
+    if (matches == 1 && arg[name_len] == '=' && match->has_arg == no_argument &&
+        match->val == optopt) {
         snprintf(out, len, "option '--%s' takes no value", match->name);
         return true;
     }
-    if (matches < 2)
+    if (matches < 2 || optopt != 0) /* getopt_long says 0 for an ambiguous one */
         return false;
     n = snprintf(out, len, "option '--%.*s' is ambiguous:", (int)(name_len < 64 ? name_len : 64),
                  arg);
