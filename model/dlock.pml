@@ -22,7 +22,7 @@
  * pin src/kinds/lua/mutex_status.lua b45ab2ae5b2e63e420212a460678f668e8b7975a
  * pin src/kinds/lua/fence_max.lua 1c0fb9d4b62f4543e41e2dae4e0bc3eada524e74
  * pin src/kinds/mutex.c dba30ffc4a4e1e99ebd9753cbc27e804086fb966
- * pin src/engine/attempt.c 016749ddd578ea48d5d92ff0eeb02dc4b631cec4
+ * pin src/engine/attempt.c 97e4e69e70e813be3a3ad41c0f9542bcb4295672
  *
  * Time. There is no absolute clock: every time in the model is kept
  * relative to "now" and moved by the clock process, one tick at a time, so
@@ -626,7 +626,8 @@ idle:
             fi
         :: else ->
             /* a cleanup where our SET may have landed: a node that granted,
-             * or one that did not answer */
+             * or one that did not answer (the code counts as such a node
+             * whose script the ACL stopped after its SET) */
             if
             :: cyes[c] > 0 || cans[c] < NN -> clean_up()
             :: else -> skip

@@ -24,8 +24,8 @@
  * pin src/kinds/lua/mutex_acquire.lua 154864fa89a2cd4b91a65d630a2181fe4021a592
  * pin src/kinds/lua/mutex_release.lua a5d29f39a3f99971f6270cc88e40157d76ede69d
  * pin src/kinds/lua/mutex_extend.lua 8840a10719bea4dbda3451084c3d9b01672b822f
- * pin src/kinds/fair.c bf0b730a195478149035a070432c28aafac10129
- * pin src/engine/attempt.c 016749ddd578ea48d5d92ff0eeb02dc4b631cec4
+ * pin src/kinds/fair.c 87f782f3afcc97aee99d386270d0122a084d941b
+ * pin src/engine/attempt.c 97e4e69e70e813be3a3ad41c0f9542bcb4295672
  *
  * Time is kept as in dlock.pml: relative to "now", moved one tick at a time
  * by the clock process. The lock key, each presence lease and the queue's

@@ -28,9 +28,9 @@
  * pin src/kinds/lua/sem_helpers.lua 8e1fd907e9e45f4f1bc30d69c719a7aaef218a12
  * pin src/kinds/lua/sem_release.lua 0122bd5b083ac17ca049959e696d99cad81addf3
  * pin src/kinds/lua/sem_status.lua dbbd592f11049a184e31108de40b970e3ede2095
- * pin src/kinds/semaphore.c 90aa1d37bab14d9c93805319a67b8cd42a5cd852
- * pin src/engine/attempt.c 016749ddd578ea48d5d92ff0eeb02dc4b631cec4
- * pin src/kinds/queue.c 1d8cfc70b13000e3014359f99ceeade73883b3ab
+ * pin src/kinds/semaphore.c 3309b5a69c7c2d9c92d2fd6a3cbca14d91fc63c7
+ * pin src/engine/attempt.c 97e4e69e70e813be3a3ad41c0f9542bcb4295672
+ * pin src/kinds/queue.c a566aeb6e387b9528fb3079ebd49791ddc1dc2cf
  * pin src/engine/wait.c cfd4ac4eecacf4d87b832e9510adeaea3741aef1
  *
  * Time is kept as in dlock.pml: relative to "now", moved one tick at a time
