@@ -263,8 +263,8 @@ typedef struct dlock_lock dlock_lock;
  * owner record) and the release channel are {T}:dlock:fence:NAME,
  * {T}:dlock:owner:NAME and {T}:dlock:released:NAME, where T is the name's
  * hash tag if it has a valid one (Redis' rule: between the first '{' and
- * the first '}' after it, at least one byte), else the whole name: they sit in the lock key's
- * Redis Cluster slot, and no two names share one. A name with a brace but
+ * the first '}' after it, at least one byte), else the whole name: they
+ * sit in the lock key's Redis Cluster slot, and no two names share one. A name with a brace but
  * no valid hash tag is refused, and so is a name that starts like an
  * auxiliary key ("{...}:dlock:").
  */
@@ -433,8 +433,8 @@ DLOCK_EXTERN void dlock_client_cancel(dlock_client *client);
  * A handle for a lock taken earlier, maybe by another process, from its name
  * and owner token (DLOCK_TOKEN_LEN lower-case hex characters). Nothing is sent
  * to the server: the handle's validity is 0 until an extend succeeds, and
- * its fence and slot stay 0. Use it to release or extend, whatever kind of lock the name is
- * (a mutex or a semaphore's permit). Returns 0, DLOCK_EINVAL, DLOCK_ENOMEM.
+ * its fence and slot stay 0. Use it to release or extend, whatever kind of
+ * lock the name is (a mutex or a semaphore's permit). Returns 0, DLOCK_EINVAL, DLOCK_ENOMEM.
  */
 DLOCK_EXTERN int dlock_lock_adopt(dlock_lock **out, dlock_client *client,
                                   const char *name, const char *token);

@@ -29,7 +29,7 @@
  * pin src/kinds/lua/sem_release.lua 0122bd5b083ac17ca049959e696d99cad81addf3
  * pin src/kinds/lua/sem_status.lua dbbd592f11049a184e31108de40b970e3ede2095
  * pin src/kinds/semaphore.c 3309b5a69c7c2d9c92d2fd6a3cbca14d91fc63c7
- * pin src/engine/attempt.c 97e4e69e70e813be3a3ad41c0f9542bcb4295672
+ * pin src/engine/attempt.c 9f9096dcf26651f37b5b4a6648fbbf830e4ce708
  * pin src/kinds/queue.c a566aeb6e387b9528fb3079ebd49791ddc1dc2cf
  * pin src/engine/wait.c cfd4ac4eecacf4d87b832e9510adeaea3741aef1
  *

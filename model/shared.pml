@@ -25,7 +25,7 @@
  * pin src/kinds/lua/mutex_release.lua a5d29f39a3f99971f6270cc88e40157d76ede69d
  * pin src/kinds/lua/mutex_extend.lua 8840a10719bea4dbda3451084c3d9b01672b822f
  * pin src/kinds/shared.c bed03cbca8044e28a56b25e501b4a1432441d4f1
- * pin src/engine/attempt.c 97e4e69e70e813be3a3ad41c0f9542bcb4295672
+ * pin src/engine/attempt.c 9f9096dcf26651f37b5b4a6648fbbf830e4ce708
  *
  * Time is kept as in dlock.pml and fair.pml: relative to "now", moved one
  * tick at a time by the clock process. NAME, each reader's entry and each

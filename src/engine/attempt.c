@@ -447,19 +447,10 @@ static int64_t call_deadline(const dlock__claim *cl, const dlock__lane *lane, in
     return end && end < deadline ? end : deadline;
 }
 
-/* A script the ACL stopped at a command it may not run (an audit's XADD)
- * may have written before it: Redis rolls nothing back. */
-static bool stopped_midway(const dlock__node_result *r)
-{
-    static const char denied[] = "ERR The user executing the script";
-    return r->status == DLOCK__REPLIED && r->reply->type == DLOCK__REPLY_ERROR &&
-           strncmp(r->reply->str, denied, sizeof(denied) - 1) == 0;
-}
-
 /* Sends a cleanup release (no PUBLISH: it must not wake waiters) to every
  * node after a failed attempt whose SET may have landed somewhere: a node
  * that granted, one that got the command and gave no verdict, or one whose
- * script the ACL stopped midway. */
+ * script the ACL stopped midway (an audit's XADD). */
 static void clean_up_attempt(dlock__claim *cl, dlock__lane *lane,
                              const dlock__node_result *results, int64_t ttl_ms)
 {
@@ -474,7 +465,8 @@ static void clean_up_attempt(dlock__claim *cl, dlock__lane *lane,
     for (size_t i = 0; i < c->n; i++) {
         const dlock__node_result *r = &results[i];
         needed |= read_answer(r, GRANT).vote == VOTE_YES ||
-                  (r->sent && r->status != DLOCK__REPLIED) || stopped_midway(r);
+                  (r->sent && r->status != DLOCK__REPLIED) ||
+                  (r->status == DLOCK__REPLIED && dlock__acl_stopped_script(r->reply));
     }
     if (!needed || encode_kind_call(&kc, cl, DLOCK__STEP_CLEANUP, keys, 2, args, 3, "cleanup") < 0)
         return;

@@ -15,12 +15,17 @@ static bool starts_with(const char *s, const char *prefix)
     return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
-int dlock__server_error_code(const dlock__reply *r)
+bool dlock__acl_stopped_script(const dlock__reply *r)
 {
     /* Inside a script an ACL denial is "ERR The user executing the script
      * can't ...", not NOPERM. */
+    return r->type == DLOCK__REPLY_ERROR && starts_with(r->str, "ERR The user executing the script");
+}
+
+int dlock__server_error_code(const dlock__reply *r)
+{
     if (starts_with(r->str, "NOAUTH") || starts_with(r->str, "WRONGPASS") ||
-        starts_with(r->str, "NOPERM") || starts_with(r->str, "ERR The user executing the script"))
+        starts_with(r->str, "NOPERM") || dlock__acl_stopped_script(r))
         return DLOCK_EAUTH;
     if (starts_with(r->str, "WRONGTYPE"))
         return DLOCK_EWRONGTYPE;

@@ -93,4 +93,9 @@ void dlock__results_clear(dlock__node_result *results, size_t n);
  * or DLOCK_ESERVER. */
 int dlock__server_error_code(const dlock__reply *r);
 
+/* An error reply that says the ACL stopped a script at a command the user
+ * may not run: what the script did before it stays (Redis rolls nothing
+ * back). */
+bool dlock__acl_stopped_script(const dlock__reply *r);
+
 #endif

@@ -60,6 +60,18 @@ static dlock_client *as_user(const char *user, const char *password)
     return client_on(url);
 }
 
+/* The same with the audit on. */
+static dlock_client *audited_user(const char *user, const char *password)
+{
+    char url[128];
+    const char *url_p = url;
+    dlock_client_options o;
+    snprintf(url, sizeof(url), "redis://%s:%s@127.0.0.1:%d", user, password, server.port);
+    o = client_options(&url_p, 1);
+    o.audit = 1;
+    return client_with(&o);
+}
+
 /* A semaphore: two permits, a waiter, status, extend, release by token. */
 static void use_a_semaphore(dlock_client *c, dlock_client *other)
 {
@@ -82,10 +94,7 @@ static void use_a_semaphore(dlock_client *c, dlock_client *other)
  * audited, and the stream read back. */
 static void use_shared_holds_and_the_audit(dlock_client *c, dlock_client *other)
 {
-    char url[128];
-    const char *url_p = url;
-    dlock_client_options co;
-    dlock_client *audited;
+    dlock_client *audited = audited_user("locker", "locker-pw");
     dlock_acquire_options shared = shared_options(0), writer = wait_options(200);
     dlock_lock *readers[2];
     dlock_audit *audit = NULL;
@@ -95,10 +104,6 @@ static void use_shared_holds_and_the_audit(dlock_client *c, dlock_client *other)
     expect_acquire(DLOCK_EBUSY, other, "lock:acl-shared", 30000, &writer);
     for (int i = 0; i < 2; i++)
         assert_int_equal(dlock_lock_release(readers[i]), 0);
-    snprintf(url, sizeof(url), "redis://locker:locker-pw@127.0.0.1:%d", server.port);
-    co = client_options(&url_p, 1);
-    co.audit = 1;
-    audited = client_with(&co);
     take_and_release(audited, "lock:acl-audit", 30000, NULL);
     assert_int_equal(dlock_audit_read(&audit, audited, "lock:acl-audit", 0), 0);
     assert_int_equal(dlock_audit_holds(kept_audit(audit), &holds), 1);
@@ -331,19 +336,13 @@ static void test_acl_doctor_finds_eval_missing_whatever_the_cache(void **state)
  * but without XADD finds every audited grant refused. */
 static void test_acl_doctor_asks_an_audited_client_for_xadd(void **state)
 {
-    char url[128];
-    const char *url_p = url;
-    dlock_client_options co;
     dlock_client *c;
     dlock_report *report = NULL;
     const char *missing = NULL;
     (void)state;
     set_user(connect_to(&server), "noxadd", (const char *const[]){"-xadd", NULL});
-    snprintf(url, sizeof(url), "redis://noxadd:noxadd-pw@127.0.0.1:%d", server.port);
-    co = client_options(&url_p, 1);
     assert_null(doctor_finding("noxadd", "noxadd-pw", "ACL_MISSING")); /* no audit, no need */
-    co.audit = 1;
-    c = client_with(&co);
+    c = audited_user("noxadd", "noxadd-pw");
     assert_int_equal(dlock_doctor(&report, c, "lock:acl-dr", 0), 0);
     kept_report(report);
     for (size_t i = 0; i < dlock_report_count(report); i++)

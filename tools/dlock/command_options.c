@@ -161,10 +161,11 @@ static int take_option(const struct cli_command *cmd, const char *usage, int opt
     }
     if (opt == ':' || opt == '?') {
         char option[72], why[256];
-        const struct cli_option *later = cli_option_find(cli_command_bit(cmd), optopt);
+        const struct cli_option *later =
+            opt == '?' && optopt > 0 ? cli_option_find(cli_command_bit(cmd), optopt) : NULL;
         if (opt == '?' && cli_long_option_trouble(argv, g->longopts, why, sizeof(why)))
             return cli_usage_error(usage, "%s", why);
-        if (opt == '?' && optopt > 0 && later && (later->flags & CLI_AFTER_NAME))
+        if (later && (later->flags & CLI_AFTER_NAME))
             return cli_usage_error(usage, "option '-%c' goes after NAME (dlock %s [options] NAME "
                                    "-%c %s)", optopt, cmd->name, optopt, later->value);
         cli_offending_option(argv, g->longopts, option, sizeof(option));
