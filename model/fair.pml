@@ -25,7 +25,7 @@
  * pin src/kinds/lua/mutex_release.lua a5d29f39a3f99971f6270cc88e40157d76ede69d
  * pin src/kinds/lua/mutex_extend.lua 8840a10719bea4dbda3451084c3d9b01672b822f
  * pin src/kinds/fair.c 87f782f3afcc97aee99d386270d0122a084d941b
- * pin src/engine/attempt.c 9f9096dcf26651f37b5b4a6648fbbf830e4ce708
+ * pin src/engine/attempt.c 866f5a93fbdd77d6cc97dd3a5e472935b643cfcb
  *
  * Time is kept as in dlock.pml: relative to "now", moved one tick at a time
  * by the clock process. The lock key, each presence lease and the queue's

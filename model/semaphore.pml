@@ -23,13 +23,13 @@
  * models:
  * kind sem
  * pin src/kinds/lua/helpers.lua 861c27fdbc25fb282c182d0eabd6dccd29666296
- * pin src/kinds/lua/sem_acquire.lua 0fbccede4b38a37f6e676e29e5ae25b28a162f1f
+ * pin src/kinds/lua/sem_acquire.lua b96cf9b38b19e10f3e56f315ef36f7c16e7c5fb9
  * pin src/kinds/lua/sem_extend.lua caf4af26783a350dc0520097470913b6d0f6afa8
  * pin src/kinds/lua/sem_helpers.lua 8e1fd907e9e45f4f1bc30d69c719a7aaef218a12
  * pin src/kinds/lua/sem_release.lua 0122bd5b083ac17ca049959e696d99cad81addf3
  * pin src/kinds/lua/sem_status.lua dbbd592f11049a184e31108de40b970e3ede2095
  * pin src/kinds/semaphore.c 3309b5a69c7c2d9c92d2fd6a3cbca14d91fc63c7
- * pin src/engine/attempt.c 9f9096dcf26651f37b5b4a6648fbbf830e4ce708
+ * pin src/engine/attempt.c 866f5a93fbdd77d6cc97dd3a5e472935b643cfcb
  * pin src/kinds/queue.c a566aeb6e387b9528fb3079ebd49791ddc1dc2cf
  * pin src/engine/wait.c cfd4ac4eecacf4d87b832e9510adeaea3741aef1
  *

@@ -16,7 +16,7 @@
  * waits, gives up and extends through them):
  * kind shared
  * pin src/kinds/lua/helpers.lua 861c27fdbc25fb282c182d0eabd6dccd29666296
- * pin src/kinds/lua/shared_acquire.lua 6b509e582470ba27667c46a6eefa34af131450f6
+ * pin src/kinds/lua/shared_acquire.lua d1aab0a2613faf3b0b0993b58bd89d65e23dd332
  * pin src/kinds/lua/shared_extend.lua 07bb2c930e6a5cb0e59d46b23ce15677e7fb73ae
  * pin src/kinds/lua/shared_helpers.lua 7607a20d47e546c7143beb5de3a87a2aecbd0b87
  * pin src/kinds/lua/shared_release.lua 317a5067a1757c89a2831f6c96d0499cb813e4f1
@@ -25,7 +25,7 @@
  * pin src/kinds/lua/mutex_release.lua a5d29f39a3f99971f6270cc88e40157d76ede69d
  * pin src/kinds/lua/mutex_extend.lua 8840a10719bea4dbda3451084c3d9b01672b822f
  * pin src/kinds/shared.c bed03cbca8044e28a56b25e501b4a1432441d4f1
- * pin src/engine/attempt.c 9f9096dcf26651f37b5b4a6648fbbf830e4ce708
+ * pin src/engine/attempt.c 866f5a93fbdd77d6cc97dd3a5e472935b643cfcb
  *
  * Time is kept as in dlock.pml and fair.pml: relative to "now", moved one
  * tick at a time by the clock process. NAME, each reader's entry and each

@@ -378,12 +378,11 @@ static void kind_words(const dlock__claim *cl, enum dlock__step step, dlock__wor
 }
 
 /* The key a step of the claim's kind names for `key`, one of the mutex's:
- * NAME in the place of one its release and extend do not read. */
+ * NAME in the place of one its scripts do not read (kind.h). */
 static const char *kind_key(const dlock__claim *cl, enum dlock__step step, const char *key)
 {
-    bool holds = step != DLOCK__STEP_ACQUIRE && step != DLOCK__STEP_FENCE;
-    if (holds && ((key == cl->keys.owner && cl->kind->no_owner_key) ||
-                  (key == cl->keys.fence && cl->kind->no_fence_key)))
+    if (step != DLOCK__STEP_FENCE && ((key == cl->keys.owner && cl->kind->no_owner_key) ||
+                                      (key == cl->keys.fence && cl->kind->no_fence_key)))
         return cl->keys.lock;
     return key;
 }

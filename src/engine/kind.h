@@ -86,11 +86,12 @@ typedef struct dlock__kind {
     const char *aux[DLOCK__KIND_AUX_MAX + 1];
 
     /* The engine's. */
-    /* The mutex's keys that the kind's release and extend scripts do not
-     * read (its owner record, its fence key): NAME goes in their place.
-     * A cluster answers TRYAGAIN to a call that names a key that does not
-     * exist while the slot migrates, so a renewal or a release naming one
-     * could not run then; NAME exists while the kind holds it. */
+    /* The mutex's keys that the kind's scripts do not read (its owner
+     * record, its fence key): NAME goes in their place. A cluster answers
+     * TRYAGAIN to a call that names a key that does not exist while the
+     * slot migrates, so a renewal, a release or a waiter's try (which
+     * keeps its place) naming one could not run then; NAME exists while
+     * the kind is held. */
     bool no_owner_key, no_fence_key;
     /* The words the kind adds for `step` (NULL: none). */
     void (*words)(const struct dlock__claim *cl, enum dlock__step step, dlock__words *w);

@@ -10,6 +10,7 @@
 
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -139,10 +140,19 @@ struct acquirer {
     int64_t wait_ms;
     unsigned permits; /* 0: a mutex */
     bool fair;
+    int64_t backoff_max_ms; /* 0: the default */
+    atomic_int tries;       /* the tries refused so far */
     int rc;
     long long done_ms;
     dlock_lock *lock;
 };
+
+static void count_try(int rc, const char *errmsg, int64_t sleep_ms, void *arg)
+{
+    struct acquirer *a = arg;
+    (void)rc, (void)errmsg, (void)sleep_ms;
+    atomic_fetch_add(&a->tries, 1);
+}
 
 static void *acquire_in_thread(void *arg)
 {
@@ -150,6 +160,9 @@ static void *acquire_in_thread(void *arg)
     dlock_acquire_options opts = wait_options(a->wait_ms);
     opts.permits = a->permits;
     opts.fair = a->fair;
+    opts.backoff_max_ms = a->backoff_max_ms;
+    opts.on_retry = count_try;
+    opts.on_retry_arg = a;
     a->rc = dlock_lock_acquire(&a->lock, a->client, a->name, 30000, &opts);
     kept_lock(a->lock);
     a->done_ms = test_now_ms();
@@ -344,13 +357,16 @@ static void test_cluster_migration_keeps_shared_and_permits(void **state)
 }
 
 /* A waiter queued for `name` (of `permits`, 1: a mutex; fair or not)
- * before its slot began to migrate is handed it by the holder's release
- * mid-migration, though the holder's was the name's last hold: the
- * release reads the queue before the waiter leaves it, as a migrating
- * slot's node refuses access to a key a script emptied. The waiter gives
- * it back there too, with no queue left (the release goes again naming
- * the queue's keys as NAME), and nothing of the name is left after. */
-static void check_handed_mid_migration(const char *tag, unsigned permits, bool fair)
+ * before its slot began to migrate keeps its place with the tries it
+ * makes mid-migration (two of them, past its lease when they do not
+ * renew it), and is handed the name by the holder's release then, though
+ * the holder's was the name's last hold: the release reads the queue
+ * before the waiter leaves it, as a migrating slot's node refuses access
+ * to a key a script emptied. The waiter gives it back there too, with no
+ * queue left (the release goes again naming the queue's keys as NAME),
+ * and nothing of the name is left after. */
+static void check_handed_mid_migration(const char *tag, unsigned permits, bool fair,
+                                       int64_t backoff_max_ms)
 {
     char name[64], queue[128];
     int seed = test_cluster_node_with_role(&cluster, "slave", 0);
@@ -361,6 +377,7 @@ static void check_handed_mid_migration(const char *tag, unsigned permits, bool f
     struct acquirer *waiter;
     cluster_migration m;
     dlock_lock *held;
+    int tries;
 
     snprintf(name, sizeof(name), "{%s}%s%u", tag, fair ? "fair" : "n", permits);
     snprintf(queue, sizeof(queue), "{%s}:dlock:%s:%s", tag, permits > 1 ? "waiters" : "queue",
@@ -375,7 +392,8 @@ static void check_handed_mid_migration(const char *tag, unsigned permits, bool f
                                              .name = name,
                                              .wait_ms = 20000LL * test_slowdown(),
                                              .permits = permits,
-                                             .fair = fair},
+                                             .fair = fair,
+                                             .backoff_max_ms = backoff_max_ms},
                           sizeof(struct acquirer));
     for (int i = 0; i < 500 && !exists_at(cluster.nodes[test_cluster_owner(&cluster, name)].port,
                                           queue);
@@ -384,6 +402,11 @@ static void check_handed_mid_migration(const char *tag, unsigned permits, bool f
     if (!exists_at(cluster.nodes[test_cluster_owner(&cluster, name)].port, queue))
         fail_msg("%s: the waiter did not queue", name);
     migration_start(&cluster, &m, name);
+    tries = atomic_load(&waiter->tries);
+    for (int i = 0; i < 1000 * test_slowdown() && atomic_load(&waiter->tries) < tries + 2; i++)
+        usleep(10000);
+    if (atomic_load(&waiter->tries) < tries + 2)
+        fail_msg("%s: the waiter did not try mid-migration", name);
     if (dlock_lock_release(held) != 0)
         fail_msg("%s: a release handing over mid-migration: %s", name,
                  dlock_client_errmsg(holder));
@@ -406,11 +429,11 @@ static void test_cluster_migration_hands_over(void **state)
     char tag[32];
     (void)state;
     fresh_tag(tag, sizeof(tag), "migh");
-    check_handed_mid_migration(tag, 1, false);
+    check_handed_mid_migration(tag, 1, false, 0);
     fresh_tag(tag, sizeof(tag), "migf");
-    check_handed_mid_migration(tag, 1, true);
+    check_handed_mid_migration(tag, 1, true, 0);
     fresh_tag(tag, sizeof(tag), "migs");
-    check_handed_mid_migration(tag, 2, false);
+    check_handed_mid_migration(tag, 2, false, 0);
 }
 
 /* ---- The node the URL names dies ---- */

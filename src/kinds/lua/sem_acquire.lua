@@ -1,5 +1,8 @@
--- KEYS as the mutex's acquire, then limit, slots, owners, fences, and the
--- waiters' queue, presence and wake (helpers.lua); ARGV as the mutex's,
+-- KEYS NAME, NAME again twice (where the mutex's acquire names its fence
+-- and owner keys, which a semaphore has not), then limit, slots, owners,
+-- fences, and the waiters' queue, presence and wake (helpers.lua), so
+-- that a waiter's try names only keys that exist while it queues (its
+-- slot may be migrating); ARGV as the mutex's,
 -- then the permits N and, when the caller waits, its presence lease in
 -- ms and "1" when it may be handed a permit (sem_release.lua). Refused:
 -- NAME or one of the hashes of another type, or live permits under
