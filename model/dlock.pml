@@ -22,7 +22,7 @@
  * pin src/kinds/lua/mutex_status.lua b45ab2ae5b2e63e420212a460678f668e8b7975a
  * pin src/kinds/lua/fence_max.lua 1c0fb9d4b62f4543e41e2dae4e0bc3eada524e74
  * pin src/kinds/mutex.c dba30ffc4a4e1e99ebd9753cbc27e804086fb966
- * pin src/engine/attempt.c 866f5a93fbdd77d6cc97dd3a5e472935b643cfcb
+ * pin src/engine/attempt.c d9a0584947d9f0f86f59381e28f461cb0c119f47
  *
  * Time. There is no absolute clock: every time in the model is kept
  * relative to "now" and moved by the clock process, one tick at a time, so

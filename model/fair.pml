@@ -25,7 +25,7 @@
  * pin src/kinds/lua/mutex_release.lua a5d29f39a3f99971f6270cc88e40157d76ede69d
  * pin src/kinds/lua/mutex_extend.lua 8840a10719bea4dbda3451084c3d9b01672b822f
  * pin src/kinds/fair.c 87f782f3afcc97aee99d386270d0122a084d941b
- * pin src/engine/attempt.c 866f5a93fbdd77d6cc97dd3a5e472935b643cfcb
+ * pin src/engine/attempt.c d9a0584947d9f0f86f59381e28f461cb0c119f47
  *
  * Time is kept as in dlock.pml: relative to "now", moved one tick at a time
  * by the clock process. The lock key, each presence lease and the queue's
@@ -117,7 +117,9 @@
  * comparing the lease end), HANDOVER_FULL_TTL (the hand-over's key lives
  * the TTL, not at most the head's lease), HANDOVER_KEEP_IDENTITY (an
  * attempt that is not busy leaves the lease end and start of the last
- * busy one in place). */
+ * busy one in place). An attempt a migrating slot served nowhere is no
+ * step here: it writes nothing and sends no cleanup, so it leaves them in
+ * place in the code too (attempt.c). */
 
 #define SUB 4
 #define FLOOR (-(TTL + 2) * SUB)

@@ -29,7 +29,7 @@
  * pin src/kinds/lua/sem_release.lua 0122bd5b083ac17ca049959e696d99cad81addf3
  * pin src/kinds/lua/sem_status.lua dbbd592f11049a184e31108de40b970e3ede2095
  * pin src/kinds/semaphore.c 3309b5a69c7c2d9c92d2fd6a3cbca14d91fc63c7
- * pin src/engine/attempt.c 866f5a93fbdd77d6cc97dd3a5e472935b643cfcb
+ * pin src/engine/attempt.c d9a0584947d9f0f86f59381e28f461cb0c119f47
  * pin src/kinds/queue.c a566aeb6e387b9528fb3079ebd49791ddc1dc2cf
  * pin src/engine/wait.c cfd4ac4eecacf4d87b832e9510adeaea3741aef1
  *

@@ -25,7 +25,7 @@
  * pin src/kinds/lua/mutex_release.lua a5d29f39a3f99971f6270cc88e40157d76ede69d
  * pin src/kinds/lua/mutex_extend.lua 8840a10719bea4dbda3451084c3d9b01672b822f
  * pin src/kinds/shared.c bed03cbca8044e28a56b25e501b4a1432441d4f1
- * pin src/engine/attempt.c 866f5a93fbdd77d6cc97dd3a5e472935b643cfcb
+ * pin src/engine/attempt.c d9a0584947d9f0f86f59381e28f461cb0c119f47
  *
  * Time is kept as in dlock.pml and fair.pml: relative to "now", moved one
  * tick at a time by the clock process. NAME, each reader's entry and each

@@ -600,6 +600,16 @@ static int confirm_grant(dlock__claim *cl, dlock__lane *lane, const dlock__tally
     return rc;
 }
 
+/* Did every node leave the script unserved (fanout.h), so that it ran
+ * nowhere? */
+static bool served_nowhere(const dlock__node_result *results, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!results[i].unserved)
+            return false;
+    return true;
+}
+
 /* While a slot migrates, an acquire's script cannot run: Redis answers
  * TRYAGAIN to a call of several keys that are not all on one node, and the
  * scripts name keys that often do not exist. A read of the lock key alone
@@ -693,9 +703,14 @@ static int acquire_once(dlock__claim *cl, dlock__lane *lane, int64_t ttl_ms, boo
     if (cl->kind->answered)
         cl->kind->answered(cl, lane, &d.tally);
     /* Only a busy answer says the hand-over of a later release is ours: a
-     * failed attempt's cleanup may take away a lock handed over before it. */
-    cl->asked_ns = start;
-    cl->lease_end_ms = rc == DLOCK_EBUSY ? d.tally.lease_end_ms : 0;
+     * failed attempt's cleanup may take away a lock handed over before it.
+     * An attempt no node served (its slot migrating) ran nowhere: the
+     * queue still holds what the last one that ran left, and a hand-over
+     * of it, read after this attempt, is ours. */
+    if (!served_nowhere(&results[g.before * c->n], c->n)) {
+        cl->asked_ns = start;
+        cl->lease_end_ms = rc == DLOCK_EBUSY ? d.tally.lease_end_ms : 0;
+    }
     if (rc == 0) {
         cl->fence = d.tally.fence;
         cl->slot = d.tally.slot;

@@ -362,9 +362,11 @@ static void test_cluster_migration_keeps_shared_and_permits(void **state)
  * renew it), and is handed the name by the holder's release then, though
  * the holder's was the name's last hold: the release reads the queue
  * before the waiter leaves it, as a migrating slot's node refuses access
- * to a key a script emptied. The waiter gives it back there too, with no
- * queue left (the release goes again naming the queue's keys as NAME),
- * and nothing of the name is left after. */
+ * to a key a script emptied. A waiter that tries every few ms
+ * (`backoff_max_ms`) has tries in flight around the release: one the
+ * cluster does not serve does not cost it the hand-over. The waiter gives
+ * it back there too, with no queue left (the release goes again naming
+ * the queue's keys as NAME), and nothing of the name is left after. */
 static void check_handed_mid_migration(const char *tag, unsigned permits, bool fair,
                                        int64_t backoff_max_ms)
 {
@@ -434,6 +436,12 @@ static void test_cluster_migration_hands_over(void **state)
     check_handed_mid_migration(tag, 1, true, 0);
     fresh_tag(tag, sizeof(tag), "migs");
     check_handed_mid_migration(tag, 2, false, 0);
+    for (int i = 0; i < 5; i++) {
+        fresh_tag(tag, sizeof(tag), "migq");
+        check_handed_mid_migration(tag, 1, true, 10);
+        fresh_tag(tag, sizeof(tag), "migr");
+        check_handed_mid_migration(tag, 2, false, 10);
+    }
 }
 
 /* ---- The node the URL names dies ---- */
