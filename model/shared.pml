@@ -16,7 +16,7 @@
  * waits, gives up and extends through them):
  * kind shared
  * pin src/kinds/lua/helpers.lua 861c27fdbc25fb282c182d0eabd6dccd29666296
- * pin src/kinds/lua/shared_acquire.lua d1aab0a2613faf3b0b0993b58bd89d65e23dd332
+ * pin src/kinds/lua/shared_acquire.lua 88b66dc0423f07d7bb06603aa6fa3b27fe464fe0
  * pin src/kinds/lua/shared_extend.lua 07bb2c930e6a5cb0e59d46b23ce15677e7fb73ae
  * pin src/kinds/lua/shared_helpers.lua 7607a20d47e546c7143beb5de3a87a2aecbd0b87
  * pin src/kinds/lua/shared_release.lua 317a5067a1757c89a2831f6c96d0499cb813e4f1

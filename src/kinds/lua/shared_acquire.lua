@@ -1,6 +1,7 @@
 -- KEYS lock, fence, lock again (where the mutex's names the owner record,
 -- which shared holders keep in rowners), the waiting writers, readers,
--- rowners and epoch; ARGV as the mutex's acquire, then "1" with several servers.
+-- rowners and epoch; ARGV as the mutex's acquire, then "1" with several
+-- servers.
 -- Busy ({0, ms}) while an exclusive holder has NAME, and, for a new shared
 -- holder, while an exclusive acquirer waits (a live waiting writer, or a
 -- fair queue: its mark in the fence key, fence_of()). Granted: {1, fence}. The fence, on one server, is the
