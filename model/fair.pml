@@ -20,7 +20,7 @@
  * pin src/kinds/lua/helpers.lua 861c27fdbc25fb282c182d0eabd6dccd29666296
  * pin src/kinds/lua/fair_acquire.lua e3f341d97769b63a59e0194f3ce5f77ca267a378
  * pin src/kinds/lua/fair_helpers.lua 6114f642f930568e4cb908d9078300bba24da28a
- * pin src/kinds/lua/fair_release.lua f01a4f84ae913b23bebe2aefb9f8beb96995c86b
+ * pin src/kinds/lua/fair_release.lua 7280bb44064d6e43696a86b4b78fa17db6f2f903
  * pin src/kinds/lua/mutex_acquire.lua 154864fa89a2cd4b91a65d630a2181fe4021a592
  * pin src/kinds/lua/mutex_release.lua a5d29f39a3f99971f6270cc88e40157d76ede69d
  * pin src/kinds/lua/mutex_extend.lua 8840a10719bea4dbda3451084c3d9b01672b822f

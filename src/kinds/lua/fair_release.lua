@@ -1,7 +1,8 @@
--- KEYS as the mutex's release, then queue, presence, wake (NAME in place
--- of those the client found absent while the slot migrates, present_key():
--- they exist only while waiters queue) and the fence; ARGV as the
--- mutex's. Releases the lock if it is ours, and takes us out
+-- KEYS as the mutex's release, then queue, presence, wake and the fence
+-- (NAME in place of the owner record and of the queue's keys when the
+-- client found them absent while the slot migrates, present_key(): the
+-- queue's keys exist only while waiters queue); ARGV as the mutex's.
+-- Releases the lock if it is ours, and takes us out
 -- of the queue (a waiter that gives up leaves by it), but not in a cleanup
 -- (ARGV[3] "0"): a reply that came too late must not cost a waiter its
 -- place. When that frees the lock or the head's place, the head (only) is
@@ -19,7 +20,8 @@
 -- With no queue, a release publishes as the mutex's does (plain acquirers
 -- wait on it). 1 or 0.
 
-local lock, queue, presence, wake = KEYS[1], present_key(3), present_key(4), present_key(5)
+local lock, owner = KEYS[1], present_key(2)
+local queue, presence, wake = present_key(3), present_key(4), present_key(5)
 local queued = queue and presence and wake
 local token = ARGV[1]
 local current = redis.call('GET', lock)
@@ -46,7 +48,9 @@ if current == token then
     redis.call('SET', lock, head, 'PX', px)
     set_fence(KEYS[6], f, fence_ttl, ends, now)
     record = handed_record(record, now)
-    redis.call('SET', KEYS[2], record, 'PX', px)
+    if owner then -- a migrating slot's node would refuse to create it
+      redis.call('SET', owner, record, 'PX', px)
+    end
     publish(channel, 'grant:' .. head .. ':' .. f .. ':' .. string.format('%d', head_ends))
     audit_end(token, true)
     audit('grant', head, f, px, record)
